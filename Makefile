@@ -1,0 +1,39 @@
+# `make run`  : set up the venv and answer a sample question.
+# `make test` : set up the venv (+ nix-bin when missing) and run the test suite.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench nix clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# nix-instantiate / nix-build check and build recipes in the tests.
+nix:
+	@command -v nix-instantiate >/dev/null 2>&1 || { \
+	  echo "installing nix-bin (needs root)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq nix-bin >/dev/null; }
+
+run: $(STAMP)
+	$(BIN)/torchbot ask "which variant for an H100 with Graviton3"
+	@echo
+	@echo "Ask your own:  $(BIN)/torchbot ask 'RTX 4090 with a Ryzen 9 7950X, python 3.12'"
+	@echo "Paste output:  nvidia-smi | $(BIN)/torchbot ask -"
+	@echo "Machine form:  $(BIN)/torchbot ask --json 'p5.48xlarge'"
+
+test: $(STAMP) nix
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/ask.py
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

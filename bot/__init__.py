@@ -1,0 +1,1 @@
+"""torchbot: variant selection engine, command layer and chat front ends."""

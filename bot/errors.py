@@ -1,0 +1,39 @@
+"""torchbot's exceptions: each carries a sentence fit to show a user as is."""
+
+from __future__ import annotations
+
+
+class TorchbotError(Exception):
+    """Base class. ``str(err)`` is the user-facing message; ``exit_code`` for the CLI."""
+
+    exit_code = 1
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(TorchbotError):
+    """The command line or chat command was malformed."""
+
+    exit_code = 2
+
+
+class CatalogError(TorchbotError):
+    """The catalog data is inconsistent or a name is not in it."""
+
+
+class ValidationError(TorchbotError):
+    """A requested change is impossible or unsafe (e.g. a matrix the hardware cannot have)."""
+
+
+class RefusedError(TorchbotError):
+    """An operation was refused on purpose (a guard fired); nothing was changed."""
+
+
+class ExternalError(TorchbotError):
+    """An external system (git remote, HTTP API, build tool) failed; nothing was changed."""
+
+
+class PermissionDenied(TorchbotError):
+    """The user may not run this command here."""

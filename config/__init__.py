@@ -1,0 +1,1 @@
+"""Configuration: runtime settings and the data catalog torchbot answers from."""

@@ -1,0 +1,531 @@
+"""The typed catalog: branches and their variant matrices, GPU architectures, CPU ISAs,
+CPU microarchitectures and models, cloud instances and CUDA toolkits.
+
+Everything here is loaded from the TOML files in ``config/data``; adding a GPU, a CPU or a
+branch is a data edit. The models are plain frozen dataclasses so the selection engine,
+the recipe generator and the repository reader can share them without I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Iterable
+
+from bot.errors import CatalogError
+from config.naming import package_name
+
+DATA_DIR = Path(__file__).with_name("data")
+
+PURPOSE_RANK = {
+    "recommended": 0,
+    "python-variant": 1,
+    "stable": 2,
+    "vllm-certified": 3,
+    "bleeding-edge": 4,
+}
+
+
+def vtuple(version: str) -> tuple[int, ...]:
+    """'12.9.1' -> (12, 9, 1); non-numeric parts stop the tuple ('TBD' -> ())."""
+    out: list[int] = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    model: str
+    says: str
+    truth: str
+
+
+@dataclass(frozen=True, slots=True)
+class GpuArch:
+    key: str  # "sm90"
+    cc: str  # "9.0"
+    family: str
+    desc: str = ""
+    min_cuda: str | None = None
+    max_cuda: str | None = None
+    min_driver: str | None = None
+    platforms: tuple[str, ...] = ()
+    isas: tuple[str, ...] | None = None
+    cudnn: bool = True
+    served: bool = True
+    reason: str = ""
+    models: tuple[str, ...] = ()
+    corrections: tuple[Correction, ...] = ()
+
+    @property
+    def num(self) -> str:
+        return self.key[2:]
+
+    @property
+    def upper(self) -> str:
+        return self.key.upper()
+
+    @property
+    def underscore(self) -> str:
+        return "sm_" + self.num
+
+    def cuda_ok(self, cuda: str) -> bool:
+        v = vtuple(cuda)
+        if self.min_cuda and v < vtuple(self.min_cuda):
+            return False
+        if self.max_cuda and v > vtuple(self.max_cuda):
+            return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class CpuIsa:
+    key: str  # "avx512"
+    arch: str  # "x86_64" | "aarch64"
+    desc: str
+    rank: int
+    flags: tuple[str, ...]
+    requires: frozenset[str]
+    disables: tuple[str, ...] = ()
+    workload: str | None = None
+    hardware: str = ""
+
+    @property
+    def platform(self) -> str:
+        return f"{self.arch}-linux"
+
+
+@dataclass(frozen=True, slots=True)
+class Uarch:
+    key: str
+    vendor: str
+    arch: str
+    name: str
+    flags: frozenset[str]
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CpuModel:
+    pattern: str
+    name: str
+    uarch: str
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    pattern: str
+    provider: str
+    gpu: str
+    cpu: str
+
+
+@dataclass(frozen=True, slots=True)
+class CudaToolkit:
+    version: str
+    min_driver: str
+    nix_attr: str
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One package of the matrix. ``kind`` is pytorch, torchvision or torchaudio."""
+
+    package: str
+    kind: str
+    python: str
+    cuda: str | None
+    gpu_arch: str | None  # "sm90"; None for CPU-only and darwin
+    cpu_isa: str | None  # None for darwin
+    platform: str  # x86_64-linux | aarch64-linux | aarch64-darwin
+    darwin: bool = False
+    pin: str | None = None
+
+    @property
+    def is_companion(self) -> bool:
+        return self.kind != "pytorch"
+
+    @property
+    def pytorch_package(self) -> str:
+        """For a companion, the pytorch variant it imports; else itself."""
+        return self.package.replace(self.kind + "-", "pytorch-", 1) if self.is_companion else self.package
+
+
+@dataclass(frozen=True, slots=True)
+class CudaGroup:
+    version: str
+    archs: tuple[str, ...]
+    pin: str | None = None  # None: the branch's pin
+
+
+@dataclass(frozen=True, slots=True)
+class Companion:
+    kind: str
+    cuda: str
+    arch: str
+    isa: str
+
+
+@dataclass(frozen=True, slots=True)
+class TorchSource:
+    version: str
+    hash: str
+
+
+@dataclass(frozen=True)
+class Branch:
+    name: str
+    pytorch: str
+    python: str
+    cudnn: str
+    min_driver: str
+    purpose: str
+    summary: str
+    pin: str
+    cpu_isas: tuple[str, ...]
+    darwin_mps: bool
+    cuda_groups: tuple[CudaGroup, ...]
+    companions: tuple[Companion, ...] = ()
+    vllm: str | None = None
+    torch_source: TorchSource | None = None
+    variants: tuple[Variant, ...] = ()
+
+    @property
+    def rank(self) -> int:
+        return PURPOSE_RANK.get(self.purpose, len(PURPOSE_RANK))
+
+    @property
+    def cuda_versions(self) -> tuple[str, ...]:
+        return tuple(g.version for g in self.cuda_groups)
+
+    @property
+    def pins(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {self.pin: None} if self.pin else {}
+        for g in self.cuda_groups:
+            if g.pin:
+                seen.setdefault(g.pin, None)
+        return tuple(seen)
+
+    @cached_property
+    def by_package(self) -> dict[str, Variant]:
+        return {v.package: v for v in self.variants}
+
+    def pin_for(self, cuda: str | None) -> str:
+        for g in self.cuda_groups:
+            if g.version == cuda and g.pin:
+                return g.pin
+        return self.pin
+
+
+@dataclass(frozen=True)
+class Catalog:
+    gpu_archs: dict[str, GpuArch]
+    gpu_models: dict[str, str]  # model name -> arch key
+    systems: dict[str, tuple[str, str]]  # product -> (gpu model, cpu name)
+    foreign_patterns: tuple[str, ...]
+    isas: dict[str, CpuIsa]
+    implies: dict[str, tuple[str, ...]]
+    uarchs: dict[str, Uarch]
+    cpu_models: tuple[CpuModel, ...]
+    instances: tuple[Instance, ...]
+    cuda: dict[str, CudaToolkit]
+    branches: dict[str, Branch]
+    recommended: str
+    all_isas: tuple[str, ...]
+    source: str = "embedded"
+
+    def branch(self, name: str) -> Branch:
+        try:
+            return self.branches[name]
+        except KeyError:
+            known = ", ".join(self.branches)
+            raise CatalogError(f"Unknown branch '{name}'. Known branches: {known}.") from None
+
+    def arch(self, key: str) -> GpuArch:
+        try:
+            return self.gpu_archs[key]
+        except KeyError:
+            raise CatalogError(f"Unknown GPU architecture '{key}'.") from None
+
+    def isa(self, key: str) -> CpuIsa:
+        try:
+            return self.isas[key]
+        except KeyError:
+            raise CatalogError(f"Unknown CPU ISA '{key}'. Known: {', '.join(self.isas)}.") from None
+
+    def with_branches(self, branches: Iterable[Branch], source: str) -> "Catalog":
+        return replace(self, branches={b.name: b for b in branches}, source=source)
+
+    def variant_platform(self, gpu_arch: str | None, cpu_isa: str | None, darwin: bool = False) -> str:
+        if darwin:
+            return "aarch64-darwin"
+        if cpu_isa in self.isas:
+            return self.isas[cpu_isa].platform
+        return "x86_64-linux"
+
+    def allowed_isas(self, arch: GpuArch) -> tuple[str, ...]:
+        """ISAs the matrix may pair with this GPU architecture (platform and arch limits)."""
+        allowed = arch.isas if arch.isas is not None else self.all_isas
+        return tuple(i for i in allowed if self.isas[i].platform in arch.platforms)
+
+    def expand(self, branch: Branch) -> tuple[Variant, ...]:
+        """The variant matrix a branch definition describes."""
+        out: list[Variant] = []
+        py = branch.python
+        for isa in branch.cpu_isas:
+            out.append(
+                Variant(
+                    package_name("pytorch", py, cpu_isa=isa), "pytorch", py, None, None, isa,
+                    self.isas[isa].platform, pin=branch.pin,
+                )
+            )
+        if branch.darwin_mps:
+            out.append(
+                Variant(
+                    package_name("pytorch", py, darwin=True), "pytorch", py, None, None, None,
+                    "aarch64-darwin", darwin=True, pin=branch.pin,
+                )
+            )
+        for group in branch.cuda_groups:
+            pin = group.pin or branch.pin
+            for arch_key in group.archs:
+                arch = self.gpu_archs[arch_key]
+                for isa in self.allowed_isas(arch):
+                    out.append(
+                        Variant(
+                            package_name("pytorch", py, cuda=group.version, gpu_arch=arch_key, cpu_isa=isa),
+                            "pytorch", py, group.version, arch_key, isa, self.isas[isa].platform, pin=pin,
+                        )
+                    )
+        for c in branch.companions:
+            out.append(
+                Variant(
+                    package_name(c.kind, py, cuda=c.cuda, gpu_arch=c.arch, cpu_isa=c.isa),
+                    c.kind, py, c.cuda, c.arch, c.isa, self.isas[c.isa].platform, pin=branch.pin_for(c.cuda),
+                )
+            )
+        return tuple(out)
+
+    def matrix_conflicts(self, branch: Branch) -> list[str]:
+        """Reasons a branch definition is impossible; empty when it is buildable."""
+        problems: list[str] = []
+        for isa in branch.cpu_isas:
+            if isa not in self.isas:
+                problems.append(f"unknown CPU ISA '{isa}'")
+        for group in branch.cuda_groups:
+            if group.version not in self.cuda:
+                problems.append(f"CUDA {group.version} is not a known toolkit ({', '.join(self.cuda)})")
+            for arch_key in group.archs:
+                arch = self.gpu_archs.get(arch_key)
+                if arch is None:
+                    problems.append(f"unknown GPU architecture '{arch_key}'")
+                    continue
+                if not arch.served:
+                    problems.append(f"{arch.upper} cannot be built: {arch.reason}")
+                    continue
+                if arch.min_cuda and vtuple(group.version) < vtuple(arch.min_cuda):
+                    problems.append(f"{arch.upper} needs CUDA >= {arch.min_cuda}, not {group.version}")
+                if arch.max_cuda and vtuple(group.version) > vtuple(arch.max_cuda):
+                    problems.append(f"{arch.upper} is not supported after CUDA {arch.max_cuda} (asked {group.version})")
+                if not self.allowed_isas(arch):
+                    problems.append(f"{arch.upper} has no CPU ISA it can be paired with")
+        for c in branch.companions:
+            if c.kind not in ("torchvision", "torchaudio"):
+                problems.append(f"unknown companion kind '{c.kind}'")
+        return problems
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+
+
+def _load(name: str, data_dir: Path) -> dict:
+    path = data_dir / name
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise CatalogError(f"Catalog file {path} is missing.") from None
+    except tomllib.TOMLDecodeError as err:
+        raise CatalogError(f"Catalog file {path} is not valid TOML: {err}.") from None
+
+
+def branch_from_dict(name: str, raw: dict) -> Branch:
+    """A Branch (without variants) from its TOML table; used by the loader and by tools
+    that add branches."""
+    try:
+        groups = tuple(
+            CudaGroup(str(g["version"]), tuple(g["archs"]), g.get("pin")) for g in raw.get("cuda", [])
+        )
+        companions = []
+        for spec in raw.get("companions", []):
+            kind, cuda, arch, isa = spec.split(":")
+            companions.append(Companion(kind, cuda, arch, isa))
+        ts = raw.get("torch_source")
+        return Branch(
+            name=name,
+            pytorch=str(raw["pytorch"]),
+            python=str(raw["python"]),
+            cudnn=str(raw.get("cudnn", "9.x")),
+            min_driver=str(raw.get("min_driver", "")),
+            purpose=raw.get("purpose", "python-variant"),
+            summary=raw.get("summary", ""),
+            pin=raw["pin"],
+            cpu_isas=tuple(raw.get("cpu_isas", [])),
+            darwin_mps=bool(raw.get("darwin_mps", False)),
+            cuda_groups=groups,
+            companions=tuple(companions),
+            vllm=raw.get("vllm"),
+            torch_source=TorchSource(ts["version"], ts["hash"]) if ts else None,
+        )
+    except (KeyError, ValueError, TypeError) as err:
+        raise CatalogError(f"Branch '{name}' in the catalog is malformed: {err!r}.") from None
+
+
+def branch_to_dict(branch: Branch) -> dict:
+    """The TOML table for a branch (inverse of :func:`branch_from_dict`)."""
+    raw: dict = {
+        "pytorch": branch.pytorch,
+        "python": branch.python,
+        "cudnn": branch.cudnn,
+        "min_driver": branch.min_driver,
+        "purpose": branch.purpose,
+        "summary": branch.summary,
+        "pin": branch.pin,
+        "cpu_isas": list(branch.cpu_isas),
+        "darwin_mps": branch.darwin_mps,
+    }
+    if branch.vllm:
+        raw["vllm"] = branch.vllm
+    if branch.companions:
+        raw["companions"] = [f"{c.kind}:{c.cuda}:{c.arch}:{c.isa}" for c in branch.companions]
+    if branch.torch_source:
+        raw["torch_source"] = {"version": branch.torch_source.version, "hash": branch.torch_source.hash}
+    raw["cuda"] = [
+        {"version": g.version, "archs": list(g.archs), **({"pin": g.pin} if g.pin else {})}
+        for g in branch.cuda_groups
+    ]
+    return raw
+
+
+def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | None = None) -> Catalog:
+    gpus = _load("gpus.toml", data_dir)
+    cpus = _load("cpus.toml", data_dir)
+    inst = _load("instances.toml", data_dir)
+    cuda = _load("cuda.toml", data_dir)
+    br = _load("branches.toml", data_dir)
+
+    archs: dict[str, GpuArch] = {}
+    models: dict[str, str] = {}
+    for key, a in gpus.get("arch", {}).items():
+        arch = GpuArch(
+            key=key,
+            cc=a["cc"],
+            family=a.get("family", ""),
+            desc=a.get("desc", ""),
+            min_cuda=a.get("min_cuda"),
+            max_cuda=a.get("max_cuda"),
+            min_driver=a.get("min_driver"),
+            platforms=tuple(a.get("platforms", ())),
+            isas=tuple(a["isas"]) if "isas" in a else None,
+            cudnn=a.get("cudnn", True),
+            served=a.get("served", True),
+            reason=a.get("reason", ""),
+            models=tuple(a.get("models", ())),
+            corrections=tuple(Correction(**c) for c in a.get("corrections", ())),
+        )
+        archs[key] = arch
+        for m in arch.models:
+            if m in models:
+                raise CatalogError(f"GPU model '{m}' is listed under both {models[m]} and {key}.")
+            models[m] = key
+    systems = {name: (s["gpu"], s["cpu"]) for name, s in gpus.get("systems", {}).items()}
+
+    isas = {
+        key: CpuIsa(
+            key=key,
+            arch=i["arch"],
+            desc=i["desc"],
+            rank=i["rank"],
+            flags=tuple(i["flags"]),
+            requires=frozenset(i["requires"]),
+            disables=tuple(i.get("disables", ())),
+            workload=i.get("workload"),
+            hardware=i.get("hardware", ""),
+        )
+        for key, i in cpus["isa"].items()
+    }
+    uarchs = {
+        key: Uarch(key, u["vendor"], u["arch"], u["name"], frozenset(u["flags"]), u.get("note", ""))
+        for key, u in cpus["uarch"].items()
+    }
+    cpu_models = tuple(CpuModel(m["pattern"], m["name"], m["uarch"]) for m in cpus.get("model", []))
+    for m in cpu_models:
+        if m.uarch not in uarchs:
+            raise CatalogError(f"CPU model '{m.name}' names unknown microarchitecture '{m.uarch}'.")
+        try:
+            re.compile(m.pattern)
+        except re.error as err:
+            raise CatalogError(f"CPU model pattern {m.pattern!r} is invalid: {err}.") from None
+    instances = tuple(Instance(i["pattern"], i["provider"], i["gpu"], i["cpu"]) for i in inst.get("instance", []))
+    toolkits = {v: CudaToolkit(v, c["min_driver"], c["nix_attr"]) for v, c in cuda.items()}
+
+    defaults = br.get("defaults", {})
+    raw_branches = dict(br.get("branch", {}))
+    raw_branches.update(extra_branches or {})
+    cat = Catalog(
+        gpu_archs=archs,
+        gpu_models=models,
+        systems=systems,
+        foreign_patterns=tuple(gpus.get("foreign", {}).get("patterns", ())),
+        isas=isas,
+        implies={k: tuple(v) for k, v in cpus.get("implies", {}).items()},
+        uarchs=uarchs,
+        cpu_models=cpu_models,
+        instances=instances,
+        cuda=toolkits,
+        branches={},
+        recommended=defaults.get("recommended", ""),
+        all_isas=tuple(defaults.get("all_isas", isas)),
+    )
+    branches = []
+    for name, raw in raw_branches.items():
+        b = branch_from_dict(name, raw)
+        problems = cat.matrix_conflicts(b)
+        if problems:
+            raise CatalogError(f"Branch '{name}' in the catalog is impossible: {'; '.join(problems)}.")
+        branches.append(replace(b, variants=cat.expand(b)))
+    cat = cat.with_branches(branches, "embedded")
+    if cat.recommended not in cat.branches:
+        raise CatalogError(f"The recommended branch '{cat.recommended}' is not in the catalog.")
+    return cat
+
+
+@lru_cache(maxsize=4)
+def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
+    return build_catalog(data_dir, _local_branches())
+
+
+def local_branches_file() -> Path:
+    """Branches created by `torchbot release branch create` are recorded here, so the bot
+    answers from them without editing the packaged data."""
+    import os
+
+    return Path(os.environ.get("TORCHBOT_LOCAL_BRANCHES", "torchbot-branches.toml"))
+
+
+def _local_branches() -> dict[str, dict]:
+    path = local_branches_file()
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh).get("branch", {})
+    except tomllib.TOMLDecodeError as err:
+        raise CatalogError(f"{path} is not valid TOML: {err}.") from None

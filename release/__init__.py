@@ -1,0 +1,1 @@
+"""torchbot release management: recipes, repository model, pins, builds, publishing."""
