@@ -1,0 +1,68 @@
+"""The ``torchbot`` console script.
+
+Each area registers its own subcommands: ``bot.cli_ask`` (ask, catalog),
+``release.cli`` (release ...), ``release.schedule_cli`` (schedule ...), ``bot.serve_cli``
+(serve, chat). Registration modules import heavy libraries only inside their handlers so
+``torchbot ask`` starts fast. A handler takes (args, ctx) and returns an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from bot.errors import TorchbotError
+
+REGISTRARS = ("bot.cli_ask", "release.cli", "release.schedule_cli", "bot.serve_cli")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors: exit 2, one clear line
+        self.print_usage(sys.stderr)
+        print(f"torchbot: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="torchbot", description="ChatOps bot and release manager for build-pytorch.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debugging detail to stderr")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in REGISTRARS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name == name:  # area not present yet
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from bot.context import Context
+    from config.settings import Settings
+
+    try:
+        ctx = Context(Settings())
+        return int(args.func(args, ctx) or 0)
+    except TorchbotError as err:
+        print(f"torchbot: {err.message}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # last resort: a sentence for the user, the traceback in the log
+        logging.getLogger("torchbot").debug("unexpected error", exc_info=True)
+        print(f"torchbot: internal error ({type(err).__name__}); rerun with -v for details.", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

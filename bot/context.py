@@ -1,0 +1,29 @@
+"""What every command needs: settings and the catalog (embedded, or read from the
+managed repository when ``TORCHBOT_REPO_PATH`` is set). One Context serves the CLI, the
+console chat and Slack alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from config.catalog import Catalog, load_catalog
+from config.settings import Settings
+
+
+@dataclass
+class Context:
+    settings: Settings = field(default_factory=Settings)
+    use_repo: bool = True  # answer from the repository's real branches when one is configured
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        embedded = load_catalog()
+        repo = self.settings.repo_path
+        if self.use_repo and repo is not None:
+            try:
+                from release.reader import catalog_from_repository
+            except ImportError:  # reader not available: embedded data
+                return embedded
+            return catalog_from_repository(repo, embedded)
+        return embedded
