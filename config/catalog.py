@@ -178,7 +178,7 @@ class TorchSource:
     hash: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Branch:
     name: str
     pytorch: str
@@ -223,7 +223,7 @@ class Branch:
         return self.pin
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity hash: derived matchers are cached per catalog
 class Catalog:
     gpu_archs: dict[str, GpuArch]
     gpu_models: dict[str, str]  # model name -> arch key
@@ -233,6 +233,7 @@ class Catalog:
     implies: dict[str, tuple[str, ...]]
     uarchs: dict[str, Uarch]
     cpu_models: tuple[CpuModel, ...]
+    arm_parts: dict[str, str]  # /proc/cpuinfo "CPU part" -> uarch key
     instances: tuple[Instance, ...]
     cuda: dict[str, CudaToolkit]
     branches: dict[str, Branch]
@@ -488,6 +489,7 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         implies={k: tuple(v) for k, v in cpus.get("implies", {}).items()},
         uarchs=uarchs,
         cpu_models=cpu_models,
+        arm_parts=dict(cpus.get("arm_parts", {})),
         instances=instances,
         cuda=toolkits,
         branches={},

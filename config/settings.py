@@ -78,6 +78,16 @@ class Settings(BaseSettings):
     publish_interval_seconds: int = 900
     flush_interval_seconds: int = 60
 
+    # Builds, publishing and announcements (issue 5)
+    build_backend: str = "local"  # local | github: what scheduled builds after a bump use
+    build_result_link: str = "result-{package}"  # must exist after a successful build
+    build_check_command: str | None = None  # e.g. 'result-{package}/bin/python -c "import torch"'
+    publish_timeout: float = 3600.0
+    github_workflow_file: str = "torchbot-build.yml"
+    github_workflow_ref: str = "main"  # branch holding the workflow (workflow_dispatch ref)
+    github_poll_seconds: float = 30.0
+    nixpkgs_web_url: str = "https://github.com/NixOS/nixpkgs/"  # compare links in announcements
+
     @field_validator("admins", "allowed_channels", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:

@@ -1,0 +1,91 @@
+"""The result of ``ask``: one object that the CLI prints, the console chat shows and Slack
+renders as Block Kit. ``to_dict`` is the JSON contract of ``torchbot ask --json``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.hardware import Hardware
+
+
+@dataclass(frozen=True)
+class Pick:
+    package: str
+    branch: str
+    gpu_arch: str | None
+    cpu_isa: str | None
+    cuda: str | None
+    python: str
+    pytorch: str
+    platform: str
+    build_command: str
+    install_command: str
+    note: str = ""  # why this is an alternative (not part of the JSON contract's required keys)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {
+            "package": self.package,
+            "branch": self.branch,
+            "gpu_arch": self.gpu_arch,
+            "cpu_isa": self.cpu_isa,
+            "cuda": self.cuda,
+            "python": self.python,
+            "pytorch": self.pytorch,
+            "platform": self.platform,
+            "build_command": self.build_command,
+            "install_command": self.install_command,
+        }
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass
+class Answer:
+    hardware: Hardware
+    recommendation: Pick | None = None
+    alternatives: list[Pick] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    exit_code = 0  # any answer is a successful command
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.hardware.query,
+            "hardware": self.hardware.to_dict(),
+            "recommendation": self.recommendation.to_dict() if self.recommendation else None,
+            "alternatives": [a.to_dict() for a in self.alternatives],
+            "reasons": list(self.reasons),
+            "warnings": list(self.warnings),
+            "missing": list(self.missing),
+        }
+
+    def text(self) -> str:
+        lines: list[str] = []
+        r = self.recommendation
+        if r:
+            lines.append(f"Use {r.package}")
+            cuda = f", CUDA {r.cuda}" if r.cuda else ""
+            lines.append(f"  branch   {r.branch} (PyTorch {r.pytorch}{cuda}, Python {r.python}, {r.platform})")
+            lines.append(f"  build    {r.build_command}")
+            lines.append(f"  install  {r.install_command}")
+        else:
+            lines.append("No variant to recommend.")
+        if self.reasons:
+            lines.append("Why:")
+            lines.extend(f"  - {x}" for x in self.reasons)
+        if self.warnings:
+            lines.append("Warnings:")
+            lines.extend(f"  ! {x}" for x in self.warnings)
+        if self.missing:
+            lines.append("To answer, tell me:")
+            lines.extend(f"  ? {x}" for x in self.missing)
+        if self.alternatives:
+            lines.append("Alternatives:")
+            for a in self.alternatives:
+                note = f" — {a.note}" if a.note else ""
+                lines.append(f"  - {a.package} on {a.branch}{note}")
+        return "\n".join(lines)

@@ -1,0 +1,45 @@
+"""`torchbot ask` and `torchbot catalog`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ask", help="which variant for this hardware? (free text, or '-' to read pasted output from stdin)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("question", nargs="+", help="e.g. 'H100 with Graviton3', 'p5.48xlarge', or - for stdin")
+    p.set_defaults(func=_ask)
+
+    c = sub.add_parser("catalog", help="branches, pins and variant counts")
+    c.add_argument("--json", action="store_true")
+    c.add_argument("--repo", help="read the branches from this repository instead of the embedded data")
+    c.set_defaults(func=_catalog)
+
+
+def _emit(result, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(result.text())
+
+
+def _ask(args, ctx) -> int:
+    from bot.commands import ask
+
+    words = args.question
+    text = sys.stdin.read() if words == ["-"] else " ".join(words)
+    _emit(ask(ctx, text), args.json)
+    return 0
+
+
+def _catalog(args, ctx) -> int:
+    from pathlib import Path
+
+    from bot.commands import catalog
+
+    if args.repo:
+        ctx.settings.repo_path = Path(args.repo)
+    _emit(catalog(ctx), args.json)
+    return 0
