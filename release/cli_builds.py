@@ -1,0 +1,91 @@
+"""`torchbot release build|status|publish|workflow` (registrar; heavy imports stay inside
+the handlers)."""
+
+from __future__ import annotations
+
+import json
+
+
+def _emit(result, as_json: bool) -> int:
+    print(json.dumps(result.to_dict(), indent=2) if as_json else result.text())
+    return getattr(result, "exit_code", 0)
+
+
+def _build(args, ctx) -> int:
+    from release.commands_builds import plan_build
+
+    plan = plan_build(ctx, args.branch, args.variant, repo=args.repo, backend=args.backend, jobs=args.jobs,
+                      changed_only=args.changed_only, resume=args.resume)
+    if args.dry_run:
+        print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.text())
+        return 0
+    return _emit(plan.apply(), args.json)
+
+
+def _status(args, ctx) -> int:
+    from release.builds import status
+
+    rows = status(ctx, args.branch)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("No builds recorded" + (f" for {args.branch}." if args.branch else "."))
+        return 0
+    for r in rows:
+        print(f"{r['state']:<11} {r['branch']:<28} {r['package']:<48} {r['finished'] or r['started'] or '-'}"
+              f"  {r['log'] or ''}")
+    return 0
+
+
+def _publish(args, ctx) -> int:
+    from release.commands_builds import plan_publish
+
+    plan = plan_publish(ctx, args.branch, repo=args.repo)
+    if args.dry_run:
+        print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.text())
+        return 0
+    return _emit(plan.apply(), args.json)
+
+
+def _workflow(args, ctx) -> int:
+    from release.github_actions import render_workflow, write_workflow
+
+    if args.write:
+        path = write_workflow(ctx, args.repo, commit=args.commit)
+        print(f"Wrote {path}" + (" and committed it." if args.commit else "."))
+    else:
+        print(render_workflow(ctx.settings), end="")
+    return 0
+
+
+def register(verbs) -> None:
+    p = verbs.add_parser("build", help="build a branch's variants (local nix/flox builds or GitHub Actions)")
+    p.add_argument("--repo", help="the build-pytorch checkout (default TORCHBOT_REPO_PATH)")
+    p.add_argument("--branch", required=True)
+    p.add_argument("--variant", action="append", metavar="GLOB", help="only variants matching GLOB (repeatable)")
+    p.add_argument("--backend", choices=("local", "github"), default="local")
+    p.add_argument("--jobs", type=int, default=None, help="builds at once (default TORCHBOT_BUILD_JOBS)")
+    p.add_argument("--changed-only", action="store_true", help="only recipes changed since their last success")
+    p.add_argument("--resume", action="store_true", help="only builds a stopped torchbot left interrupted")
+    p.add_argument("--dry-run", action="store_true", help="show what would be built")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_build)
+
+    p = verbs.add_parser("status", help="build states from the state DB")
+    p.add_argument("--branch")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_status)
+
+    p = verbs.add_parser("publish", help="publish succeeded, unpublished variants to the Flox catalog")
+    p.add_argument("--repo")
+    p.add_argument("--branch")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_publish)
+
+    p = verbs.add_parser("workflow", help="render the GitHub Actions build workflow")
+    p.add_argument("--repo")
+    p.add_argument("--write", action="store_true", help="write it into the repository's .github/workflows")
+    p.add_argument("--commit", action="store_true", help="with --write: commit it")
+    p.set_defaults(func=_workflow)

@@ -1,0 +1,276 @@
+"""The state DB: builds, publishes, releases (Slack threads), the announcement outbox and
+job-run locks. SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
+default, PostgreSQL works the same). ``open_state(url)`` gives a :class:`State` whose
+``session()`` is a context manager committing on success and rolling back on error.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Iterator
+
+from sqlalchemy import (
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    select,
+    update,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+STATES = ("queued", "running", "succeeded", "failed", "interrupted")
+ACTIVE = ("queued", "running")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def owner_id() -> str:
+    """Who runs a build: host and pid, so a restart can tell dead owners from live ones."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Build(Base):
+    __tablename__ = "builds"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    package: Mapped[str] = mapped_column(String(200), index=True)
+    branch: Mapped[str] = mapped_column(String(200), index=True)
+    state: Mapped[str] = mapped_column(String(20), index=True, default="queued")
+    backend: Mapped[str] = mapped_column(String(20), default="local")
+    created: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    started: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    finished: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    log: Mapped[str | None] = mapped_column(Text, nullable=True)
+    recipe_blob: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    pin: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    out_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    run_key: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)  # one build invocation
+    external_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # GitHub run id
+
+    def to_dict(self) -> dict:
+        iso = lambda d: d.isoformat(timespec="seconds") + "Z" if d else None  # noqa: E731
+        return {
+            "id": self.id,
+            "package": self.package,
+            "branch": self.branch,
+            "state": self.state,
+            "backend": self.backend,
+            "started": iso(self.started),
+            "finished": iso(self.finished),
+            "log": self.log,
+            "recipe_blob": self.recipe_blob,
+            "pin": self.pin,
+            "message": self.message,
+            "external_id": self.external_id,
+        }
+
+
+class Publish(Base):
+    __tablename__ = "publishes"
+    __table_args__ = (UniqueConstraint("package", "branch", "pin", name="uq_publish"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    package: Mapped[str] = mapped_column(String(200))
+    branch: Mapped[str] = mapped_column(String(200), index=True)
+    pin: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    build_id: Mapped[int | None] = mapped_column(ForeignKey("builds.id"), nullable=True)
+    published: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Release(Base):
+    """One Slack thread per (branch, pin)."""
+
+    __tablename__ = "releases"
+    __table_args__ = (UniqueConstraint("branch", "pin", name="uq_release"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    branch: Mapped[str] = mapped_column(String(200))
+    pin: Mapped[str] = mapped_column(String(64))
+    previous_pin: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    channel: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    thread_ts: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    info: Mapped[str] = mapped_column(Text, default="{}")  # JSON: pytorch, cuda, python
+    created: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Outbox(Base):
+    """An announcement to send. kind: parent | variant | summary."""
+
+    __tablename__ = "outbox"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    release_id: Mapped[int] = mapped_column(ForeignKey("releases.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    package: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    client_msg_id: Mapped[str] = mapped_column(String(64), unique=True)
+    created: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    attempted: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    sent: Mapped[datetime | None] = mapped_column(DateTime, nullable=True, index=True)
+    ts: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class JobRun(Base):
+    """One scheduled run of a job; the unique (job, slot) row is the cross-process lock that
+    keeps two torchbot processes on one DB from running the same run twice."""
+
+    __tablename__ = "job_runs"
+    __table_args__ = (UniqueConstraint("job_id", "slot", name="uq_job_slot"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[str] = mapped_column(String(200), index=True)
+    slot: Mapped[str] = mapped_column(String(64))
+    owner: Mapped[str] = mapped_column(String(200))
+    started: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    finished: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    result: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class State:
+    def __init__(self, url: str):
+        self.url = url
+        kwargs: dict = {}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        self.engine: Engine = create_engine(url, **kwargs)
+        if url.startswith("sqlite"):
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        Base.metadata.create_all(self.engine)
+        self._factory = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        s = self._factory()
+        try:
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
+
+    # -- builds -------------------------------------------------------------------------
+
+    def builds(self, branch: str | None = None, latest_only: bool = True) -> list[Build]:
+        with self.session() as s:
+            q = select(Build).order_by(Build.id)
+            if branch:
+                q = q.where(Build.branch == branch)
+            rows = list(s.scalars(q))
+        if not latest_only:
+            return rows
+        latest: dict[tuple[str, str], Build] = {}
+        for row in rows:
+            latest[(row.branch, row.package)] = row
+        return sorted(latest.values(), key=lambda b: (b.branch, b.package))
+
+    def last_success(self, branch: str) -> dict[str, Build]:
+        """package -> its last succeeded build on the branch."""
+        with self.session() as s:
+            rows = s.scalars(
+                select(Build).where(Build.branch == branch, Build.state == "succeeded").order_by(Build.id)
+            )
+            return {b.package: b for b in rows}
+
+    def mark_interrupted(self) -> int:
+        """Builds left queued/running by a process that no longer exists become interrupted.
+        Returns how many rows changed. Live owners on this host (or any other host) keep theirs."""
+        host = socket.gethostname()
+        changed = 0
+        with self.session() as s:
+            for b in s.scalars(select(Build).where(Build.state.in_(ACTIVE), Build.backend == "local")):
+                owner = b.owner or ""
+                o_host, _, o_pid = owner.rpartition(":")
+                if o_host == host and o_pid.isdigit() and int(o_pid) != os.getpid() and _alive(int(o_pid)):
+                    continue
+                if o_host == host and o_pid.isdigit() and int(o_pid) == os.getpid() and _RUNNING.get(b.id):
+                    continue
+                if o_host and o_host != host:
+                    continue
+                b.state = "interrupted"
+                b.finished = utcnow()
+                b.message = "torchbot stopped while this build was " + ("running" if b.started else "queued")
+                changed += 1
+        return changed
+
+    # -- job locks ----------------------------------------------------------------------
+
+    def claim_run(self, job_id: str, slot: str) -> int | None:
+        """Insert the (job, slot) row; None when another process already claimed it."""
+        try:
+            with self.session() as s:
+                run = JobRun(job_id=job_id, slot=slot, owner=owner_id())
+                s.add(run)
+                s.flush()
+                return run.id
+        except IntegrityError:
+            return None
+
+    def finish_run(self, run_id: int, result: str) -> None:
+        with self.session() as s:
+            s.execute(update(JobRun).where(JobRun.id == run_id).values(finished=utcnow(), result=result[:2000]))
+
+    def job_runs(self, job_id: str | None = None) -> list[JobRun]:
+        with self.session() as s:
+            q = select(JobRun).order_by(JobRun.id)
+            if job_id:
+                q = q.where(JobRun.job_id == job_id)
+            return list(s.scalars(q))
+
+
+_RUNNING: dict[int, bool] = {}  # build ids this process is running right now
+_STATES: dict[str, State] = {}
+_LOCK = threading.Lock()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def open_state(url: str) -> State:
+    """One State (engine) per URL per process."""
+    with _LOCK:
+        st = _STATES.get(url)
+        if st is None:
+            st = _STATES[url] = State(url)
+        return st
+
+
+def state_for(ctx) -> State:
+    return open_state(ctx.settings.state_db)

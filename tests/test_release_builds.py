@@ -1,0 +1,112 @@
+"""Local builds: a real nix-build of trivial derivations in a worktree of a real branch."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from release import builds
+from release.state import Build, open_state
+from tests import fixtures_builds as fx
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return fx.make_repo(tmp_path)
+
+
+def test_build_all_with_two_jobs(tmp_path: Path, repo: Path) -> None:
+    ctx = fx.context(tmp_path)
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo)
+    assert [i.package for i in plan.items][-1] == fx.COMPANION  # companions come last
+    assert {i.pin for i in plan.items} == {fx.PIN}
+    rows = {r["package"]: r for r in builds.run_local(ctx, plan, jobs=2)}
+
+    assert set(rows) == set(fx.ALL)
+    assert rows[fx.FAILING]["state"] == "failed"
+    for pkg in fx.OK + [fx.COMPANION]:
+        assert rows[pkg]["state"] == "succeeded", rows[pkg]
+        log = Path(rows[pkg]["log"]).read_text()
+        assert "torchbot: ok /nix/store/" in log
+    assert "exited with status" in Path(rows[fx.FAILING]["log"]).read_text()
+    # the companion started only after its pytorch finished
+    torch = rows["pytorch-python313-cuda12_8-sm90-avx512"]
+    assert datetime.fromisoformat(rows[fx.COMPANION]["started"][:-1]) >= datetime.fromisoformat(torch["finished"][:-1])
+    # worktree removed, repo clean
+    assert "torchbot-wt-" not in builds.git(repo, "worktree", "list")
+    # state DB has exactly one build per variant (the companion did not rebuild pytorch)
+    st = open_state(ctx.settings.state_db)
+    assert len(st.builds(fx.BRANCH, latest_only=False)) == len(fx.ALL)
+
+
+def test_changed_only_after_noop_bump_builds_nothing(tmp_path: Path, repo: Path) -> None:
+    ctx = fx.context(tmp_path)
+    builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, [fx.OK[0], "torch*"], repo=repo), jobs=2)
+    fx.noop_bump(repo)
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
+    # only the never-succeeded variant (the failing one) remains; the rest is unchanged
+    # the companion is rebuilt because the pytorch it imports is being built
+    assert [i.package for i in plan.items] == [fx.FAILING, "pytorch-python313-cuda12_8-sm90-avx512", fx.COMPANION]
+    ok_plan = builds.prepare(ctx, fx.BRANCH, [fx.OK[0]], repo=repo, changed_only=True)
+    assert ok_plan.items == [] and ok_plan.unchanged == [fx.OK[0]]
+
+
+def test_companion_waits_and_is_failed_when_pytorch_fails(tmp_path: Path) -> None:
+    # a repo whose companion imports a failing pytorch recipe
+    work = fx.make_repo(tmp_path, packages=[fx.COMPANION])
+    (work / "x").write_text("")
+    fx.sh(work, "git", "checkout", "--quiet", fx.BRANCH)
+    fx.write_recipes(work, fx.PIN, "n", packages=[fx.COMPANION])
+    p = work / ".flox/pkgs/pytorch-python313-cuda12_8-sm90-avx512.nix"
+    p.write_text(p.parent.joinpath(f"{fx.COMPANION}.nix").read_text().replace("echo ${torch} > $out", "exit 3")
+                 .replace("  torch = import ./pytorch-python313-cuda12_8-sm90-avx512.nix {};\n", ""))
+    fx.sh(work, "git", "add", ".flox")
+    fx.sh(work, "git", "commit", "--quiet", "-m", "failing torch")
+    fx.sh(work, "git", "push", "--quiet", "origin", fx.BRANCH)
+    fx.sh(work, "git", "checkout", "--quiet", "main")
+    ctx = fx.context(tmp_path)
+    plan = builds.prepare(ctx, fx.BRANCH, repo=work)
+    rows = {r["package"]: r for r in builds.run_local(ctx, plan, jobs=2)}
+    assert rows["pytorch-python313-cuda12_8-sm90-avx512"]["state"] == "failed"
+    assert rows[fx.COMPANION]["state"] == "failed"
+    assert "its pytorch variant" in rows[fx.COMPANION]["message"]
+
+
+def test_interrupted_builds_marked_and_resumed(tmp_path: Path, repo: Path) -> None:
+    ctx = fx.context(tmp_path, build_command="true", build_result_link="README.md")
+    st = open_state(ctx.settings.state_db)
+    with st.session() as s:  # a build left running by a process that is gone
+        s.add(Build(package=fx.OK[0], branch=fx.BRANCH, state="running", owner=f"{os.uname().nodename}:999999"))
+    rows = builds.status(ctx, fx.BRANCH)
+    assert rows[0]["state"] == "interrupted"
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo, resume=True)
+    assert [i.package for i in plan.items] == [fx.OK[0]]
+    assert builds.run_local(ctx, plan)[0]["state"] == "succeeded"
+
+
+def test_timeout_marks_failed(tmp_path: Path, repo: Path) -> None:
+    ctx = fx.context(tmp_path, build_command="sleep 30", build_timeout=0.5)
+    rows = builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, [fx.OK[0]], repo=repo))
+    assert rows[0]["state"] == "failed" and "timed out" in rows[0]["message"]
+
+
+def test_cli_build_and_status_json(tmp_path: Path, repo: Path, monkeypatch, capsys) -> None:
+    from bot import cli
+
+    monkeypatch.setenv("TORCHBOT_STATE_DB", f"sqlite:///{tmp_path / 'cli.sqlite'}")
+    monkeypatch.setenv("TORCHBOT_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setenv("TORCHBOT_BUILD_COMMAND", "true")
+    monkeypatch.setenv("TORCHBOT_BUILD_RESULT_LINK", "README.md")
+    code = cli.main(["release", "build", "--repo", str(repo), "--branch", fx.BRANCH, "--variant", "pytorch-*cpu*",
+                     "--jobs", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["builds"][0]["state"] == "succeeded"
+    assert cli.main(["release", "status", "--branch", fx.BRANCH, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert {"package", "branch", "state", "started", "finished", "log"} <= set(status[0])
+    assert cli.main(["release", "build", "--repo", str(repo), "--branch", "nope"]) == 2
+    assert "does not exist" in capsys.readouterr().err
