@@ -1,0 +1,263 @@
+"""Orchestration of a nixpkgs pin bump over a git repository.
+
+``plan_bump`` reads the branches (git, read-only) and asks nixpkgs (HTTP) for the facts the
+guards need; it writes nothing. ``apply_bump`` then creates one commit per branch without
+touching the user's checkout, pushes when asked, and only then moves the local refs in one
+transaction, so every failure leaves every ref as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.errors import ExternalError, RefusedError, ValidationError
+from release import gitops
+from release.pins import (
+    README,
+    RECIPES_DIR,
+    BranchEdit,
+    commit_message,
+    find_groups,
+    major_minor,
+    plan_edit,
+    select_group,
+    short,
+    validate_rev,
+)
+
+log = logging.getLogger(__name__)
+COMPARE_URL = "https://github.com/NixOS/nixpkgs/compare/{old}...{new}"
+
+
+@dataclass
+class BumpOptions:
+    branches: tuple[str, ...] = ()
+    all: bool = False
+    rev: str | None = None
+    channel: str | None = None
+    cuda: str | None = None
+    from_pin: str | None = None
+    force: bool = False
+    push: bool = False
+    open_pr: bool = False
+    dry_run: bool = False
+
+
+@dataclass
+class BranchPlan:
+    edit: BranchEdit
+    tip: str
+    torch_old: str | None = None
+    torch_new: str | None = None
+    message: str = ""
+
+    @property
+    def branch(self) -> str:
+        return self.edit.branch
+
+    def to_dict(self) -> dict:
+        g = self.edit.group
+        return {
+            "branch": self.branch,
+            "old_pin": g.pin,
+            "new_pin": self.edit.new_pin,
+            "up_to_date": self.edit.up_to_date,
+            "group": g.to_dict(),
+            "torch": {"old": self.torch_old, "new": self.torch_new},
+            "cuda_sets": list(g.cuda_attrs),
+            "files_changed": sorted(self.edit.changes),
+            "lines_changed": self.edit.lines_changed,
+            "message": self.message,
+            "compare": COMPARE_URL.format(old=g.pin, new=self.edit.new_pin),
+        }
+
+
+@dataclass
+class BumpPlanData:
+    repo_path: Path
+    new_rev: str
+    source: str  # "--rev", "channel nixos-unstable"
+    branches: list[BranchPlan] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    options: BumpOptions = field(default_factory=BumpOptions)
+
+    @property
+    def to_commit(self) -> list[BranchPlan]:
+        return [b for b in self.branches if not b.edit.up_to_date and b.edit.changes]
+
+
+@dataclass
+class BumpOutcome:
+    commits: dict[str, str] = field(default_factory=dict)  # branch -> new sha
+    pushed: list[str] = field(default_factory=list)
+    pull_requests: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_rev(client, opts: BumpOptions, default_channel: str) -> tuple[str, str]:
+    if opts.rev and opts.channel:
+        raise ValidationError("Give either --rev or --channel, not both.")
+    if opts.rev:
+        rev = validate_rev(opts.rev)
+        client.resolve(rev)  # the commit must exist in nixpkgs
+        return rev, "--rev"
+    channel = opts.channel or default_channel
+    return client.channel_head(channel), f"channel {channel}"
+
+
+def _is_vllm(name: str, catalog) -> bool:
+    b = catalog.branches.get(name) if catalog is not None else None
+    return bool(b is not None and b.vllm) or "vllm" in name
+
+
+def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_channel="nixos-unstable") -> BumpPlanData:
+    if not opts.all and not opts.branches:
+        raise ValidationError("Name the branches to bump with --branch B (repeatable) or use --all.")
+    if opts.open_pr and opts.push:
+        raise ValidationError("--open-pr already pushes (to bump/<branch>-<rev>); do not combine it with --push.")
+    repo = gitops.open_repo(repo_path)
+    heads = gitops.local_branches(repo)
+    if opts.all:
+        targets = [b for b in heads if not b.startswith("bump/")]
+    else:
+        targets = list(dict.fromkeys(opts.branches))
+        missing = [b for b in targets if b not in heads]
+        if missing:
+            raise RefusedError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(heads)}.")
+
+    new_rev, source = resolve_rev(client, opts, default_channel)
+    data = BumpPlanData(Path(repo_path), new_rev, source, options=opts)
+
+    selected = []
+    for name in targets:
+        files = gitops.read_files(repo, heads[name], RECIPES_DIR, (README,))
+        recipes = {p: t for p, t in files.items() if p.startswith(RECIPES_DIR + "/") and p.endswith(".nix")}
+        groups = find_groups(recipes)
+        if not groups:
+            if opts.all:
+                data.skipped.append((name, "no pinned recipes"))
+                continue
+            raise RefusedError(f"Branch '{name}' has no recipe with a nixpkgs pin; nothing to bump.")
+        if _is_vllm(name, catalog) and not opts.force:
+            if opts.all:
+                data.skipped.append((name, "vLLM-certified: pinned to vLLM's nixpkgs by design (use --force)"))
+                continue
+            raise RefusedError(
+                f"Branch '{name}' is vLLM-certified: its pin is vLLM's nixpkgs by design. "
+                "Use --force to bump it anyway. Nothing was changed."
+            )
+        if opts.all and (opts.cuda or opts.from_pin):
+            try:
+                group = select_group(name, groups, cuda=opts.cuda, from_pin=opts.from_pin)
+            except RefusedError as err:
+                if len(groups) > 1 and "carries" in err.message:
+                    raise
+                data.skipped.append((name, "no matching pin group"))
+                continue
+        else:
+            group = select_group(name, groups, cuda=opts.cuda, from_pin=opts.from_pin)
+        edit = plan_edit(name, group, new_rev, recipes, files.get(README))
+        selected.append(BranchPlan(edit, heads[name]))
+
+    # Guards: every branch is checked before anything is written.
+    for bp in selected:
+        if bp.edit.up_to_date:
+            continue
+        g = bp.edit.group
+        bp.torch_old = client.torch_version(g.pin)
+        bp.torch_new = client.torch_version(new_rev)
+        if major_minor(bp.torch_old) != major_minor(bp.torch_new):
+            raise RefusedError(
+                f"Refusing to bump '{bp.branch}': nixpkgs {short(new_rev)} has torch {bp.torch_new}, "
+                f"but the branch is on torch {bp.torch_old} (nixpkgs {short(g.pin)}); a bump must not change "
+                "PyTorch major.minor. Nothing was changed."
+            )
+        for attr in g.cuda_attrs:
+            if not client.has_cuda_set(new_rev, attr):
+                raise RefusedError(
+                    f"Refusing to bump '{bp.branch}': nixpkgs {short(new_rev)} has no {attr}, which "
+                    f"{len(g.recipes)} of its recipes use. Nothing was changed."
+                )
+        bp.message = commit_message(g.pin, new_rev, bp.torch_new, g.cuda_attrs)
+    data.branches = selected
+    return data
+
+
+def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
+    opts = plan.options
+    outcome = BumpOutcome()
+    if opts.dry_run:
+        return outcome
+    repo = gitops.open_repo(plan.repo_path)
+    work = plan.to_commit
+    if not work:
+        return outcome
+    heads = gitops.local_branches(repo)
+    for bp in work:
+        if heads.get(bp.branch) != bp.tip:
+            raise ExternalError(f"Branch '{bp.branch}' moved since the plan was made; nothing was changed. Run the bump again.")
+    new: dict[str, str] = {}
+    for bp in work:
+        new[bp.branch] = gitops.make_commit(
+            repo, bp.tip, bp.edit.changes, bp.message, settings.git_author_name, settings.git_author_email
+        )
+    remote = settings.repo_remote
+    if opts.open_pr:
+        from release.github import GitHub
+
+        refs = {bp.branch: f"bump/{bp.branch}-{short(plan.new_rev)}" for bp in work}
+        gitops.push(repo, remote, [f"{new[b]}:refs/heads/{r}" for b, r in refs.items()])
+        gh = GitHub(settings)
+        try:
+            for bp in work:
+                g = bp.edit.group
+                body = pr_body(bp, plan)
+                try:
+                    pr = gh.open_pr(head=refs[bp.branch], base=bp.branch, title=bp.message, body=body)
+                except ExternalError:
+                    done = {p["branch"] for p in outcome.pull_requests}
+                    gitops.delete_remote_refs(repo, remote, [f"refs/heads/{refs[b]}" for b in refs if b not in done])
+                    raise
+                outcome.pull_requests.append({"branch": bp.branch, "head": refs[bp.branch], **pr})
+                outcome.pushed.append(refs[bp.branch])
+        finally:
+            gh.close()
+        outcome.commits = new
+        outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
+        return outcome
+    if opts.push:
+        gitops.push(repo, remote, [f"{new[b]}:refs/heads/{b}" for b in new])
+        outcome.pushed = list(new)
+    gitops.move_refs(repo, {b: (sha, heads[b]) for b, sha in new.items()})
+    if opts.push:
+        for b, sha in new.items():  # keep remote-tracking refs in step with what we pushed
+            try:
+                repo.git.update_ref(f"refs/remotes/{remote}/{b}", sha)
+            except Exception:  # pragma: no cover - cosmetic
+                pass
+    outcome.commits = new
+    try:
+        current = repo.active_branch.name if not repo.head.is_detached else None
+    except TypeError:
+        current = None
+    if current in new and not repo.bare:
+        outcome.notes.append(
+            f"Branch '{current}' is checked out in {plan.repo_path}; its working tree and index were not touched "
+            "and still hold the old pin (see `git status`)."
+        )
+    return outcome
+
+
+def pr_body(bp: BranchPlan, plan: BumpPlanData) -> str:
+    g = bp.edit.group
+    cuda = ", ".join(f"{a} (CUDA {v})" for a, v in zip(g.cuda_attrs, g.cuda_versions)) or "none (CPU/darwin recipes)"
+    return (
+        f"Bump the nixpkgs pin of `{bp.branch}` ({', '.join(g.labels)}; {len(g.recipes)} recipes).\n\n"
+        f"- nixpkgs: `{short(g.pin)}` -> `{short(plan.new_rev)}` ({plan.source})\n"
+        f"- compare: {COMPARE_URL.format(old=g.pin, new=plan.new_rev)}\n"
+        f"- torch: {bp.torch_old} -> {bp.torch_new}\n"
+        f"- CUDA package sets: {cuda}\n\n"
+        "Opened by torchbot."
+    )

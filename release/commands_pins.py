@@ -1,0 +1,141 @@
+"""Command layer for pin bumps and branch creation, shared by the CLI and Slack.
+
+``plan_bump(ctx, target, rev, **opts)`` returns a :class:`Plan` (``to_dict``/``text`` say what
+will change; nothing is written) whose ``apply()`` performs it and returns a
+:class:`BumpResult`. Slack shows ``plan.text()`` with Confirm/Cancel and calls ``apply()``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bot.errors import UsageError
+from release.pins import short
+
+
+def _repo_path(ctx, repo: str | Path | None) -> Path:
+    path = repo or ctx.settings.repo_path
+    if path is None:
+        raise UsageError("No repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
+    return Path(path)
+
+
+def _catalog(ctx):
+    try:
+        return ctx.catalog
+    except Exception:  # a repository the reader cannot read still has branches to bump
+        from config.catalog import load_catalog
+
+        return load_catalog()
+
+
+class BumpResult:
+    def __init__(self, plan: "Plan", outcome):
+        self.plan = plan
+        self.outcome = outcome
+        self.ok = True
+        self.exit_code = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        o = self.outcome
+        d = self.plan.to_dict()
+        d.update(
+            {
+                "applied": not self.plan.data.options.dry_run,
+                "commits": o.commits,
+                "pushed": o.pushed,
+                "pull_requests": o.pull_requests,
+                "notes": o.notes,
+            }
+        )
+        return d
+
+    def text(self) -> str:
+        data, o = self.plan.data, self.outcome
+        if data.options.dry_run:
+            return self.plan.text() + "\nDry run: nothing was written."
+        lines = []
+        for bp in data.branches:
+            if bp.branch in o.commits:
+                lines.append(f"{bp.branch}: {short(o.commits[bp.branch])} {bp.message}")
+            elif bp.edit.up_to_date:
+                lines.append(f"{bp.branch}: up to date ({short(data.new_rev)})")
+        for name, why in data.skipped:
+            lines.append(f"{name}: skipped ({why})")
+        if o.pushed:
+            lines.append(f"Pushed to {self.plan.settings.repo_remote}: {', '.join(o.pushed)}")
+        for pr in o.pull_requests:
+            lines.append(f"Pull request for {pr['branch']}: {pr.get('url') or '#' + str(pr.get('number'))}")
+        lines.extend(o.notes)
+        return "\n".join(lines) or "Nothing to do."
+
+
+class Plan:
+    def __init__(self, data, settings):
+        self.data = data
+        self.settings = settings
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.data
+        return {
+            "ok": True,
+            "repo": str(d.repo_path),
+            "new_rev": d.new_rev,
+            "source": d.source,
+            "dry_run": d.options.dry_run,
+            "branches": [bp.to_dict() for bp in d.branches],
+            "skipped": [{"branch": b, "reason": r} for b, r in d.skipped],
+        }
+
+    def text(self) -> str:
+        d = self.data
+        lines = [f"nixpkgs {short(d.new_rev)} ({d.source}):"]
+        for bp in d.branches:
+            g = bp.edit.group
+            if bp.edit.up_to_date:
+                lines.append(f"  {bp.branch}: up to date")
+                continue
+            lines.append(
+                f"  {bp.branch}: {short(g.pin)} -> {short(d.new_rev)}, {len(bp.edit.changes)} files, "
+                f"{bp.edit.lines_changed} lines ({', '.join(g.labels)}); torch {bp.torch_old} -> {bp.torch_new}"
+            )
+            lines.append(f"    commit: {bp.message}")
+        for name, why in d.skipped:
+            lines.append(f"  {name}: skipped ({why})")
+        return "\n".join(lines)
+
+    def apply(self) -> BumpResult:
+        from release.bump import apply_bump
+
+        return BumpResult(self, apply_bump(self.data, self.settings))
+
+
+def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> Plan:
+    """``target`` is a branch name, a list of names, or ``"all"``. Options: channel, cuda,
+    from_pin, force, push, open_pr, dry_run, repo."""
+    from release.bump import BumpOptions, plan_bump as _plan
+    from release.nixpkgs import NixpkgsClient
+
+    settings = ctx.settings
+    repo = _repo_path(ctx, opts.pop("repo", None))
+    if isinstance(target, str):
+        names = () if target == "all" else (target,)
+    else:
+        names = tuple(target)
+    options = BumpOptions(branches=names, all=(target == "all"), rev=rev, **opts)
+    with NixpkgsClient(settings) as client:
+        data = _plan(repo, options, client, catalog=_catalog(ctx), default_channel=settings.default_channel)
+    return Plan(data, settings)
+
+
+def bump(ctx, target, rev=None, **opts) -> BumpResult:
+    plan = plan_bump(ctx, target, rev, **opts)
+    return plan.apply()
+
+
+def create_branch(ctx, name: str, **opts):
+    from release.branch_create import create_branch as _create
+
+    repo = _repo_path(ctx, opts.pop("repo", None))
+    return _create(ctx, repo, name, **opts)

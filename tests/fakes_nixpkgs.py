@@ -1,0 +1,126 @@
+"""A real HTTP server on 127.0.0.1 standing in for the nixpkgs channel endpoint and the
+GitHub API (commits, contents, pulls). Point ``channels_url`` at ``.channels_url`` and
+``github_api_url`` at ``.api_url``.
+
+State is plain data the test edits: ``channels`` (name -> rev or raw text), ``commits``
+(known nixpkgs SHAs), ``torch`` (rev -> torch version), ``cuda_sets`` (rev -> set of
+``cudaPackages_X_Y``), ``mode`` ("ok", "down": HTTP 503 everywhere, "garbage": HTML),
+and ``pulls`` (PR payloads received)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+TORCH_FILE = "pkgs/development/python-modules/torch/source/default.nix"
+CUDA_FILE = "pkgs/top-level/all-packages.nix"
+
+
+class FakeNixpkgs:
+    def __init__(self):
+        self.channels: dict[str, str] = {}
+        self.commits: set[str] = set()
+        self.torch: dict[str, str] = {}
+        self.cuda_sets: dict[str, set[str]] = {}
+        self.mode = "ok"
+        self.pulls: list[dict] = []
+        self.requests: list[str] = []
+        self.pull_status = 201
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body, ctype="application/json"):
+                data = body.encode() if isinstance(body, str) else body
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                fake.requests.append("GET " + self.path)
+                if fake.mode == "down":
+                    return self._send(503, "unavailable", "text/plain")
+                if fake.mode == "garbage":
+                    return self._send(200, "<html>oops</html>", "text/html")
+                url = urlparse(self.path)
+                parts = url.path.strip("/").split("/")
+                if parts[0] == "channels" and len(parts) == 3 and parts[2] == "git-revision":
+                    rev = fake.channels.get(parts[1])
+                    return self._send(200, rev, "text/plain") if rev is not None else self._send(404, "no")
+                if parts[:4] == ["api", "repos", "NixOS", "nixpkgs"] and len(parts) >= 6:
+                    if parts[4] == "commits":
+                        sha = parts[5]
+                        if sha in fake.commits:
+                            return self._send(200, json.dumps({"sha": sha, "commit": {"message": "x"}}))
+                        return self._send(404, json.dumps({"message": "No commit found"}))
+                    if parts[4] == "contents":
+                        path = "/".join(parts[5:])
+                        ref = parse_qs(url.query).get("ref", [""])[0]
+                        if ref not in fake.commits:
+                            return self._send(404, json.dumps({"message": "No commit found for the ref"}))
+                        if path == TORCH_FILE and ref in fake.torch:
+                            body = (
+                                "{ buildPythonPackage, ... }:\nbuildPythonPackage rec {\n"
+                                f'  pname = "torch";\n  version = "{fake.torch[ref]}";\n  pyproject = true;\n}}\n'
+                            )
+                            return self._send(200, body, "text/plain")
+                        if path == CUDA_FILE:
+                            sets = sorted(fake.cuda_sets.get(ref, set()))
+                            body = "{\n" + "".join(
+                                f'  {s} = callPackage ./cuda-packages.nix {{ cudaMajorMinorVersion = "{s[13:].replace("_", ".")}"; }};\n'
+                                for s in sets
+                            ) + "}\n"
+                            return self._send(200, body, "text/plain")
+                        return self._send(404, json.dumps({"message": "Not Found"}))
+                return self._send(404, json.dumps({"message": "Not Found"}))
+
+            def do_POST(self):
+                fake.requests.append("POST " + self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                payload = json.loads(self.rfile.read(length) or b"{}")
+                if fake.mode == "down":
+                    return self._send(503, "unavailable", "text/plain")
+                parts = urlparse(self.path).path.strip("/").split("/")
+                if parts[0] == "api" and parts[1] == "repos" and parts[-1] == "pulls":
+                    if fake.pull_status != 201:
+                        return self._send(fake.pull_status, json.dumps({"message": "Validation Failed"}))
+                    fake.pulls.append({"repo": "/".join(parts[2:4]), **payload})
+                    n = len(fake.pulls)
+                    return self._send(201, json.dumps({"number": n, "html_url": f"https://github.test/pr/{n}"}))
+                return self._send(404, json.dumps({"message": "Not Found"}))
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/"
+
+    @property
+    def channels_url(self) -> str:
+        return self.base + "channels/"
+
+    @property
+    def api_url(self) -> str:
+        return self.base + "api/"
+
+    def add_rev(self, rev: str, torch: str, cuda_sets=()) -> None:
+        self.commits.add(rev)
+        self.torch[rev] = torch
+        self.cuda_sets[rev] = set(cuda_sets)
+
+    def __enter__(self) -> "FakeNixpkgs":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
