@@ -1,0 +1,162 @@
+"""Publishing succeeded builds to the Flox catalog.
+
+For each variant whose latest build succeeded and that has no publish record for its
+(branch, pin), run ``Settings.publish_command`` (``flox publish -o {org} {package}``) in a
+worktree of the built commit. A success writes, in ONE transaction, the publish record and
+the announcement outbox rows (the release thread's parent on the first publish of a
+release, one reply per variant, the summary once all are published). A failure records
+nothing, so the next run retries it. GitHub-backend builds were published by their
+workflow; they are only recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from bot.errors import UsageError
+from release import builds as B
+from release.state import Build, Outbox, Publish, Release, state_for, utcnow
+
+_PY = re.compile(r"-python(3)(\d+)-")
+_CUDA = re.compile(r"-cuda(\d+)_(\d+)-")
+_TORCH = re.compile(r"pytorch-(\d+\.\d+(?:\.\d+)?)")
+
+
+def pending(ctx, branch: str | None = None) -> list[Build]:
+    st = state_for(ctx)
+    latest = [b for b in st.builds(branch) if b.state == "succeeded"]
+    with st.session() as s:
+        done = {(p.package, p.branch, p.pin) for p in s.scalars(select(Publish))}
+    return [b for b in latest if (b.package, b.branch, b.pin) not in done]
+
+
+def release_info(ctx, branch: str, packages: list[str]) -> dict:
+    """PyTorch / CUDA / Python of a release, from the catalog when it knows the branch, else
+    from the branch and package names."""
+    info: dict = {"pytorch": None, "python": None, "cuda": []}
+    try:
+        b = ctx.catalog.branches.get(branch)
+    except Exception:
+        b = None
+    if b is not None:
+        info.update(pytorch=b.pytorch, python=b.python, cuda=list(b.cuda_versions))
+        return info
+    m = _TORCH.search(branch)
+    info["pytorch"] = m.group(1) if m else None
+    pys = {f"{a}.{b}" for p in packages for a, b in _PY.findall(p)}
+    info["python"] = ", ".join(sorted(pys)) or None
+    info["cuda"] = sorted({f"{a}.{b}" for p in packages for a, b in _CUDA.findall(p)}, key=B_vt)
+    return info
+
+
+def B_vt(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split(".") if x.isdigit())
+
+
+def _release_packages(repo: Path | None, commit: str | None, pin: str | None, fallback: list[str]) -> list[str]:
+    """The variants of the branch at ``commit`` that use ``pin`` (the release's size)."""
+    if repo is None or not commit:
+        return fallback
+    try:
+        recipes = B.list_recipes(repo, commit)
+        texts = B.read_blobs(repo, recipes.values())
+    except Exception:
+        return fallback
+    pins = {p: B.recipe_pin(texts.get(sha, "")) for p, sha in recipes.items()}
+    same = [p for p, v in pins.items() if v == pin or v is None]
+    return same or fallback
+
+
+def _run(command: str, cwd: Path | None, timeout: float) -> tuple[bool, str]:
+    try:
+        proc = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return False, f"publish timed out after {timeout:g} s"
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+        return False, f"publish exited with status {proc.returncode}: {tail[0][:300]}"
+    return True, ""
+
+
+def record_publish(ctx, build: Build, total_packages: list[str]) -> None:
+    """The publish record and its outbox rows, in one transaction."""
+    st = state_for(ctx)
+    pin = build.pin or "unpinned"
+    with st.session() as s:
+        s.add(Publish(package=build.package, branch=build.branch, pin=build.pin, build_id=build.id))
+        rel = s.scalar(select(Release).where(Release.branch == build.branch, Release.pin == pin))
+        if rel is None:
+            prev = s.scalar(
+                select(Release).where(Release.branch == build.branch, Release.pin != pin).order_by(Release.id.desc())
+            )
+            rel = Release(branch=build.branch, pin=pin, previous_pin=prev.pin if prev else None,
+                          total=len(total_packages), channel=ctx.settings.announce_channel,
+                          info=json.dumps(release_info(ctx, build.branch, total_packages)))
+            s.add(rel)
+            s.flush()
+            s.add(Outbox(release_id=rel.id, kind="parent", client_msg_id=uuid.uuid4().hex))
+        s.add(Outbox(release_id=rel.id, kind="variant", package=build.package, client_msg_id=uuid.uuid4().hex))
+        s.flush()
+        published = s.scalar(
+            select(func.count()).select_from(Publish).where(
+                Publish.branch == build.branch,
+                Publish.pin.is_(None) if build.pin is None else Publish.pin == build.pin,
+            )
+        )
+        has_summary = s.scalar(select(Outbox.id).where(Outbox.release_id == rel.id, Outbox.kind == "summary"))
+        if published >= rel.total and not has_summary:
+            s.add(Outbox(release_id=rel.id, kind="summary", client_msg_id=uuid.uuid4().hex))
+
+
+def publish_pending(ctx, branch: str | None = None, *, repo=None) -> list[dict]:
+    todo = pending(ctx, branch)
+    if not todo:
+        return []
+    path: Path | None = None
+    if repo or ctx.settings.repo_path:
+        path = B.repo_path(ctx, repo)
+    elif any(b.backend == "local" for b in todo):
+        raise UsageError("Publishing needs the repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
+    results: list[dict] = []
+    by_commit: dict[str | None, list[Build]] = defaultdict(list)
+    for b in todo:
+        by_commit[b.commit].append(b)
+    for commit, group in by_commit.items():
+        branch_builds = [b.package for b in state_for(ctx).builds(group[0].branch)]
+        local = [b for b in group if b.backend == "local"]
+        totals: dict[str | None, list[str]] = {}
+        for b in group:
+            if b.pin not in totals:
+                totals[b.pin] = _release_packages(path, commit, b.pin, branch_builds)
+
+        def finish(b: Build, ok: bool, msg: str) -> None:
+            if ok:
+                record_publish(ctx, b, totals[b.pin])
+            results.append({"package": b.package, "branch": b.branch, "pin": b.pin,
+                            "state": "published" if ok else "failed", "message": msg or None})
+
+        for b in group:
+            if b.backend != "local":
+                finish(b, True, "published by the GitHub workflow")
+        if not local:
+            continue
+        if path is not None and commit:
+            with B.worktree(path, commit) as wt:
+                for b in local:
+                    ok, msg = _run(B._fmt(ctx.settings.publish_command, b.package, ctx), wt,
+                                   ctx.settings.publish_timeout)
+                    finish(b, ok, msg)
+        else:
+            for b in local:
+                ok, msg = _run(B._fmt(ctx.settings.publish_command, b.package, ctx), path,
+                               ctx.settings.publish_timeout)
+                finish(b, ok, msg)
+    return results
