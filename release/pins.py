@@ -20,7 +20,7 @@ RECIPES_DIR = ".flox/pkgs"
 README = "README.md"
 PIN_RE = re.compile(r"(https://github\.com/NixOS/nixpkgs/archive/)([0-9a-f]{40})(\.tar\.gz)")
 REV_RE = re.compile(r"^[0-9a-f]{40}$")
-CUDA_ATTR_RE = re.compile(r"\bcudaPackages_(\d+)_(\d+)\b")
+CUDA_ATTR_RE = re.compile(r"\bcudaPackages_(\d+)(?:_(\d+))?\b")
 
 
 def short(rev: str) -> str:
@@ -46,13 +46,12 @@ def recipe_pins(text: str) -> list[str]:
 
 def cuda_attrs(text: str) -> set[str]:
     """The nixpkgs CUDA package sets a recipe uses ('cudaPackages_12_9')."""
-    return {f"cudaPackages_{a}_{b}" for a, b in CUDA_ATTR_RE.findall(text)}
+    return {f"cudaPackages_{a}_{b}" if b else f"cudaPackages_{a}" for a, b in CUDA_ATTR_RE.findall(text)}
 
 
 def attr_version(attr: str) -> str:
-    """'cudaPackages_12_9' -> '12.9'."""
-    _, major, minor = attr.rsplit("_", 2)
-    return f"{major}.{minor}"
+    """'cudaPackages_12_9' -> '12.9'; 'cudaPackages_13' -> '13'."""
+    return attr.split("_", 1)[1].replace("_", ".")
 
 
 def recipe_label(path: str) -> str:
@@ -167,34 +166,18 @@ def rewrite_recipe(text: str, old: str, new: str) -> str:
 _ROW_RE = re.compile(r"^\|\s*\**`(?P<name>[^`]+)`")
 
 
-def rewrite_readme(text: str, branch: str, old: str, new: str, *, cuda: tuple[str, ...] = ()) -> str:
+def rewrite_readme(text: str, branch: str, old: str, new: str) -> str:
     """Update the branch's version-matrix rows: every table row whose first cell names
-    ``branch`` and mentions pin ``old`` (full or short) gets ``new``. When ``cuda`` is given and
-    a row names a CUDA version, the row must name one of them (multi-pin branches have one
-    row per CUDA group)."""
+    ``branch`` and mentions pin ``old`` (full SHA or short in backticks) gets ``new``. Rows of
+    other pin groups carry other pins and stay as they are."""
     out = []
     old_short, new_short = short(old), short(new)
     for line in text.splitlines(keepends=True):
         m = _ROW_RE.match(line)
         if m and m.group("name") == branch and (old in line or f"`{old_short}`" in line):
-            if cuda and not _row_matches_cuda(line, cuda):
-                out.append(line)
-                continue
             line = line.replace(old, new).replace(f"`{old_short}`", f"`{new_short}`")
         out.append(line)
     return "".join(out)
-
-
-def _row_matches_cuda(line: str, cuda: tuple[str, ...]) -> bool:
-    cells = [c.strip().strip("*").strip() for c in line.strip().strip("|").split("|")]
-    versions = set()
-    for cell in cells[1:4]:
-        for part in cell.split("/"):
-            part = part.strip().strip("*").strip()
-            if re.fullmatch(r"\d+\.\d+(\.\d+)?", part):
-                versions.add(".".join(part.split(".")[:2]))
-    # the PyTorch cell is also X.Y[.Z]; a row matches when any CUDA version of the group is in it
-    return not versions or any(c in versions for c in cuda)
 
 
 def commit_message(old: str, new: str, torch: str | None, cuda_sets: tuple[str, ...]) -> str:
@@ -238,7 +221,7 @@ def plan_edit(
             edit.changes[path] = new_text
             edit.lines_changed += sum(1 for a, b in zip(text.splitlines(), new_text.splitlines()) if a != b)
     if readme is not None:
-        new_readme = rewrite_readme(readme, branch, group.pin, new_pin, cuda=group.cuda_versions)
+        new_readme = rewrite_readme(readme, branch, group.pin, new_pin)
         if new_readme != readme:
             edit.changes[README] = new_readme
             edit.lines_changed += sum(1 for a, b in zip(readme.splitlines(), new_readme.splitlines()) if a != b)
