@@ -1,0 +1,123 @@
+"""`torchbot release branch create`: validation against the catalog, a real git repo with a
+bare origin, the recipe generator, the local catalog file, and a read-back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tomllib
+
+import pytest
+
+from bot.cli import main as cli
+from config.catalog import branch_from_dict, load_catalog
+from tests.fixtures_pins import NEW, build_repo, git, refs, small_catalog_branches, tree_files
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    work, origin = build_repo(tmp_path / "repo", small_catalog_branches())
+    local = tmp_path / "branches.toml"
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", str(work))
+    monkeypatch.setenv("TORCHBOT_LOCAL_BRANCHES", str(local))
+    monkeypatch.setenv("TORCHBOT_GIT_AUTHOR_NAME", "torchbot")
+    monkeypatch.setenv("TORCHBOT_GIT_AUTHOR_EMAIL", "bot@example.com")
+    load_catalog.cache_clear()
+    yield work, origin, local
+    load_catalog.cache_clear()
+
+
+ARGS = ["release", "branch", "create"]
+
+
+@pytest.mark.parametrize(
+    "extra, expect",
+    [
+        (["--cuda", "12.8", "--gpu", "sm90,sm103"], "SM103 needs CUDA >= 12.9, not 12.8"),
+        (["--cuda", "12.9", "--gpu", "sm121"], "SM121 needs CUDA >= 13.0, not 12.9"),
+        (["--cuda", "13.0", "--gpu", "sm110", "--cpu", "avx2,avx512"], "SM110 builds only for aarch64-linux"),
+        (["--cuda", "12.8", "--gpu", "sm99"], "unknown GPU architecture 'sm99'"),
+        (["--cuda", "11.2"], "CUDA 11.2 is not a known toolkit"),
+    ],
+)
+def test_impossible_matrix_is_refused(env, extra, expect, capsys):
+    work, origin, local = env
+    before = refs(work)
+    rc = cli(ARGS + ["pytorch-2.11-python313", "--pytorch", "2.11", "--python", "3.13", "--pin", NEW] + extra)
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert expect in err and "Traceback" not in err
+    assert refs(work) == before and not local.exists()
+
+
+def test_existing_name_and_bad_input_refused(env, capsys):
+    work, origin, local = env
+    before = refs(work)
+    for args, expect in [
+        (["main", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "already exists"),
+        (["x", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", "abc"], "40-character"),
+        (["x", "--pytorch", "two", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "not a PyTorch version"),
+        (["x..y", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "not a valid branch name"),
+        (["x", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW, "--from", "nope"], "No branch 'nope'"),
+    ]:
+        rc = cli(ARGS + args)
+        err = capsys.readouterr().err
+        assert rc == 1, args
+        assert expect in err, err
+    assert refs(work) == before and not local.exists()
+
+
+def test_create_branch_round_trip(env, tmp_path, capsys):
+    pytest.importorskip("release.render")
+    work, origin, local = env
+    (work / "scratch.txt").write_text("mine\n")
+    status = git(work, "status", "--porcelain")
+    head = git(work, "symbolic-ref", "HEAD")
+    before = refs(work)
+    rc = cli(
+        ARGS
+        + ["pytorch-2.9-python312", "--pytorch", "2.9.1", "--python", "3.12", "--cuda", "12.9,12.8",
+           "--gpu", "sm90,sm120", "--cpu", "avx2,armv9", "--pin", NEW, "--from", "main", "--push", "--json"]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    data = json.loads(out)
+    sha = data["commit"]
+    assert git(work, "rev-parse", "pytorch-2.9-python312").strip() == sha
+    assert git(origin, "rev-parse", "pytorch-2.9-python312").strip() == sha
+    assert git(work, "rev-parse", f"{sha}~1").strip() == before["refs/heads/main"]
+    # only the new branch appeared; the user's checkout is as it was
+    after = refs(work)
+    assert {k for k in after if after[k] != before.get(k)} <= {
+        "refs/heads/pytorch-2.9-python312", "refs/remotes/origin/pytorch-2.9-python312"}
+    assert git(work, "status", "--porcelain") == status and git(work, "symbolic-ref", "HEAD") == head
+
+    recipes = tree_files(work, "pytorch-2.9-python312")
+    names = {p.rsplit("/", 1)[1][:-4] for p in recipes}
+    assert names == set(data["packages"])
+    assert "pytorch-python312-cuda12_9-sm90-avx2" in names and "pytorch-python312-cuda12_8-sm120-armv9" in names
+    assert "pytorch-python313-cpu-avx2" not in names  # main's recipes were replaced
+    for text in recipes.values():
+        assert NEW in text
+    for path in sorted(recipes)[:4]:
+        f = tmp_path / "r.nix"
+        f.write_text(recipes[path])
+        r = subprocess.run(["nix-instantiate", "--parse", str(f)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+    # recorded in the catalog data the bot answers from
+    recorded = tomllib.loads(local.read_text())["branch"]["pytorch-2.9-python312"]
+    b = branch_from_dict("pytorch-2.9-python312", recorded)
+    assert b.pin == NEW and b.python == "3.12" and b.cuda_versions == ("12.9", "12.8")
+    cat = load_catalog()
+    assert set(v.package for v in cat.branches["pytorch-2.9-python312"].variants) == names
+
+    # a second create of the same name is refused
+    rc = cli(ARGS + ["pytorch-2.9-python312", "--pytorch", "2.9", "--python", "3.12", "--cuda", "12.9", "--pin", NEW])
+    assert rc == 1 and "already exists" in capsys.readouterr().err
+
+    reader = pytest.importorskip("release.reader")
+    read = reader.read_repository(work, load_catalog())
+    got = read.branches["pytorch-2.9-python312"] if hasattr(read, "branches") else read["pytorch-2.9-python312"]
+    assert {v.package for v in got.variants} == names
+    assert set(got.pins) == {NEW}
