@@ -1,0 +1,310 @@
+"""The release schedule (APScheduler 3, jobs persisted in the state DB).
+
+Jobs:
+- ``bump:<branch>`` on ``Settings.bump_cron`` (vLLM branches only with
+  ``bump_vllm_branches``): ``release.commands_pins.plan_bump(ctx, branch, None).apply()``,
+  then a ``--changed-only`` build with ``Settings.build_backend`` (skipped gracefully when the
+  pins module or the repository is absent);
+- ``poll-builds`` (GitHub runs of the github backend; interrupted local builds),
+  ``publish`` and ``flush-announcements`` on their intervals.
+
+Choices, deliberately:
+- ``coalesce=True``: after downtime a job runs once, not once per missed time;
+- ``max_instances=1``: a slow bump or publish never overlaps itself in one process;
+- ``misfire_grace_time``: one period for interval jobs (a later run supersedes an older one),
+  6 h for bumps (a weekly bump missed by a short outage still happens the same day; one
+  missed by more waits for next week rather than firing at a random hour);
+- interval triggers start at a fixed epoch, so every process computes the same run times;
+  each run first inserts a (job, scheduled time) row into ``job_runs`` (unique): two torchbot
+  processes on one DB never run the same run twice, the loser skips.
+
+``start_scheduler(ctx)`` (for ``torchbot serve``) returns a started BackgroundScheduler;
+``run_pending(ctx)`` runs what is due once and returns; ``run_now(ctx, job_id)`` runs a job.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from bot.errors import TorchbotError, UsageError
+
+log = logging.getLogger("torchbot.schedule")
+EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
+BUMP_GRACE = 6 * 3600
+JOBS_TABLE = "apscheduler_jobs"
+
+_ctx = None  # the Context jobs run with (set by start_scheduler / run_pending / run_now)
+stats: dict[str, Counter] = {"ran": Counter(), "skipped": Counter()}
+_stats_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    id: str
+    kind: str
+    arg: str | None
+    trigger: Any
+    grace: int
+    description: str
+
+
+def job_specs(ctx) -> list[JobSpec]:
+    from apscheduler.triggers.cron import CronTrigger
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    s = ctx.settings
+    specs: list[JobSpec] = []
+    try:
+        cron = CronTrigger.from_crontab(s.bump_cron, timezone=timezone.utc)
+    except ValueError as err:
+        raise UsageError(f"TORCHBOT_BUMP_CRON '{s.bump_cron}' is not a crontab expression: {err}.") from None
+    for name, branch in sorted(ctx.catalog.branches.items()):
+        if branch.vllm and not s.bump_vllm_branches:
+            continue
+        specs.append(JobSpec(f"bump:{name}", "bump", name, cron, BUMP_GRACE, f"bump the nixpkgs pin of {name}"))
+    for kind, seconds, what in (
+        ("poll-builds", s.poll_interval_seconds, "follow running builds"),
+        ("publish", s.publish_interval_seconds, "publish succeeded variants"),
+        ("flush-announcements", s.flush_interval_seconds, "send pending release announcements"),
+    ):
+        seconds = max(1, int(seconds))
+        trig = IntervalTrigger(seconds=seconds, start_date=EPOCH, timezone=timezone.utc)
+        specs.append(JobSpec(kind, kind, None, trig, seconds, what))
+    return specs
+
+
+def _spec(ctx, job_id: str) -> JobSpec:
+    for spec in job_specs(ctx):
+        if spec.id == job_id:
+            return spec
+    known = ", ".join(s.id for s in job_specs(ctx))
+    raise UsageError(f"No job '{job_id}'. Jobs: {known}.")
+
+
+# ---------------------------------------------------------------------------------------
+# Job bodies (each returns a one-line result)
+
+
+def _job_bump(ctx, branch: str) -> str:
+    try:
+        from release.commands_pins import plan_bump
+    except ImportError:
+        return "skipped: pin bumps are not available (release.commands_pins missing)"
+    if ctx.settings.repo_path is None:
+        return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
+    result = plan_bump(ctx, branch, None).apply()
+    line = result.text().splitlines()[0] if result.text() else "bumped"
+    from release.commands_builds import plan_build
+
+    built = plan_build(ctx, branch, None, backend=ctx.settings.build_backend, changed_only=True).apply()
+    return f"{line}; build: {len(built.rows)} variant(s)"
+
+
+def _job_poll(ctx, _arg) -> str:
+    from release.state import state_for
+
+    n = state_for(ctx).mark_interrupted()
+    try:
+        from release.github_actions import poll_active
+    except ImportError:
+        return f"{n} interrupted"
+    if ctx.settings.github_token is None:
+        return f"{n} interrupted; github polling off (no TORCHBOT_GITHUB_TOKEN)"
+    changed = poll_active(ctx)
+    return f"{n} interrupted; {changed} github build(s) changed state"
+
+
+def _job_publish(ctx, _arg) -> str:
+    if ctx.settings.repo_path is None:
+        return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
+    from release.publish import publish_pending
+
+    rows = publish_pending(ctx, None)
+    ok = sum(r["state"] == "published" for r in rows)
+    return f"{ok} published, {len(rows) - ok} failed"
+
+
+def _job_flush(ctx, _arg) -> str:
+    s = ctx.settings
+    if s.slack_bot_token is None or not s.announce_channel:
+        return "skipped: no Slack token or announce channel"
+    from release.announce import flush
+
+    out = flush(ctx)
+    return f"{out['sent']} sent, {out['recovered']} recovered, {out['pending']} pending" + (
+        f" ({out['error']})" if out["error"] else "")
+
+
+JOB_KINDS = {
+    "bump": _job_bump,
+    "poll-builds": _job_poll,
+    "publish": _job_publish,
+    "flush-announcements": _job_flush,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Running one run under the DB lock
+
+
+def latest_fire_time(trigger, now: datetime, lookback: timedelta) -> datetime | None:
+    """The trigger's last fire time in (now - lookback, now]."""
+    t = trigger.get_next_fire_time(None, now - lookback)
+    last = None
+    while t is not None and t <= now:
+        last = t
+        t = trigger.get_next_fire_time(t, t + timedelta(microseconds=1))
+    return last
+
+
+def run_job(job_id: str, slot: str | None = None, ctx=None) -> str:
+    """What APScheduler calls (by reference ``release.schedule:run_job``). Claims the run's
+    (job, scheduled time) row first; returns the result line (or why it was skipped)."""
+    from release.state import state_for
+
+    ctx = ctx or _ctx or _default_ctx()
+    spec = _spec(ctx, job_id)
+    if slot is None:
+        now = datetime.now(timezone.utc)
+        fire = latest_fire_time(spec.trigger, now, timedelta(seconds=spec.grace + 300))
+        slot = fire.isoformat() if fire else "manual:" + now.isoformat()
+    st = state_for(ctx)
+    run_id = st.claim_run(job_id, slot)
+    if run_id is None:
+        with _stats_lock:
+            stats["skipped"][job_id] += 1
+        return f"skipped: run {slot} of {job_id} already claimed by another process"
+    with _stats_lock:
+        stats["ran"][job_id] += 1
+    try:
+        result = JOB_KINDS[spec.kind](ctx, spec.arg)
+    except TorchbotError as err:
+        result = f"error: {err.message}"
+    except Exception as err:  # a job must never kill the scheduler
+        log.exception("job %s failed", job_id)
+        result = f"error: {type(err).__name__}: {err}"
+    st.finish_run(run_id, result)
+    return result
+
+
+def _default_ctx():
+    from bot.context import Context
+
+    return Context()
+
+
+# ---------------------------------------------------------------------------------------
+# The scheduler
+
+
+def _make(ctx, store_only: bool = False):
+    """A scheduler over the state DB's job store. ``store_only``: one that never runs jobs
+    (for listing and editing the store; APScheduler 3 may process due jobs while a paused
+    scheduler shuts down)."""
+    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from release.state import state_for
+
+    class _StoreOnly(BackgroundScheduler):
+        def _process_jobs(self):
+            return None
+
+    state_for(ctx)  # our tables exist
+    cls = _StoreOnly if store_only else BackgroundScheduler
+    return cls(
+        jobstores={"default": SQLAlchemyJobStore(url=ctx.settings.state_db, tablename=JOBS_TABLE)},
+        executors={"default": {"type": "threadpool", "max_workers": 4}},
+        job_defaults={"coalesce": True, "max_instances": 1},
+        timezone=timezone.utc,
+    )
+
+
+def sync_jobs(sched, ctx) -> None:
+    """Make the stored jobs match the settings and catalog. A stored job whose trigger is
+    unchanged is kept as is, so a run missed while torchbot was down is still due."""
+    specs = {s.id: s for s in job_specs(ctx)}
+    stored = {j.id: j for j in sched.get_jobs()}
+    for job_id, job in stored.items():
+        if job_id not in specs:
+            sched.remove_job(job_id)
+    for spec in specs.values():
+        job = stored.get(spec.id)
+        if job is not None and str(job.trigger) == str(spec.trigger) and job.misfire_grace_time == spec.grace:
+            continue
+        sched.add_job(
+            "release.schedule:run_job", spec.trigger, args=[spec.id], id=spec.id, name=spec.description,
+            replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=spec.grace,
+        )
+
+
+def start_scheduler(ctx):
+    """A running BackgroundScheduler for ``torchbot serve``; call ``.shutdown()`` to stop."""
+    global _ctx
+    _ctx = ctx
+    sched = _make(ctx)
+    sched.start(paused=True)
+    sync_jobs(sched, ctx)
+    sched.resume()
+    return sched
+
+
+def list_jobs(ctx) -> list[dict]:
+    sched = _make(ctx, store_only=True)
+    sched.start(paused=True)
+    try:
+        sync_jobs(sched, ctx)
+        return [
+            {"id": j.id, "description": j.name, "trigger": str(j.trigger),
+             "next_run": j.next_run_time.isoformat() if j.next_run_time else None,
+             "misfire_grace_time": j.misfire_grace_time}
+            for j in sorted(sched.get_jobs(), key=lambda j: (j.next_run_time is None, j.next_run_time, j.id))
+        ]
+    finally:
+        sched.shutdown(wait=False)
+
+
+def run_now(ctx, job_id: str) -> dict:
+    global _ctx
+    _ctx = _ctx or ctx
+    spec = _spec(ctx, job_id)
+    now = datetime.now(timezone.utc)
+    return {"job": spec.id, "result": run_job(spec.id, "manual:" + now.isoformat(), ctx=ctx)}
+
+
+def run_pending(ctx, now: datetime | None = None) -> list[dict]:
+    """Run every due job once (coalesced, within its grace time), advance its next run
+    time in the store, and return what ran."""
+    global _ctx
+    _ctx = _ctx or ctx
+    now = now or datetime.now(timezone.utc)
+    sched = _make(ctx, store_only=True)
+    sched.start(paused=True)
+    out: list[dict] = []
+    try:
+        sync_jobs(sched, ctx)
+        for job in sched.get_jobs():
+            if job.next_run_time is None or job.next_run_time > now:
+                continue
+            run_times = job._get_run_times(now) or [job.next_run_time]
+            latest = run_times[-1]
+            late = (now - latest).total_seconds()
+            if job.misfire_grace_time is not None and late > job.misfire_grace_time:
+                result = f"missed: {latest.isoformat()} is older than its grace time"
+            else:
+                result = run_job(job.id, latest.isoformat(), ctx=ctx)
+            nxt = job.trigger.get_next_fire_time(latest, now)
+            if nxt is None:
+                sched.remove_job(job.id)
+            else:
+                sched.modify_job(job.id, next_run_time=nxt)
+            out.append({"job": job.id, "scheduled": latest.isoformat(), "missed_runs": len(run_times) - 1,
+                        "result": result})
+    finally:
+        sched.shutdown(wait=False)
+    return out

@@ -1,0 +1,56 @@
+"""`torchbot schedule list|run JOB|run-pending` (registrar; APScheduler is imported inside
+the handlers)."""
+
+from __future__ import annotations
+
+import json
+
+
+def _list(args, ctx) -> int:
+    from release.schedule import list_jobs
+
+    jobs = list_jobs(ctx)
+    if args.json:
+        print(json.dumps(jobs, indent=2))
+        return 0
+    for j in jobs:
+        print(f"{j['id']:<40} next {j['next_run'] or 'paused':<27} {j['trigger']}  ({j['description']})")
+    return 0
+
+
+def _run(args, ctx) -> int:
+    from release.schedule import run_now
+
+    out = run_now(ctx, args.job)
+    print(json.dumps(out, indent=2) if args.json else f"{out['job']}: {out['result']}")
+    return 1 if out["result"].startswith("error") else 0
+
+
+def _run_pending(args, ctx) -> int:
+    from release.schedule import run_pending
+
+    ran = run_pending(ctx)
+    if args.json:
+        print(json.dumps(ran, indent=2))
+    elif not ran:
+        print("Nothing is due.")
+    else:
+        for r in ran:
+            extra = f" (coalesced {r['missed_runs']} missed run(s))" if r["missed_runs"] else ""
+            print(f"{r['job']}: {r['result']}{extra}")
+    return 1 if any(r["result"].startswith("error") for r in ran) else 0
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("schedule", help="the release schedule: pin bumps, build polling, publish, announcements")
+    verbs = parser.add_subparsers(dest="schedule_command", required=True, parser_class=type(parser))
+    p = verbs.add_parser("list", help="jobs and their next run times")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_list)
+    p = verbs.add_parser("run", help="run one job now")
+    p.add_argument("job", help="a job id from `schedule list` (e.g. publish, bump:BRANCH)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_run)
+    p = verbs.add_parser("run-pending", help="run every due job once and exit")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_run_pending)

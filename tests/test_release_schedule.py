@@ -1,0 +1,92 @@
+"""The APScheduler schedule with its job store in the state DB."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from release import schedule
+from release.state import open_state
+from tests import fixtures_builds as fx
+
+
+def _ctx(tmp_path: Path, **over):
+    return fx.context(tmp_path, **over)
+
+
+def _set_next_run(ctx, job_id: str, when: datetime) -> None:
+    """What a long downtime leaves in the job store: a next run time in the past."""
+    store = schedule._make(ctx, store_only=True)
+    store.start(paused=True)
+    store.modify_job(job_id, next_run_time=when)
+    store.shutdown(wait=False)
+
+
+def test_jobs_persist_across_restart(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    sched = schedule.start_scheduler(ctx)
+    before = {j.id: j.next_run_time for j in sched.get_jobs()}
+    sched.shutdown()
+    ids = set(before)
+    assert {"poll-builds", "publish", "flush-announcements"} <= ids
+    bumps = {i for i in ids if i.startswith("bump:")}
+    assert bumps and all("vllm" not in i for i in bumps)  # vLLM branches off by default
+    listed = schedule.list_jobs(ctx)  # a new process-like open of the same store
+    assert {j["id"]: j["next_run"] for j in listed} == {k: v.isoformat() for k, v in before.items()}
+    with_vllm = {j.id for j in schedule.job_specs(_ctx(tmp_path, bump_vllm_branches=True))}
+    assert any("vllm" in i for i in with_vllm)
+
+
+def test_missed_runs_are_coalesced_into_one(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path, publish_interval_seconds=60)
+    schedule.start_scheduler(ctx).shutdown()
+    _set_next_run(ctx, "publish", datetime.now(timezone.utc) - timedelta(seconds=10 * 60 + 30))
+    ran = [r for r in schedule.run_pending(ctx) if r["job"] == "publish"]
+    assert len(ran) == 1 and ran[0]["missed_runs"] == 10
+    assert "no repository" in ran[0]["result"]
+    assert len(open_state(ctx.settings.state_db).job_runs("publish")) == 1
+    assert [r for r in schedule.run_pending(ctx) if r["job"] == "publish"] == []  # next run is in the future
+
+    # the same with the background scheduler: one run on start, not eleven
+    _set_next_run(ctx, "publish", datetime.now(timezone.utc) - timedelta(seconds=5 * 60 + 10))
+    sched = schedule.start_scheduler(ctx)
+    deadline = time.monotonic() + 5
+    while len(open_state(ctx.settings.state_db).job_runs("publish")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    sched.shutdown()
+    assert len(open_state(ctx.settings.state_db).job_runs("publish")) == 2
+
+
+def test_two_schedulers_on_one_db_run_each_run_once(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path, poll_interval_seconds=1, publish_interval_seconds=1, flush_interval_seconds=1)
+    schedule.stats["ran"].clear()
+    schedule.stats["skipped"].clear()
+    a = schedule.start_scheduler(ctx)
+    b = schedule.start_scheduler(ctx)
+    time.sleep(3.6)
+    a.shutdown()
+    b.shutdown()
+    runs = open_state(ctx.settings.state_db).job_runs()
+    for job in ("poll-builds", "publish", "flush-announcements"):
+        slots = [r.slot for r in runs if r.job_id == job]
+        assert len(slots) >= 2, slots  # it did run, about once a second
+        assert len(slots) == len(set(slots))  # never the same run twice
+        assert len(slots) <= 5
+    assert schedule.stats["ran"]["publish"] == len([r for r in runs if r.job_id == "publish"])
+    assert schedule.stats["skipped"]["publish"] >= 1  # the other scheduler tried and stood down
+
+
+def test_cli_schedule(tmp_path: Path, monkeypatch, capsys) -> None:
+    from bot import cli
+
+    monkeypatch.setenv("TORCHBOT_STATE_DB", f"sqlite:///{tmp_path / 'cli.sqlite'}")
+    assert cli.main(["schedule", "list", "--json"]) == 0
+    jobs = json.loads(capsys.readouterr().out)
+    assert all(j["next_run"] for j in jobs) and "publish" in {j["id"] for j in jobs}
+    assert cli.main(["schedule", "run", "flush-announcements"]) == 0
+    assert "skipped: no Slack token" in capsys.readouterr().out
+    assert cli.main(["schedule", "run", "nope"]) == 2
+    assert "No job 'nope'" in capsys.readouterr().err
