@@ -86,6 +86,7 @@ class Settings(BaseSettings):
     github_workflow_file: str = "torchbot-build.yml"
     github_workflow_ref: str = "main"  # branch holding the workflow (workflow_dispatch ref)
     github_poll_seconds: float = 30.0
+    github_runner: str = "ubuntu-latest"  # runs-on of the rendered build workflow
     nixpkgs_web_url: str = "https://github.com/NixOS/nixpkgs/"  # compare links in announcements
 
     @field_validator("admins", "allowed_channels", mode="before")
