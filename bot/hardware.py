@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from config.catalog import Catalog
 
-MAX_INPUT = 200_000
+MAX_INPUT = 100_000  # /proc/cpuinfo repeats per core; the first blocks say it all
 
 # Folding applied before matching model names: trademarks and separators become spaces.
 _FOLD_RE = re.compile(r"\((?:r|tm|c)\)|[®™]|[\-_/,;|()\[\]\"'`]+")
@@ -86,10 +86,9 @@ class Hardware:
 
 @dataclass(frozen=True)
 class _Matchers:
-    gpu: re.Pattern  # alternation of GPU model names (longest first), one group per model
-    gpu_names: tuple[str, ...]
-    system: re.Pattern
-    system_names: tuple[str, ...]
+    gpu: dict[str, str]  # joined lower-case tokens ("rtx3080ti") -> model name
+    system: dict[str, str]  # joined tokens -> system name
+    max_tokens: int
     foreign: re.Pattern | None
     cpu: tuple[tuple[re.Pattern, int], ...]  # (pattern, index into catalog.cpu_models)
     instance: re.Pattern | None
@@ -97,21 +96,41 @@ class _Matchers:
     relevant_flags: frozenset[str]
 
 
-def _model_regex(name: str) -> str:
-    tokens = fold(name).split()
-    parts = [re.escape(t) for t in tokens]
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+
+
+def _name_keys(name: str) -> list[str]:
+    """Lookup keys of a product name: its tokens joined ("rtx 3080 ti" -> "rtx3080ti");
+    GeForce names also without the "rtx"/"gtx" prefix ("4090" names the card here)."""
+    tokens = _TOKEN_RE.findall(name.lower())
+    keys = ["".join(tokens)]
     if len(tokens) >= 2 and tokens[0] in ("rtx", "gtx") and tokens[1].isdigit():
-        # "4090" alone names the GeForce card in this domain
-        return rf"(?:{parts[0]} ?)?" + " ?".join(parts[1:])
-    return " ?".join(parts)
+        keys.append("".join(tokens[1:]))
+    return keys
+
+
+def _lookup(table: dict[str, str], tokens: list[str], max_tokens: int):
+    """Longest-first scan of token n-grams against a key table: linear in the input."""
+    i, n_tokens = 0, len(tokens)
+    while i < n_tokens:
+        for n in range(min(max_tokens, n_tokens - i), 0, -1):
+            hit = table.get("".join(tokens[i : i + n]))
+            if hit is not None:
+                yield hit
+                i += n
+                break
+        else:
+            i += 1
 
 
 @lru_cache(maxsize=8)
 def _matchers(cat: Catalog) -> _Matchers:
-    gpu_names = tuple(sorted(cat.gpu_models, key=lambda n: (-len(fold(n)), n)))
-    gpu_re = re.compile("|".join(f"(?P<g{i}>{_bounded(_model_regex(n))})" for i, n in enumerate(gpu_names)))
-    system_names = tuple(sorted(cat.systems, key=lambda n: -len(n)))
-    system_re = re.compile("|".join(f"(?P<s{i}>{_bounded(_model_regex(n))})" for i, n in enumerate(system_names)))
+    gpu: dict[str, str] = {}
+    for n in cat.gpu_models:
+        for k in _name_keys(n):
+            gpu.setdefault(k, n)
+    system = {k: n for n in cat.systems for k in _name_keys(n)[:1]}
+    max_tokens = max(len(_TOKEN_RE.findall(n.lower())) for n in [*cat.gpu_models, *cat.systems])
     foreign = (
         re.compile(_bounded("|".join(f"(?:{p})" for p in cat.foreign_patterns))) if cat.foreign_patterns else None
     )
@@ -131,8 +150,7 @@ def _matchers(cat: Catalog) -> _Matchers:
         relevant |= u.flags
     relevant |= {"avx_vnni", "amx_bf16", "amx_int8"}
     return _Matchers(
-        gpu_re, gpu_names, system_re, system_names, foreign, cpu, instance, tuple(i for i, _ in inst),
-        frozenset(relevant),
+        gpu, system, max_tokens, foreign, cpu, instance, tuple(i for i, _ in inst), frozenset(relevant),
     )
 
 
@@ -224,12 +242,14 @@ def parse(cat: Catalog, text: str) -> Hardware:
             inst_gpu, inst_cpu = inst.gpu, inst.cpu
             low = low[: im.start()] + " " + low[im.end() :]
     folded = fold(low)
+    # Words of the question itself, without pasted flag lines ("amx_int8" is not a workload).
+    prose = fold(_FLAGS_LINE_RE.sub(" ", low))
 
     _parse_versions(hw, low, folded)
-    _parse_os(hw, folded)
-    _parse_workload(hw, folded)
+    _parse_os(hw, prose)
+    _parse_workload(hw, prose)
     _parse_gpu(cat, m, hw, folded, inst_gpu)
-    _parse_cpu(cat, m, hw, low, folded, inst_cpu)
+    _parse_cpu(cat, m, hw, low, folded, prose, inst_cpu)
     if _NO_GPU_RE.search(folded) and hw.gpu_arch is None:
         hw.no_gpu = True
     return hw
@@ -296,13 +316,12 @@ def _parse_gpu(cat: Catalog, m: _Matchers, hw: Hardware, folded: str, inst_gpu: 
         name = inst_gpu
     else:
         name = None
-        sm = m.system.search(folded)
-        if sm:
-            sysname = m.system_names[int(sm.lastgroup[1:])]
+        tokens = _TOKEN_RE.findall(folded)
+        for sysname in _lookup(m.system, tokens, m.max_tokens):
             name, system_cpu = cat.systems[sysname]
+            break
         seen: dict[str, int] = {}
-        for gm in m.gpu.finditer(folded):
-            n = m.gpu_names[int(gm.lastgroup[1:])]
+        for n in _lookup(m.gpu, tokens, m.max_tokens):
             seen[n] = seen.get(n, 0) + 1
         if seen and name is None:
             name = next(iter(seen))
@@ -362,7 +381,9 @@ def _bare_cc(cat: Catalog, folded: str) -> str | None:
     return None
 
 
-def _parse_cpu(cat: Catalog, m: _Matchers, hw: Hardware, low: str, folded: str, inst_cpu: str | None) -> None:
+def _parse_cpu(
+    cat: Catalog, m: _Matchers, hw: Hardware, low: str, folded: str, prose: str, inst_cpu: str | None
+) -> None:
     # Pasted flags (lscpu "Flags:", /proc/cpuinfo "flags"/"Features") are the machine's own word.
     pasted: set[str] = set()
     for fl in _FLAGS_LINE_RE.finditer(low):
@@ -408,7 +429,7 @@ def _parse_cpu(cat: Catalog, m: _Matchers, hw: Hardware, low: str, folded: str, 
 
     stated: set[str] = set()
     denied: set[str] = set()
-    for sm in _STATED_RE.finditer(folded):
+    for sm in _STATED_RE.finditer(prose):
         flag = _STATED_CANON.get(sm.group("flag").replace(" ", "").replace("_", ""))
         if flag is None:
             continue

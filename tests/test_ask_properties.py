@@ -1,0 +1,48 @@
+"""Arbitrary text never breaks `ask`: no exception, valid output, under a second."""
+
+import json
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bot.commands import ask
+from bot.context import Context
+from config.settings import Settings
+
+CTX = Context(Settings(repo_path=None))
+WORDS = st.sampled_from(
+    ["H100", "RTX", "4090", "sm_", "8.6", "Graviton", "3", "avx512", "no", "gpu", "python", "3.12", "vllm",
+     "p5.48xlarge", "Flags:", "\n", "macOS", "M3", "driver", "535", "bf16", "int8", "EPYC", "9654", "xeon",
+     "platinum", "8480+", "cuda", "13.0", "DGX", "Spark", "|", "-", "_", "(", ")", "...", "K80", "Orin"]
+)
+TEXT = st.one_of(
+    st.text(max_size=2000),
+    st.lists(WORDS, max_size=200).map(" ".join),
+    st.tuples(st.text(max_size=50), st.integers(min_value=1, max_value=1_000_000)).map(lambda t: (t[0] or "x") * (t[1] // max(1, len(t[0] or "x")))),
+)
+
+
+def check(text):
+    start = time.perf_counter()
+    answer = ask(CTX, text)
+    elapsed = time.perf_counter() - start
+    d = json.loads(json.dumps(answer.to_dict()))
+    assert set(d) == {"query", "hardware", "recommendation", "alternatives", "reasons", "warnings", "missing"}
+    assert isinstance(answer.text(), str) and answer.text()
+    if d["recommendation"] is None:
+        assert d["warnings"] or d["missing"]
+    else:
+        assert d["recommendation"]["package"] and d["reasons"]
+    assert elapsed < 1.0, f"{elapsed:.2f}s for {len(text)} chars"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(TEXT)
+def test_any_text_gets_a_valid_answer_fast(text):
+    check(text)
+
+
+def test_one_megabyte_of_text():
+    check(("H100 Graviton3 avx512 p5.48xlarge lscpu Flags: avx avx2 " * 20000)[:1_000_000])
+    check("\n".join(f"|   {i}  NVIDIA H100 80GB HBM3  On | 0000:{i:02x}:00.0 Off |" for i in range(12000))[:1_000_000])

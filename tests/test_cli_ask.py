@@ -1,0 +1,66 @@
+"""The `torchbot` console script: ask/catalog output, JSON, stdin and exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args, stdin=None, env=None):
+    e = dict(os.environ, **(env or {}))
+    e.pop("TORCHBOT_REPO_PATH", None)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args], input=stdin, capture_output=True, text=True, cwd=ROOT, env=e,
+        timeout=60,
+    )
+
+
+def test_ask_json_is_one_object(capsys, monkeypatch):
+    monkeypatch.delenv("TORCHBOT_REPO_PATH", raising=False)
+    assert main(["ask", "--json", "H100", "with", "Graviton3"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["query"] == "H100 with Graviton3"
+    assert d["recommendation"]["package"] == "pytorch-python313-cuda12_9-sm90-armv8_2"
+
+
+def test_ask_reads_pasted_output_from_stdin():
+    r = run("ask", "--json", "-", stdin="| 0 NVIDIA A100-SXM4-80GB On |\nModel name: AMD EPYC 7763 64-Core Processor\n")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["recommendation"]["package"] == "pytorch-python313-cuda12_9-sm80-avx2"
+
+
+def test_no_recommendation_is_still_exit_0():
+    r = run("ask", "Tesla K80")
+    assert r.returncode == 0 and "No variant" in r.stdout and "K80" in r.stdout
+
+
+def test_usage_errors_exit_2_without_traceback():
+    r = run("ask")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    r = run("frobnicate")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_flox_org_from_settings():
+    r = run("ask", "--json", "DGX Spark", env={"TORCHBOT_FLOX_ORG": "ml-infra"})
+    rec = json.loads(r.stdout)["recommendation"]
+    assert rec["install_command"] == "flox install ml-infra/pytorch-python313-cuda13_0-sm121-armv9"
+
+
+def test_catalog_lists_branches_pins_and_counts(capsys, monkeypatch):
+    monkeypatch.delenv("TORCHBOT_REPO_PATH", raising=False)
+    assert main(["catalog", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    counts = {b["branch"]: b["variants"] for b in d["branches"]}
+    assert counts["main"] == 62 and counts["pytorch-2.9-vllm-0.14.0"] == 131
+    assert d["recommended"] == "pytorch-2.9-python313"
+    assert main(["catalog"]) == 0
+    out = capsys.readouterr().out
+    assert "pytorch-2.9-python313 *" in out and "fe5e41d" in out
