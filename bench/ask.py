@@ -1,0 +1,66 @@
+"""How fast `ask` answers: answers per second in-process over a varied corpus, and the
+wall time of one `torchbot ask` process. Goals: >= 2,000 answers/s, < 0.5 s per process."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bot.commands import ask  # noqa: E402
+from bot.context import Context  # noqa: E402
+from config.catalog import load_catalog  # noqa: E402
+from config.settings import Settings  # noqa: E402
+
+
+def corpus() -> list[str]:
+    cat = load_catalog()
+    gpus = list(cat.gpu_models)
+    cpus = ["Graviton3", "Graviton4", "i9-12900K", "EPYC 9654", "Xeon Platinum 8480+", "EPYC 7R13", "Grace",
+            "Ryzen 9 5950X", "i7-2600K", "Xeon Gold 6248", "", "Neoverse N1"]
+    extras = ["", "python 3.12", "bf16 training", "int8 inference", "vllm 0.14", "driver 535", "python 3.11"]
+    instances = ["p5.48xlarge", "p4d.24xlarge", "g5.xlarge", "g6e.12xlarge", "a3-highgpu-8g", "g2-standard-8",
+                 "Standard_ND96isr_H100_v5", "p3.2xlarge", "g5g.xlarge", "DGX Spark"]
+    qs = [f"{g} with {c} {e}".strip() for g, c, e in itertools.product(gpus, cpus, extras)]
+    qs = qs[:: max(1, len(qs) // 470)][:470]
+    qs += [f"which variant for a {i}?" for i in instances]
+    qs += ["no GPU, " + c for c in cpus if c] + ["MacBook Pro M3", "Tesla K80", "hello", "sm_86", "compute capability 9.0"]
+    qs += ["Flags: fpu avx avx2 fma f16c avx512f avx512dq avx512vl avx512bw avx512_vnni\n| 0 NVIDIA A100-SXM4-80GB |"] * 20
+    return qs
+
+
+def main() -> None:
+    ctx = Context(Settings(repo_path=None))
+    qs = corpus()
+    for q in qs[:50]:  # warm caches (catalog, compiled matchers)
+        ask(ctx, q)
+    rounds = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for q in qs:
+            ask(ctx, q)
+        rounds.append(len(qs) / (time.perf_counter() - t))
+    print(f"corpus: {len(qs)} varied questions")
+    print(f"in-process: {statistics.median(rounds):,.0f} answers/s (median of 5 rounds; goal >= 2,000)")
+
+    env = dict(os.environ)
+    env.pop("TORCHBOT_REPO_PATH", None)
+    exe = ROOT / ".venv" / "bin" / "torchbot"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "bot.cli"]
+    walls = []
+    for _ in range(7):
+        t = time.perf_counter()
+        subprocess.run(cmd + ["ask", "which variant for an H100 with Graviton3"], check=True, capture_output=True, env=env, cwd=ROOT)
+        walls.append(time.perf_counter() - t)
+    print(f"one `torchbot ask` process: {statistics.median(walls) * 1000:.0f} ms wall (median of 7; goal < 500 ms)")
+
+
+if __name__ == "__main__":
+    main()
