@@ -198,11 +198,13 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
     for bp in work:
         if heads.get(bp.branch) != bp.tip:
             raise ExternalError(f"Branch '{bp.branch}' moved since the plan was made; nothing was changed. Run the bump again.")
-    new: dict[str, str] = {}
-    for bp in work:
-        new[bp.branch] = gitops.make_commit(
-            repo, bp.tip, bp.edit.changes, bp.message, settings.git_author_name, settings.git_author_email
-        )
+    shas = gitops.make_commits(
+        repo,
+        [(bp.tip, bp.edit.changes, bp.message) for bp in work],
+        settings.git_author_name,
+        settings.git_author_email,
+    )
+    new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas)}
     remote = settings.repo_remote
     if opts.open_pr:
         from release.github import GitHub

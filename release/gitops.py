@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-from io import BytesIO
 from pathlib import Path
 
 from bot.errors import ExternalError, RefusedError
@@ -51,13 +50,6 @@ def read_files(repo, rev: str, prefix: str, extra: tuple[str, ...] = ()) -> dict
     return out
 
 
-def _store(repo, data: bytes) -> str:
-    from gitdb.base import IStream
-
-    sha = repo.odb.store(IStream(b"blob", len(data), BytesIO(data))).hexsha
-    return sha.decode() if isinstance(sha, bytes) else sha
-
-
 def make_commit(
     repo,
     parent: str | None,
@@ -68,45 +60,82 @@ def make_commit(
     *,
     replace_prefix: str | None = None,
 ) -> str:
-    """Create (objects only, no ref moves) a commit on top of ``parent`` with ``changes``
+    """Create (objects only, no branch moves) a commit on top of ``parent`` with ``changes``
     applied (None deletes a path). ``replace_prefix`` first removes every file under that
     folder. Returns the new commit SHA."""
-    fd, index = tempfile.mkstemp(prefix="torchbot-index-")
-    os.close(fd)
-    os.unlink(index)
-    env = {"GIT_INDEX_FILE": index}
-    try:
+    return make_commits(
+        repo, [(parent, changes, message)], author_name, author_email, replace_prefix=replace_prefix
+    )[0]
+
+
+def make_commits(
+    repo,
+    specs: list[tuple[str | None, dict[str, str | bytes | None], str]],
+    author_name: str,
+    author_email: str,
+    *,
+    replace_prefix: str | None = None,
+) -> list[str]:
+    """Create several commits (parent, changes, message) in one ``git fast-import`` run: one
+    pack, no working tree, no index, no branch moved (temporary refs under refs/torchbot/
+    are removed before returning). Returns the commit SHAs in order."""
+    import time
+
+    import git
+
+    ident = f"{_clean(author_name)} <{_clean(author_email)}> {int(time.time())} +0000"
+    out = bytearray()
+    token = f"{os.getpid()}-{time.monotonic_ns()}"
+    temp_refs = []
+    for n, (parent, changes, message) in enumerate(specs, start=1):
+        ref = f"refs/torchbot/tmp/{token}/{n}"
+        temp_refs.append(ref)
+        msg = message.encode("utf-8")
+        out += f"commit {ref}\nmark :{n}\nauthor {ident}\ncommitter {ident}\n".encode()
+        out += b"data %d\n" % len(msg) + msg + b"\n"
         if parent:
-            repo.git.read_tree(parent, env=env)
-        else:
-            repo.git.read_tree("--empty", env=env)
-        lines = []
+            out += f"from {parent}\n".encode()
         if replace_prefix and parent:
-            for path in repo.git.ls_files("--", replace_prefix + "/", env=env).splitlines():
-                if path not in changes:
-                    lines.append(f"0 {ZERO}\t{path}\n")
+            out += f"D {replace_prefix}\n".encode()
         for path, content in changes.items():
+            if "\n" in path or path.startswith('"'):
+                raise ValueError(f"unsupported path {path!r}")
             if content is None:
-                lines.append(f"0 {ZERO}\t{path}\n")
+                out += f"D {path}\n".encode("utf-8", errors="surrogateescape")
                 continue
             data = content.encode("utf-8", errors="surrogateescape") if isinstance(content, str) else content
-            lines.append(f"100644 {_store(repo, data)}\t{path}\n")
+            out += f"M 100644 inline {path}\n".encode("utf-8", errors="surrogateescape")
+            out += b"data %d\n" % len(data) + data + b"\n"
+        out += b"\n"
+    out += b"done\n"
+    fd, marks = tempfile.mkstemp(prefix="torchbot-marks-")
+    os.close(fd)
+    try:
         with tempfile.TemporaryFile() as fh:
-            fh.write("".join(lines).encode("utf-8", errors="surrogateescape"))
+            fh.write(out)
             fh.seek(0)
-            repo.git.update_index("--index-info", istream=fh, env=env)
-        tree = repo.git.write_tree(env=env)
-        ident = {
-            "GIT_AUTHOR_NAME": author_name,
-            "GIT_AUTHOR_EMAIL": author_email,
-            "GIT_COMMITTER_NAME": author_name,
-            "GIT_COMMITTER_EMAIL": author_email,
-        }
-        args = [tree] + (["-p", parent] if parent else []) + ["-m", message]
-        return repo.git.commit_tree(*args, env=ident)
+            try:
+                repo.git.fast_import("--quiet", "--done", f"--export-marks={marks}", istream=fh)
+            except git.GitCommandError as err:
+                raise ExternalError(f"git could not write the commits: {_first_line(err.stderr)}") from None
+        shas = {}
+        for line in Path(marks).read_text().splitlines():
+            mark, sha = line.split()
+            shas[int(mark[1:])] = sha
+        return [shas[n] for n in range(1, len(specs) + 1)]
     finally:
-        if os.path.exists(index):
-            os.unlink(index)
+        os.unlink(marks)
+        with tempfile.TemporaryFile() as fh:
+            fh.write("".join(f"delete {r}\n" for r in temp_refs).encode())
+            fh.seek(0)
+            try:
+                repo.git.update_ref("--stdin", istream=fh)
+            except git.GitCommandError:  # pragma: no cover - refs were never created
+                pass
+
+
+def _clean(value: str) -> str:
+    return "".join(ch for ch in value if ch not in "<>\n")
 
 
 def move_refs(repo, moves: dict[str, tuple[str, str]]) -> None:

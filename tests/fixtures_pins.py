@@ -35,7 +35,8 @@ def git(cwd, *args, check=True) -> str:
     return r.stdout
 
 
-def recipe_text(branch: Branch, v: Variant) -> str:
+def recipe_text(branch: Branch, v: Variant, pad: int = 0) -> str:
+    """``pad`` appends that many comment lines (the bench uses it to match real recipe sizes)."""
     cuda = ""
     if v.cuda:
         cuda = f"      (final: prev: {{ cudaPackages = final.cudaPackages_{cuda_tag(v.cuda)}; }})\n"
@@ -58,7 +59,7 @@ in
     passthru = oldAttrs.passthru // {{ cpuISA = "{v.cpu_isa or 'mps'}"; }};
     meta = oldAttrs.meta // {{ platforms = [ "{v.platform}" ]; }};
   }})
-"""
+""" + "".join(f"# {v.package}: build notes line {i} .......................................\n" for i in range(pad))
 
 
 def readme_text(branches: list[Branch], current: str) -> str:
@@ -114,7 +115,7 @@ def small_catalog_branches(cat: Catalog | None = None) -> list[Branch]:
     return out
 
 
-def build_repo(root: Path, branches: list[Branch], *, checkout: str = "main") -> tuple[Path, Path]:
+def build_repo(root: Path, branches: list[Branch], *, checkout: str = "main", pad: int = 0) -> tuple[Path, Path]:
     """A work repo with one branch per definition and a bare ``origin`` holding them all."""
     work = root / "work"
     origin = root / "origin.git"
@@ -133,7 +134,7 @@ def build_repo(root: Path, branches: list[Branch], *, checkout: str = "main") ->
         pkgs = work / ".flox" / "pkgs"
         pkgs.mkdir(parents=True, exist_ok=True)
         for v in b.variants:
-            (pkgs / f"{v.package}.nix").write_text(recipe_text(b, v))
+            (pkgs / f"{v.package}.nix").write_text(recipe_text(b, v, pad))
         (work / "README.md").write_text(readme_text(branches, b.name))
         git(work, "add", "-A")
         git(work, "commit", "-q", "-m", f"{b.name}: recipes")
