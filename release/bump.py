@@ -232,7 +232,15 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
     if opts.push:
         gitops.push(repo, remote, [f"{new[b]}:refs/heads/{b}" for b in new])
         outcome.pushed = list(new)
-    gitops.move_refs(repo, {b: (sha, heads[b]) for b, sha in new.items()})
+    try:
+        gitops.move_refs(repo, {b: (sha, heads[b]) for b, sha in new.items()})
+    except ExternalError as err:
+        if not opts.push:
+            raise
+        raise ExternalError(
+            f"The bump was pushed to '{remote}' ({', '.join(new)}), but a local branch moved meanwhile, so local "
+            f"branches were left as they were; run `git fetch {remote}` and reconcile. ({err.message})"
+        ) from None
     if opts.push:
         for b, sha in new.items():  # keep remote-tracking refs in step with what we pushed
             try:

@@ -125,6 +125,9 @@ def test_bump_one_branch(env, tmp_path, capsys):
 
 def test_bump_all_from_channel(env, tmp_path, capsys):
     work = env
+    dirty(work)
+    index_before = git(work, "ls-files", "-s")
+    readme_before = (work / "README.md").read_text()
     before = refs(work)
     vllm = tree_files(work, "pytorch-2.9-vllm-0.15.1", ".")
     multi = tree_files(work, "pytorch-2.10-python313", ".")
@@ -153,6 +156,12 @@ def test_bump_all_from_channel(env, tmp_path, capsys):
         else:
             assert text == multi[path] or path == "README.md"
     assert tree_files(work, "pytorch-2.9-vllm-0.15.1", ".") == vllm
+    # main is checked out and was bumped: HEAD still names it, index and files are untouched
+    assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert git(work, "ls-files", "-s") == index_before
+    assert (work / "README.md").read_text() == readme_before
+    assert (work / "scratch.txt").read_text() == "untracked work\n"
+    assert any("checked out" in n for n in out["notes"])
 
 
 def test_multi_pin_from_pin_and_dry_run(env, fake, capsys):
