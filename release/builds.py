@@ -391,6 +391,7 @@ def run_local(ctx, plan: BuildPlan, jobs: int | None = None) -> list[dict]:
                     out = Outcome("failed", f"internal error: {type(err).__name__}: {err}")
                 events.put((item.package, out))
 
+            finished: list[tuple[str, Outcome]] = []  # written with the next starts, one transaction
             while waiting or inflight:
                 started = []
                 for item in list(waiting):
@@ -406,30 +407,25 @@ def run_local(ctx, plan: BuildPlan, jobs: int | None = None) -> list[dict]:
                         continue
                     started.append(item)
                     inflight += 1
-                if started:
-                    now = utcnow()
-                    with st.session() as ses:
-                        for item in started:
-                            b = ses.get(Build, ids[item.package])
-                            b.state, b.started = "running", now
-                    for item in started:
-                        pool.submit(work, item)
+                if started or finished:
+                    _record(st, ids, finished, started)
+                    finished = []
+                for item in started:
+                    pool.submit(work, item)
                 if not inflight:
                     continue
-                pkg, out = events.get()
-                batch = [(pkg, out)]
+                finished.append(events.get())
                 while True:
                     try:
-                        batch.append(events.get_nowait())
+                        finished.append(events.get_nowait())
                     except queue.Empty:
                         break
-                now = utcnow()
-                with st.session() as ses:
-                    for pkg, out in batch:
-                        b = ses.get(Build, ids[pkg])
-                        b.state, b.finished, b.message, b.out_path = out.state, now, out.message or None, out.out_path
-                        done[pkg] = out.state
-                        inflight -= 1
+                for pkg, out in finished:
+                    done[pkg] = out.state
+                    inflight -= 1
+            if finished:
+                _record(st, ids, finished, [])
+                finished = []
     finally:
         for i in ids.values():
             _RUNNING.pop(i, None)
@@ -439,6 +435,19 @@ def run_local(ctx, plan: BuildPlan, jobs: int | None = None) -> list[dict]:
                 b.message = "the build run stopped before this build ended"
     with st.session() as ses:
         return [b.to_dict() for b in ses.query(Build).filter(Build.run_key == run_key).order_by(Build.id)]
+
+
+def _record(st, ids: dict[str, int], finished: list, started: list) -> None:
+    from release.state import Build, utcnow
+
+    now = utcnow()
+    with st.session() as ses:
+        for pkg, out in finished:
+            b = ses.get(Build, ids[pkg])
+            b.state, b.finished, b.message, b.out_path = out.state, now, out.message or None, out.out_path
+        for item in started:
+            b = ses.get(Build, ids[item.package])
+            b.state, b.started = "running", now
 
 
 def _skip(st, build_id: int, log_path: Path, message: str) -> None:
