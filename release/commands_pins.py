@@ -100,6 +100,9 @@ class Plan:
                 f"  {bp.branch}: {short(g.pin)} -> {short(d.new_rev)}, {len(bp.edit.changes)} files, "
                 f"{bp.edit.lines_changed} lines ({', '.join(g.labels)}); torch {bp.torch_old} -> {bp.torch_new}"
             )
+            n_recipes = sum(1 for p in bp.edit.changes if p.startswith(".flox/pkgs/"))
+            extra = ", README.md (version-matrix row)" if "README.md" in bp.edit.changes else ""
+            lines.append(f"    changes: {n_recipes} recipes in .flox/pkgs/{extra}")
             lines.append(f"    commit: {bp.message}")
         for name, why in d.skipped:
             lines.append(f"  {name}: skipped ({why})")
