@@ -110,3 +110,30 @@ def test_cli_build_and_status_json(tmp_path: Path, repo: Path, monkeypatch, caps
     assert {"package", "branch", "state", "started", "finished", "log"} <= set(status[0])
     assert cli.main(["release", "build", "--repo", str(repo), "--branch", "nope"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_killed_torchbot_leaves_interrupted_builds_that_resume(tmp_path: Path, repo: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, TORCHBOT_STATE_DB=f"sqlite:///{tmp_path / 'kill.sqlite'}",
+               TORCHBOT_LOG_DIR=str(tmp_path / "logs"), TORCHBOT_BUILD_COMMAND="sleep 5",
+               TORCHBOT_BUILD_RESULT_LINK="README.md")
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "release", "build", "--repo", str(repo),
+                             "--branch", fx.BRANCH, "--variant", "pytorch-*", "--jobs", "2"],
+                            env=env, cwd=Path(__file__).resolve().parent.parent)
+    ctx = fx.context(tmp_path, state_db=env["TORCHBOT_STATE_DB"], build_command="true",
+                     build_result_link="README.md")
+    st = open_state(ctx.settings.state_db)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and sum(b.state == "running" for b in st.builds(fx.BRANCH)) < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    rows = {r["package"]: r["state"] for r in builds.status(ctx, fx.BRANCH)}
+    assert sorted(rows.values()) == ["interrupted"] * 3, rows  # 2 running + 1 queued, owner gone
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo, resume=True)
+    assert sorted(i.package for i in plan.items) == sorted(p for p in fx.ALL if p.startswith("pytorch-"))
+    assert {r["state"] for r in builds.run_local(ctx, plan, jobs=2)} == {"succeeded"}

@@ -75,3 +75,15 @@ def test_rendered_workflow(tmp_path: Path) -> None:
     path = github_actions.write_workflow(ctx, repo, commit=True)
     assert path.read_text() == text
     assert "torchbot: GitHub Actions build workflow" in builds.git(repo, "log", "-1", "--format=%s")
+
+
+def test_github_builds_are_recorded_as_published_by_the_workflow(tmp_path: Path) -> None:
+    from release import publish
+
+    repo = fx.make_repo(tmp_path, packages=fx.OK)
+    with FakeGitHub() as gh:
+        ctx = _ctx(tmp_path, gh, publish_command="false")  # torchbot must not publish these itself
+        builds.build(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo, backend="github"))
+    rows = publish.publish_pending(ctx, fx.BRANCH)
+    assert sorted((r["package"], r["state"]) for r in rows) == [(p, "published") for p in sorted(fx.OK)]
+    assert publish.publish_pending(ctx, fx.BRANCH) == []

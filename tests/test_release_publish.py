@@ -66,3 +66,22 @@ def test_publish_without_repo_is_a_clear_error(tmp_path: Path) -> None:
     builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo))
     with pytest.raises(UsageError, match="needs the repository"):
         publish.publish_pending(ctx, fx.BRANCH)
+
+
+def test_cli_publish_json(tmp_path: Path, monkeypatch, capsys) -> None:
+    import json
+
+    from bot import cli
+
+    repo = fx.make_repo(tmp_path, packages=fx.OK)
+    ctx = fx.context(tmp_path, **FAST_BUILD)
+    builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo))
+    monkeypatch.setenv("TORCHBOT_STATE_DB", ctx.settings.state_db)
+    monkeypatch.setenv("TORCHBOT_PUBLISH_COMMAND", "true")
+    assert cli.main(["release", "publish", "--repo", str(repo), "--branch", fx.BRANCH, "--dry-run"]) == 0
+    assert "Publish 2 variant(s)" in capsys.readouterr().out
+    assert cli.main(["release", "publish", "--repo", str(repo), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] and sorted(p["package"] for p in out["publishes"]) == sorted(fx.OK)
+    assert cli.main(["release", "publish", "--repo", str(repo)]) == 0
+    assert "Nothing to publish." in capsys.readouterr().out
