@@ -94,7 +94,13 @@ class NixpkgsClient:
         try:
             resp = self._get(self.settings.channels_url + f"{channel}/git-revision", what)
         except _NotFound:
-            raise ExternalError(f"Channel '{channel}' does not exist at {self.settings.channels_url}.") from None
+            # not a channel the endpoint knows: try the nixpkgs branch of that name on GitHub
+            try:
+                return self.resolve(channel)
+            except RefusedError:
+                raise ExternalError(
+                    f"Channel '{channel}' does not exist at {self.settings.channels_url} nor as a nixpkgs branch."
+                ) from None
         rev = resp.text.strip()
         if not REV_RE.match(rev):
             raise ExternalError(f"The channel endpoint returned something that is not a commit id for {channel}; nothing was changed.")

@@ -3,7 +3,7 @@ GitHub API (commits, contents, pulls). Point ``channels_url`` at ``.channels_url
 ``github_api_url`` at ``.api_url``.
 
 State is plain data the test edits: ``channels`` (name -> rev or raw text), ``commits``
-(known nixpkgs SHAs), ``torch`` (rev -> torch version), ``cuda_sets`` (rev -> set of
+(known nixpkgs SHAs), ``branches`` (name -> SHA), ``torch`` (rev -> torch version), ``cuda_sets`` (rev -> set of
 ``cudaPackages_X_Y``), ``mode`` ("ok", "down": HTTP 503 everywhere, "garbage": HTML),
 and ``pulls`` (PR payloads received)."""
 
@@ -22,6 +22,7 @@ class FakeNixpkgs:
     def __init__(self):
         self.channels: dict[str, str] = {}
         self.commits: set[str] = set()
+        self.branches: dict[str, str] = {}  # nixpkgs branch name -> sha (commits API)
         self.torch: dict[str, str] = {}
         self.cuda_sets: dict[str, set[str]] = {}
         self.mode = "ok"
@@ -55,7 +56,7 @@ class FakeNixpkgs:
                     return self._send(200, rev, "text/plain") if rev is not None else self._send(404, "no")
                 if parts[:4] == ["api", "repos", "NixOS", "nixpkgs"] and len(parts) >= 6:
                     if parts[4] == "commits":
-                        sha = parts[5]
+                        sha = fake.branches.get(parts[5], parts[5])
                         if sha in fake.commits:
                             return self._send(200, json.dumps({"sha": sha, "commit": {"message": "x"}}))
                         return self._send(404, json.dumps({"message": "No commit found"}))

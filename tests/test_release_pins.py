@@ -136,6 +136,10 @@ def test_adapter_facts(server):
             c.resolve("f" * 40)
         with pytest.raises(ExternalError, match="does not exist"):
             c.channel_head("nixos-99.99")
+    # a name the channel endpoint does not know falls back to the GitHub commits API
+    server.branches["nixpkgs-staging"] = NEW
+    with client(server) as c:
+        assert c.channel_head("nixpkgs-staging") == NEW
 
 
 def test_adapter_retries_with_backoff_then_fails(server):
