@@ -151,13 +151,13 @@ def git(repo: Path, *args: str, input: str | None = None) -> str:
 
 
 def resolve_branch(repo: Path, branch: str, remote: str = "origin", fetch: bool = False) -> str:
-    """The commit a branch name means: the remote-tracking branch when present, else the
-    local one."""
+    """The commit a branch name means: the local branch (what torchbot's bumps commit to)
+    when present, else the remote-tracking one."""
     if not _SAFE.match(branch):
         raise UsageError(f"'{branch}' is not a branch name torchbot accepts.")
     if fetch:
         subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", remote], capture_output=True)
-    for ref in (f"refs/remotes/{remote}/{branch}", f"refs/heads/{branch}"):
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/{remote}/{branch}"):
         proc = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", ref + "^{commit}"],
             capture_output=True, text=True,

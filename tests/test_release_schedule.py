@@ -90,3 +90,28 @@ def test_cli_schedule(tmp_path: Path, monkeypatch, capsys) -> None:
     assert "skipped: no Slack token" in capsys.readouterr().out
     assert cli.main(["schedule", "run", "nope"]) == 2
     assert "No job 'nope'" in capsys.readouterr().err
+
+
+def test_scheduled_bump_builds_changed_variants_then_nothing(tmp_path: Path) -> None:
+    """The bump job end to end with the real pin bumper (release.commands_pins): the bump
+    commits new pins, the changed-only build builds every variant; the next run finds the
+    pin current and builds nothing."""
+    import pytest
+
+    pins = pytest.importorskip("tests.fixtures_pins")
+    from tests.fakes_nixpkgs import FakeNixpkgs
+
+    branch = "pytorch-2.8-python312"
+    work, _ = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
+    with FakeNixpkgs() as nix:
+        nix.add_rev(pins.PIN_A, "2.8.0", {"cudaPackages_12_8"})
+        nix.add_rev(pins.NEW, "2.8.4", {"cudaPackages_12_8"})
+        nix.channels["nixos-unstable"] = pins.NEW
+        ctx = _ctx(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=nix.api_url,
+                   build_command="true", build_result_link="README.md", http_retries=1)
+        first = schedule.run_now(ctx, f"bump:{branch}")["result"]
+        rows = [r for r in __import__("release.builds").builds.status(ctx, branch)]
+        second = schedule.run_now(ctx, f"bump:{branch}")["result"]
+    assert first.endswith(f"build: {len(rows)} variant(s)") and len(rows) >= 4, first
+    assert {r["state"] for r in rows} == {"succeeded"} and {r["pin"] for r in rows} == {pins.NEW}
+    assert second.endswith("build: 0 variant(s)"), second
