@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from bot.errors import ExternalError, UsageError
+from bot.errors import ExternalError, RefusedError, UsageError
 
 RECIPE_DIR = ".flox/pkgs"
 KINDS = ("pytorch", "torchvision", "torchaudio")
@@ -256,6 +256,12 @@ def prepare(
         raise UsageError(f"No variant of {branch} matches {' '.join(globs or [])}.")
     st = state_for(ctx)
     st.mark_interrupted()
+    busy = [b for b in st.builds(branch) if b.state in ("queued", "running") and b.backend == "local"]
+    if busy:
+        raise RefusedError(
+            f"{branch} is being built right now ({len(busy)} build(s) by {busy[0].owner}); "
+            "wait for it, or see `torchbot release status`."
+        )
     if resume:
         interrupted = {b.package for b in st.builds(branch) if b.state == "interrupted"}
         selected = [p for p in selected if p in interrupted]

@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from bot.errors import UsageError
 from release import builds as B
@@ -90,6 +91,13 @@ def record_publish(ctx, build: Build, total_packages: list[str]) -> None:
     """The publish record and its outbox rows, in one transaction."""
     st = state_for(ctx)
     pin = build.pin or "unpinned"
+    try:
+        _record(ctx, st, build, pin, total_packages)
+    except IntegrityError:  # another torchbot recorded this publish first: nothing to add
+        pass
+
+
+def _record(ctx, st, build: Build, pin: str, total_packages: list[str]) -> None:
     with st.session() as s:
         s.add(Publish(package=build.package, branch=build.branch, pin=build.pin, build_id=build.id))
         rel = s.scalar(select(Release).where(Release.branch == build.branch, Release.pin == pin))

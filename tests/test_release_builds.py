@@ -137,3 +137,18 @@ def test_killed_torchbot_leaves_interrupted_builds_that_resume(tmp_path: Path, r
     plan = builds.prepare(ctx, fx.BRANCH, repo=repo, resume=True)
     assert sorted(i.package for i in plan.items) == sorted(p for p in fx.ALL if p.startswith("pytorch-"))
     assert {r["state"] for r in builds.run_local(ctx, plan, jobs=2)} == {"succeeded"}
+
+
+def test_result_check_and_busy_branch(tmp_path: Path, repo: Path) -> None:
+    from bot.errors import RefusedError
+
+    ctx = fx.context(tmp_path, build_command="true", build_result_link="README.md",
+                     build_check_command="test -s README.md && test {package} != " + fx.OK[0])
+    rows = {r["package"]: r for r in builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, fx.OK, repo=repo))}
+    assert rows[fx.OK[0]]["state"] == "failed" and rows[fx.OK[0]]["message"] == "the result check failed"
+    assert rows[fx.OK[1]]["state"] == "succeeded"
+    st = open_state(ctx.settings.state_db)
+    with st.session() as s:  # a live torchbot (this process's parent) is building the branch
+        s.add(Build(package=fx.OK[0], branch=fx.BRANCH, state="running", owner=f"{os.uname().nodename}:{os.getppid()}"))
+    with pytest.raises(RefusedError, match="being built right now"):
+        builds.prepare(ctx, fx.BRANCH, repo=repo)
