@@ -25,6 +25,7 @@ Choices, deliberately:
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -53,14 +54,37 @@ class JobSpec:
     description: str
 
 
-def job_specs(ctx) -> list[JobSpec]:
+_DOW = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def crontab_dow(field: str) -> str:
+    """A crontab day-of-week field with day names: crontab counts 0/7 = Sunday, but
+    APScheduler 3's ``from_crontab`` passes numbers through Monday-based (``1`` would mean
+    Tuesday). Names mean the same to both."""
+    if field == "*" or field.startswith("*/"):
+        return field
+    return re.sub(r"(?<![*/])\b([0-7])\b", lambda m: _DOW[int(m.group(1))], field)
+
+
+def crontab_trigger(expr: str):
+    """A CronTrigger (UTC) from a standard 5-field crontab expression."""
     from apscheduler.triggers.cron import CronTrigger
+
+    values = expr.split()
+    if len(values) != 5:
+        raise ValueError(f"expected 5 fields, got {len(values)}")
+    minute, hour, day, month, dow = values
+    return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=crontab_dow(dow),
+                       timezone=timezone.utc)
+
+
+def job_specs(ctx) -> list[JobSpec]:
     from apscheduler.triggers.interval import IntervalTrigger
 
     s = ctx.settings
     specs: list[JobSpec] = []
     try:
-        cron = CronTrigger.from_crontab(s.bump_cron, timezone=timezone.utc)
+        cron = crontab_trigger(s.bump_cron)
     except ValueError as err:
         raise UsageError(f"TORCHBOT_BUMP_CRON '{s.bump_cron}' is not a crontab expression: {err}.") from None
     for name, branch in sorted(ctx.catalog.branches.items()):

@@ -115,3 +115,22 @@ def test_scheduled_bump_builds_changed_variants_then_nothing(tmp_path: Path) -> 
     assert first.endswith(f"build: {len(rows)} variant(s)") and len(rows) >= 4, first
     assert {r["state"] for r in rows} == {"succeeded"} and {r["pin"] for r in rows} == {pins.NEW}
     assert second.endswith("build: 0 variant(s)"), second
+
+
+def test_crontab_weekdays_mean_what_cron_means() -> None:
+    monday_6 = schedule.crontab_trigger("0 6 * * 1")
+    nxt = monday_6.get_next_fire_time(None, datetime(2026, 11, 22, tzinfo=timezone.utc))  # a Sunday
+    assert nxt.strftime("%A %H:%M") == "Monday 06:00"
+    assert schedule.crontab_dow("0,7") == "sun,sun" and schedule.crontab_dow("1-5") == "mon-fri"
+    assert schedule.crontab_dow("*/2") == "*/2"
+    nxt = schedule.crontab_trigger("30 2 * * 0").get_next_fire_time(None, datetime(2026, 11, 23, tzinfo=timezone.utc))
+    assert nxt.strftime("%A %H:%M") == "Sunday 02:30"
+
+
+def test_bad_cron_is_a_clear_error(tmp_path: Path) -> None:
+    import pytest
+
+    from bot.errors import UsageError
+
+    with pytest.raises(UsageError, match="TORCHBOT_BUMP_CRON"):
+        schedule.job_specs(_ctx(tmp_path, bump_cron="every monday"))
