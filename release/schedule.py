@@ -271,6 +271,9 @@ def start_scheduler(ctx):
     """A running BackgroundScheduler for ``torchbot serve``; call ``.shutdown()`` to stop."""
     global _ctx
     _ctx = ctx
+    from release.state import state_for
+
+    state_for(ctx).mark_interrupted()  # builds a killed torchbot left behind
     sched = _make(ctx)
     sched.start(paused=True)
     sync_jobs(sched, ctx)

@@ -111,3 +111,21 @@ def test_outage_only_delays(tmp_path: Path, slack: FakeSlack) -> None:
     result = announce.flush(ctx)
     assert result["sent"] == 4 and _unsent(ctx) == 0
     assert len(slack.messages(CHANNEL)) == 4
+
+
+def test_next_pin_gets_its_own_thread_with_a_compare_link(tmp_path: Path, slack: FakeSlack) -> None:
+    ctx, repo = _released(tmp_path, slack)
+    announce.flush(ctx)
+    fx.sh(repo, "git", "checkout", "--quiet", fx.BRANCH)
+    fx.write_recipes(repo, fx.NEW_PIN, "bumped", packages=PKGS)
+    fx.sh(repo, "git", "commit", "--quiet", "-am", "bump pin")
+    fx.sh(repo, "git", "checkout", "--quiet", "main")
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
+    assert len(plan.items) == 3 and {i.pin for i in plan.items} == {fx.NEW_PIN}
+    builds.run_local(ctx, plan, jobs=2)
+    publish.publish_pending(ctx, fx.BRANCH, repo=repo)
+    assert announce.flush(ctx)["sent"] == 4
+    parents = [m for m in slack.messages(CHANNEL) if not m.get("thread_ts")]
+    assert len(parents) == 2
+    assert f"compare/{fx.PIN}...{fx.NEW_PIN}" in parents[1]["text"]
+    assert len(slack.thread(CHANNEL, parents[1]["ts"])) == 4
