@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
+    NoDecode,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
@@ -23,7 +25,12 @@ from pydantic_settings import (
 def _csv(value: object) -> object:
     """Accept "a,b c" as well as JSON lists for list settings from the environment."""
     if isinstance(value, str):
-        return [part for part in value.replace(",", " ").split() if part]
+        text = value.strip()
+        if text.startswith("["):
+            import json
+
+            return json.loads(text)
+        return [part for part in text.replace(",", " ").split() if part]
     return value
 
 
@@ -40,9 +47,9 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
-    admins: list[str] = Field(default_factory=list)
+    admins: Annotated[list[str], NoDecode] = Field(default_factory=list)  # "U1,U2" or a JSON list
     admin_usergroup: str | None = None
-    allowed_channels: list[str] = Field(default_factory=list)
+    allowed_channels: Annotated[list[str], NoDecode] = Field(default_factory=list)
     announce_channel: str | None = None
     audit_log: Path = Path("torchbot-audit.log")
 
