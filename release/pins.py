@@ -167,15 +167,19 @@ _ROW_RE = re.compile(r"^\|\s*\**`(?P<name>[^`]+)`")
 
 
 def rewrite_readme(text: str, branch: str, old: str, new: str) -> str:
-    """Update the branch's version-matrix rows: every table row whose first cell names
-    ``branch`` and mentions pin ``old`` (full SHA or short in backticks) gets ``new``. Rows of
-    other pin groups carry other pins and stay as they are."""
+    """Update the branch's version-matrix rows: a table row that mentions pin ``old`` (full SHA,
+    or short in backticks) gets ``new`` unless its first cell names another branch (the real
+    READMEs list every branch, several on the same pin). torchbot's metadata comment
+    (``<!-- torchbot:... -->``) is updated too when it carries the pin."""
     out = []
     old_short, new_short = short(old), short(new)
     for line in text.splitlines(keepends=True):
-        m = _ROW_RE.match(line)
-        if m and m.group("name") == branch and (old in line or f"`{old_short}`" in line):
-            line = line.replace(old, new).replace(f"`{old_short}`", f"`{new_short}`")
+        if line.startswith("|") and (old in line or f"`{old_short}`" in line):
+            m = _ROW_RE.match(line)
+            if m is None or m.group("name") == branch:
+                line = line.replace(old, new).replace(f"`{old_short}`", f"`{new_short}`")
+        elif line.startswith("<!-- torchbot:") and old in line:
+            line = line.replace(old, new)
         out.append(line)
     return "".join(out)
 

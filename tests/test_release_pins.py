@@ -167,3 +167,17 @@ def test_adapter_connection_refused():
     c.backoff = 0.01
     with pytest.raises(ExternalError, match="after 2 attempts"):
         c.channel_head("nixos-unstable")
+
+
+def test_readme_rows_without_branch_cell_and_metadata():
+    text = (
+        f'<!-- torchbot:branch {{"name": "b", "pin": "{PIN_A}"}} -->\n'
+        "| PyTorch | Python | CUDA | Nixpkgs |\n|---|---|---|---|\n"
+        f"| 2.9.1 | 3.13 | 12.9 | [`{PIN_A[:7]}`](https://github.com/NixOS/nixpkgs/tree/{PIN_A}) |\n"
+        f"| `other` | 2.9.1 | 12.9 | [`{PIN_A[:7]}`](https://github.com/NixOS/nixpkgs/tree/{PIN_A}) |\n"
+        f"Prose mentioning {PIN_A} stays.\n"
+    )
+    out = pins.rewrite_readme(text, "b", PIN_A, NEW).splitlines()
+    assert NEW in out[0] and PIN_A not in out[0]
+    assert f"[`{NEW[:7]}`](https://github.com/NixOS/nixpkgs/tree/{NEW})" in out[3]
+    assert PIN_A in out[4] and PIN_A in out[5]
