@@ -153,3 +153,27 @@ def refs(path: Path) -> dict[str, str]:
 def tree_files(path: Path, branch: str, prefix: str = ".flox/pkgs") -> dict[str, str]:
     names = git(path, "ls-tree", "-r", "--name-only", branch, "--", prefix).split()
     return {n: git(path, "show", f"{branch}:{n}") for n in names}
+
+
+def build_repo_from_files(root: Path, branches: dict[str, dict[str, str]]) -> tuple[Path, Path]:
+    """Like :func:`build_repo`, from ready file contents per branch (e.g. rendered by
+    release.render), committed with plain git."""
+    work = root / "work"
+    origin = root / "origin.git"
+    work.mkdir(parents=True)
+    names = list(branches)
+    git(work, "init", "-q", "-b", names[0])
+    for i, name in enumerate(names):
+        if i:
+            git(work, "checkout", "-q", "--orphan", name)
+            git(work, "rm", "-rqf", ".")
+        for path, text in branches[name].items():
+            f = work / path
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(text)
+        git(work, "add", "-A")
+        git(work, "commit", "-q", "-m", f"{name}: generated")
+    git(work, "checkout", "-q", names[0])
+    git(root, "clone", "-q", "--bare", str(work), str(origin))
+    git(work, "remote", "add", "origin", str(origin))
+    return work, origin

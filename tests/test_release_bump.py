@@ -319,3 +319,31 @@ def test_neither_branch_nor_all(env):
 def test_fixture_recipes_parse(repo, tmp_path):
     work, _ = repo
     parse_ok(list(tree_files(work, "main").values()), tmp_path)
+
+
+def test_bump_recipes_of_the_generator(tmp_path, fake, monkeypatch):
+    """The recipes torchbot itself renders (release.render) bump the same way."""
+    render = pytest.importorskip("release.render")
+    from config.catalog import load_catalog
+    from tests.fixtures_pins import build_repo_from_files
+
+    cat = load_catalog()
+    files = {name: render.render_branch(cat, name) for name in ("main", "pytorch-2.9-python313")}
+    work, origin = build_repo_from_files(tmp_path / "gen", files)
+    monkeypatch.setenv("TORCHBOT_CHANNELS_URL", fake.channels_url)
+    monkeypatch.setenv("TORCHBOT_GITHUB_API_URL", fake.api_url)
+    other = tree_files(work, "pytorch-2.9-python313", ".")
+    result = plan_bump(ctx(), "main", NEW, repo=work).apply()
+    assert list(result.to_dict()["commits"]) == ["main"]
+    new = tree_files(work, "main")
+    assert len(new) == len(cat.branches["main"].variants)
+    assert all(NEW in t and PIN_A not in t for t in new.values())
+    parse_ok(list(new.values()), tmp_path)
+    assert tree_files(work, "pytorch-2.9-python313", ".") == other
+    try:  # the repository reader (issue 3) reads the new pin back when it is installed
+        from release import reader
+    except ImportError:
+        return
+    read = reader.read_repository(work, cat)
+    branches = read.branches if hasattr(read, "branches") else read
+    assert set(branches["main"].pins) == {NEW}
