@@ -133,4 +133,7 @@ def test_reader_reads_created_branch_back(env, capsys):
     want = load_catalog().branches["pytorch-2.9-python312"]
     assert {v.package for v in got.variants} == {v.package for v in want.variants}
     assert set(got.pins) == {NEW}
-    assert got.python == "3.12" and got.cuda_versions and set(got.cuda_versions) == {"12.9", "12.8"}
+    b = got.branch  # the catalog model the reader rebuilt from the branch
+    assert b.python == "3.12" and b.pytorch == "2.9.1" and set(b.cuda_versions) == {"12.9", "12.8"}
+    assert set(b.cpu_isas) == {"avx2", "armv9"} and b.pin == NEW
+    assert not got.problems
