@@ -1,0 +1,182 @@
+"""`torchbot release init`: create (or bring up to date) the multi-branch build-pytorch
+repository from the catalog. One commit per branch, ``main`` first and the other branches
+from it; re-running commits only what changed."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.errors import RefusedError, ValidationError
+from config.catalog import Catalog
+from release.render import README, RECIPES_DIR, render_branch
+
+_BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass
+class BranchOutcome:
+    name: str
+    status: str  # created | updated | up to date
+    commit: str | None
+    files: int  # recipes on the branch after the run
+    changed: int  # paths written or deleted by the commit (0 when up to date)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"branch": self.name, "status": self.status, "commit": self.commit, "files": self.files,
+                "changed": self.changed}
+
+
+@dataclass
+class InitResult:
+    path: str
+    created_repository: bool
+    branches: list[BranchOutcome] = field(default_factory=list)
+    ok: bool = True
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    @property
+    def up_to_date(self) -> bool:
+        return all(b.status == "up to date" for b in self.branches)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "path": self.path,
+            "created_repository": self.created_repository,
+            "up_to_date": self.up_to_date,
+            "branches": [b.to_dict() for b in self.branches],
+        }
+
+    def text(self) -> str:
+        if self.up_to_date:
+            return f"{self.path} is up to date ({len(self.branches)} branches)."
+        head = "Created" if self.created_repository else "Updated"
+        lines = [f"{head} the repository at {self.path}:"]
+        for b in self.branches:
+            if b.status == "up to date":
+                lines.append(f"  {b.name}: up to date")
+            else:
+                lines.append(f"  {b.name}: {b.status} at {b.commit[:7]} ({b.files} recipes, {b.changed} files changed)")
+        return "\n".join(lines)
+
+
+def _is_build_pytorch_repo(repo) -> bool:
+    """A git repository torchbot may write to: no commits yet, or a branch with recipes."""
+    from release import gitops
+
+    heads = gitops.local_branches(repo)
+    if not heads:
+        return True
+    for sha in heads.values():
+        if repo.git.ls_tree(sha, "--", RECIPES_DIR):
+            return True
+    return False
+
+
+def _open_or_create(path: Path):
+    """(repo, created) — refuses a non-empty path that is not such a repository."""
+    import git
+
+    if path.exists() and not path.is_dir():
+        raise RefusedError(f"{path} is a file, not a directory; nothing was written.")
+    if path.is_dir() and any(path.iterdir()):
+        try:
+            repo = git.Repo(path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise RefusedError(
+                f"{path} is not empty and is not a git repository; refusing to write there. "
+                "Give an empty or new directory, or an existing build-pytorch repository."
+            ) from None
+        if repo.working_tree_dir and Path(repo.working_tree_dir).resolve() != path.resolve():
+            raise RefusedError(f"{path} is inside the git repository {repo.working_tree_dir}, not the root of one.")
+        if not _is_build_pytorch_repo(repo):
+            raise RefusedError(
+                f"{path} is a git repository without build-pytorch recipes ({RECIPES_DIR}/); refusing to write there."
+            )
+        return repo, False
+    path.mkdir(parents=True, exist_ok=True)
+    repo = git.Repo.init(path)
+    repo.git.symbolic_ref("HEAD", "refs/heads/main")
+    return repo, True
+
+
+def _order(catalog: Catalog, names: list[str] | None) -> list[str]:
+    if names:
+        unknown = [n for n in names if n not in catalog.branches]
+        if unknown:
+            raise ValidationError(
+                f"Unknown branch{'es' if len(unknown) > 1 else ''} {', '.join(repr(n) for n in unknown)}. "
+                f"Known branches: {', '.join(catalog.branches)}."
+            )
+        chosen = list(dict.fromkeys(names))
+    else:
+        chosen = list(catalog.branches)
+    return sorted(chosen, key=lambda n: n != "main")  # main first, others keep their order
+
+
+def init_repository(
+    path: str | os.PathLike,
+    catalog: Catalog,
+    branches: list[str] | None,
+    author_name: str,
+    author_email: str,
+) -> InitResult:
+    from release import gitops
+    from release.gitrepo import commit_changes
+
+    names = _order(catalog, branches)
+    for n in names:
+        if not _BRANCH_NAME_RE.match(n) or ".." in n or n.endswith(".lock"):
+            raise ValidationError(f"'{n}' is not a valid branch name.")
+    # render everything first: a bad catalog fails before anything is written
+    rendered = {n: render_branch(catalog, catalog.branches[n]) for n in names}
+
+    path = Path(path)
+    repo, created = _open_or_create(path)
+    result = InitResult(str(path), created)
+    for name in names:
+        files = rendered[name]
+        heads = gitops.local_branches(repo)
+        recipes = sum(1 for p in files if p.startswith(RECIPES_DIR + "/"))
+        message = _message(catalog, name, recipes)
+        if name in heads:
+            changes: dict[str, str | None] = dict(files)
+            current = repo.git.ls_tree("-r", "--name-only", heads[name], "--", RECIPES_DIR + "/")
+            for p in current.splitlines():
+                if p not in files:
+                    changes[p] = None
+            sha = commit_changes(path, name, changes, message, author_name, author_email)
+            if sha is None:
+                result.branches.append(BranchOutcome(name, "up to date", heads[name], recipes, 0))
+            else:
+                changed = len(repo.git.diff_tree("--name-only", "-r", heads[name], sha).splitlines())
+                result.branches.append(BranchOutcome(name, "updated", sha, recipes, changed))
+        else:
+            parent = "main" if name != "main" and "main" in heads else None
+            sha = commit_changes(
+                path, name, files, message, author_name, author_email, parent_branch=parent,
+                replace_prefix=RECIPES_DIR if parent else None,
+            )
+            result.branches.append(BranchOutcome(name, "created", sha, recipes, len(files)))
+    if created:
+        # our own new repository: check out main (or the first branch) so the tree is visible
+        first = "main" if "main" in names else names[0]
+        repo.git.symbolic_ref("HEAD", f"refs/heads/{first}")
+        repo.git.read_tree("-u", "--reset", "HEAD")
+    return result
+
+
+def _message(catalog: Catalog, name: str, recipes: int) -> str:
+    b = catalog.branches[name]
+    cuda = " / ".join(b.cuda_versions) or "none"
+    return (
+        f"{name}: PyTorch {b.pytorch}, Python {b.python}, CUDA {cuda}, nixpkgs {b.pin[:7]} "
+        f"({recipes} recipes, {README} and manifest generated by torchbot)"
+    )
