@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from config.catalog import CudaGroup, load_catalog  # noqa: E402
 from tests.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
-from tests.fixtures_pins import NEW, build_repo, git  # noqa: E402
+from tests.fixtures_pins import NEW, build_repo, build_repo_from_files, git  # noqa: E402
 
 CUDA_ALL = {"cudaPackages_12_8", "cudaPackages_12_9", "cudaPackages_13_0", "cudaPackages_13_1"}
 WIDE = ("sm75", "sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm110", "sm120", "sm121")
@@ -108,10 +108,18 @@ def main() -> int:
     try:
         branches = real_sized_branches()
         t0 = time.perf_counter()
-        template, _ = build_repo(tmp / "template", branches, pad=35)
+        try:  # the recipes torchbot renders (release.render), else stub recipes of the real size
+            from release.render import render_branch
+
+            cat = load_catalog().with_branches(branches, "bench")
+            template, _ = build_repo_from_files(tmp / "template", {b.name: render_branch(cat, b) for b in branches})
+            kind = "rendered by release.render"
+        except ImportError:
+            template, _ = build_repo(tmp / "template", branches, pad=35)
+            kind = "stub recipes"
         recipes = sum(len(b.variants) for b in branches)
         size = sum(f.stat().st_size for f in (template / ".flox" / "pkgs").glob("*.nix")) / max(1, len(list((template / ".flox" / "pkgs").glob("*.nix"))))
-        print(f"repository: {len(branches)} branches, {recipes} recipes (~{size/1024:.1f} KB each), built in {time.perf_counter()-t0:.1f}s")
+        print(f"repository: {len(branches)} branches, {recipes} recipes {kind} (~{size/1024:.1f} KB each), built in {time.perf_counter()-t0:.1f}s")
         tb, pl = [], []
         with FakeNixpkgs() as fake:
             for pin in {b.pin for b in branches}:
