@@ -1,0 +1,102 @@
+"""The repository reader on real git repositories: a round trip through `release init`
+returns exactly the catalog, for all eight branches; foreign files are problems, not errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.errors import CatalogError, RefusedError
+from config.catalog import branch_to_dict, load_catalog
+from release.gitrepo import commit_changes
+from release.init import init_repository
+from release.reader import catalog_from_repository, read_repository
+from tests.fixtures_repo import git, refs, with_origin
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def made(catalog, tmp_path_factory):
+    root = tmp_path_factory.mktemp("reader")
+    work = root / "work"
+    init_repository(work, catalog, None, "torchbot", "bot@example.com")
+    with_origin(work, root / "origin.git")
+    return root, work
+
+
+def assert_same(got, want):
+    assert branch_to_dict(got) == branch_to_dict(want), want.name
+    assert got.variants == want.variants, want.name
+
+
+def test_round_trip_all_branches(catalog, made):
+    root, work = made
+    model = read_repository(work, catalog)
+    assert set(model.branches) == set(catalog.branches) and len(model.branches) == 8
+    assert model.all_problems == []
+    for name, want in catalog.branches.items():
+        got = model.branches[name]
+        assert_same(got.branch, want)
+        assert set(got.pins) == set(want.pins)
+    back = catalog_from_repository(work, catalog)
+    assert back.source.startswith("repository") and back.recommended == catalog.recommended
+    for name, want in catalog.branches.items():
+        assert_same(back.branches[name], want)
+
+
+def test_fresh_clone_reads_remote_tracking_branches(catalog, made):
+    root, work = made
+    clone = root / "clone"
+    git(root, "clone", "-q", str(root / "origin.git"), str(clone))
+    assert git(clone, "branch").strip() == "* main"  # one local branch, seven remote ones
+    model = read_repository(clone, catalog)
+    assert set(model.branches) == set(catalog.branches)
+    for name, want in catalog.branches.items():
+        assert_same(model.branches[name].branch, want)
+
+
+def test_unknown_and_malformed_files_are_reported(catalog, made, tmp_path):
+    root, work = made
+    repo = tmp_path / "copy"
+    git(tmp_path, "clone", "-q", "--no-local", str(work), str(repo))
+    before = refs(repo)
+    sha = commit_changes(
+        repo, "main",
+        {
+            ".flox/pkgs/notes.txt": "hello\n",
+            ".flox/pkgs/my-own-thing.nix": "{ }: 1\n",
+            ".flox/pkgs/pytorch-python313-cpu-sse9.nix": "{ }: 1\n",
+            ".flox/pkgs/pytorch-python313-cpu-avx2.nix": "{ pkgs ? import <nixpkgs> {} }: pkgs.hello\n",
+            ".flox/pkgs/pytorch-python313-cuda12_8-sm90-avx2.nix": None,
+        },
+        "foreign files", "t", "t@example.com",
+    )
+    assert sha and refs(repo)["refs/heads/main"] == sha != before["refs/heads/main"]
+    model = read_repository(repo, catalog)
+    problems = model.branches["main"].problems
+    assert any("notes.txt: not a Nix recipe" in p for p in problems)
+    assert any("my-own-thing.nix: not a package name" in p for p in problems)
+    assert any("unknown CPU ISA 'sse9'" in p for p in problems)
+    assert any("cpu-avx2.nix: malformed recipe (no nixpkgs pin found)" in p for p in problems)
+    got = model.branches["main"]
+    packages = {v.package for v in got.variants}
+    assert "pytorch-python313-cpu-avx2" not in packages and "pytorch-python313-cuda12_8-sm90-avx2" not in packages
+    assert len(packages) == 60 and got.branch.cpu_isas == ("avx512", "avx512bf16", "avx512vnni", "armv8_2", "armv9")
+    assert "main:" in model.text() and "Problems" in model.text()
+    assert model.to_dict()["branches"]["main"]["problems"] == problems
+    # the other branches are read as before
+    assert_same(model.branches["pytorch-2.9-python313"].branch, catalog.branches["pytorch-2.9-python313"])
+
+
+def test_bad_paths(catalog, tmp_path):
+    with pytest.raises(CatalogError, match="does not exist"):
+        catalog_from_repository(tmp_path / "nope", catalog)
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(RefusedError, match="not a git repository"):
+        read_repository(tmp_path / "plain", catalog)
+    git(tmp_path, "init", "-q", "empty")
+    with pytest.raises(CatalogError, match="no branch with recipes"):
+        catalog_from_repository(tmp_path / "empty", catalog)
