@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from bot.errors import RefusedError, ValidationError
-from config.catalog import Catalog
+from config.catalog import Branch, Catalog
 from release.render import README, RECIPES_DIR, render_branch
 
 _BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -141,8 +141,11 @@ def init_repository(
     path = Path(path)
     repo, created = _open_or_create(path)
     result = InitResult(str(path), created)
+    current_pins = {} if created else _repository_pins(path, catalog)
     for name in names:
         files = rendered[name]
+        if name in current_pins:  # pins belong to the pin bumps: keep the repository's
+            files = render_branch(catalog, _with_pins(catalog, catalog.branches[name], current_pins[name]))
         heads = gitops.local_branches(repo)
         recipes = sum(1 for p in files if p.startswith(RECIPES_DIR + "/"))
         message = _message(catalog, name, recipes)
@@ -171,6 +174,25 @@ def init_repository(
         repo.git.symbolic_ref("HEAD", f"refs/heads/{first}")
         repo.git.read_tree("-u", "--reset", "HEAD")
     return result
+
+
+def _repository_pins(path: Path, catalog: Catalog) -> dict[str, Branch]:
+    """Branches already in the repository, as read back (their pins are kept on re-runs)."""
+    from release.reader import read_repository
+
+    model = read_repository(path, catalog)
+    return {n: b.branch for n, b in model.branches.items() if b.branch is not None}
+
+
+def _with_pins(catalog: Catalog, branch: Branch, current: Branch) -> Branch:
+    """``branch`` with the nixpkgs pins ``current`` uses (per CUDA group where they differ)."""
+    by_cuda = {g.version: g.pin or current.pin for g in current.cuda_groups}
+    groups = []
+    for g in branch.cuda_groups:
+        pin = by_cuda.get(g.version, current.pin)
+        groups.append(replace(g, pin=None if pin == current.pin else pin))
+    out = replace(branch, pin=current.pin, cuda_groups=tuple(groups), variants=())
+    return replace(out, variants=catalog.expand(out))
 
 
 def _message(catalog: Catalog, name: str, recipes: int) -> str:

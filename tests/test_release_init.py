@@ -163,3 +163,18 @@ def test_commit_changes_contract(catalog, tmp_path):
     assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
     with pytest.raises(RefusedError, match="No branch 'nope'"):
         commit_changes(work, "x", {"a": "b"}, "m", "t", "t@example.com", parent_branch="nope")
+
+
+def test_rerun_keeps_the_pins_of_a_bump(catalog, tmp_path):
+    """Pins belong to the pin bumps: after a bump, init is still up to date and does not
+    move the branch back to the catalog's pin."""
+    work = tmp_path / "repo"
+    init_repository(work, catalog, ["main"], "torchbot", "bot@example.com")
+    old = catalog.branches["main"].pin
+    new = "0123abcd0123abcd0123abcd0123abcd0123abcd"
+    files = render_branch(catalog, "main")
+    bumped = {p: t.replace(old, new) for p, t in files.items() if old in t}
+    assert len(bumped) == 62
+    sha = commit_changes(work, "main", bumped, "bump", "t", "t@example.com")
+    result = init_repository(work, catalog, ["main"], "torchbot", "bot@example.com")
+    assert result.up_to_date and git(work, "rev-parse", "main").strip() == sha
