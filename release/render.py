@@ -224,6 +224,7 @@ def render_readme(catalog: Catalog, branch: Branch) -> str:
         b=branch,
         meta_json=meta,
         rows=_rows(catalog, branch),
+        others=list(catalog.branches.values()) if branch.name in catalog.branches else [*catalog.branches.values(), branch],
         cuda_versions=" / ".join(branch.cuda_versions),
     ) + "\n"
 
