@@ -1,0 +1,44 @@
+"""`torchbot chat`: the same commands and mentions in a terminal, no Slack."""
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+from bot.chat import Chat
+from bot.console import run
+from bot.context import Context
+from config.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_console_session(tmp_path):
+    ctx = Context(Settings(repo_path=None, audit_log=tmp_path / "audit.log"))
+    out = io.StringIO()
+    script = "/variant H100 with Graviton3\n@torchbot p5.48xlarge\n/pins\n/bump all\n/nonsense\n/torchbot help\n"
+    assert run(ctx, io.StringIO(script), out) == 0
+    text = out.getvalue()
+    assert "pytorch-python313-cuda12_9-sm90-armv8_2" in text
+    assert "pytorch-python313-cuda12_9-sm90-avx2" in text
+    assert "fe5e41d" in text and "manual (vLLM pin)" in text
+    assert "only admins" in text  # the console user is not an admin unless configured
+    assert "Unknown command /nonsense" in text
+    assert "/variant <anything>" in text
+    assert "refused /bump all" in (tmp_path / "audit.log").read_text()
+
+
+def test_chat_errors_are_sentences_not_tracebacks(tmp_path):
+    ctx = Context(Settings(repo_path=None, admins=["console"], audit_log=tmp_path / "a.log"))
+    chat = Chat(ctx)
+    r = chat.command("bump", "main")  # admin, but no repository configured
+    assert r.ok is False and "TORCHBOT_REPO_PATH" in r.text()
+    assert "Traceback" not in r.text()
+    assert chat.confirm("nope", "console").ok is False
+
+
+def test_torchbot_chat_console_script():
+    r = subprocess.run([sys.executable, "-m", "bot.cli", "chat"], input="DGX Spark\n", capture_output=True,
+                       text=True, cwd=ROOT, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+    assert r.returncode == 0, r.stderr
+    assert "pytorch-python313-cuda13_0-sm121-armv9" in r.stdout
