@@ -81,8 +81,8 @@ def test_rerun_commits_only_changes(catalog, tmp_path):
     b = catalog.branches["pytorch-2.9-python313"]
     b2 = replace(b, summary="Changed summary", cpu_isas=tuple(i for i in b.cpu_isas if i != "avx512bf16"), variants=())
     b2 = replace(b2, variants=catalog.expand(b2))
-    changed = catalog.with_branches([catalog.branches["main"], b2], "test")
-    result = init_repository(work, changed, None, "torchbot", "bot@example.com")
+    changed = catalog.with_branches([b2 if n == b.name else x for n, x in catalog.branches.items()], "test")
+    result = init_repository(work, changed, ["main", b.name], "torchbot", "bot@example.com")
     status_by = {o.name: o.status for o in result.branches}
     assert status_by == {"main": "up to date", "pytorch-2.9-python313": "updated"}
     new = git(work, "rev-parse", "pytorch-2.9-python313").strip()
