@@ -178,3 +178,14 @@ def test_rerun_keeps_the_pins_of_a_bump(catalog, tmp_path):
     sha = commit_changes(work, "main", bumped, "bump", "t", "t@example.com")
     result = init_repository(work, catalog, ["main"], "torchbot", "bot@example.com")
     assert result.up_to_date and git(work, "rev-parse", "main").strip() == sha
+
+
+def test_render_cli(tmp_path, author, capsys):
+    assert cli(["release", "render", "main", "pytorch-python313-darwin-mps"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# PyTorch 2.8.0 with MPS") and 'pname = "pytorch-python313-darwin-mps";' in out
+    assert cli(["release", "render", "main", "--out", str(tmp_path / "out")]) == 0
+    assert "Wrote 64 files of main" in capsys.readouterr().out
+    assert len(list((tmp_path / "out/.flox/pkgs").glob("*.nix"))) == 62
+    assert cli(["release", "render", "main", "pytorch-python399-cpu-avx2"]) == 1
+    assert "has no package 'pytorch-python399-cpu-avx2'" in capsys.readouterr().err

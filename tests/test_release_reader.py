@@ -100,3 +100,19 @@ def test_bad_paths(catalog, tmp_path):
     git(tmp_path, "init", "-q", "empty")
     with pytest.raises(CatalogError, match="no branch with recipes"):
         catalog_from_repository(tmp_path / "empty", catalog)
+
+
+def test_context_answers_from_the_repository(catalog, tmp_path, monkeypatch):
+    """With TORCHBOT_REPO_PATH set, the bot's catalog is the repository's real branches."""
+    from bot.context import Context
+    from config.settings import Settings
+
+    work = tmp_path / "two"
+    init_repository(work, catalog, ["main", "pytorch-2.8-python312"], "t", "t@example.com")
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", str(work))
+    ctx = Context(Settings())
+    assert set(ctx.catalog.branches) == {"main", "pytorch-2.8-python312"}
+    assert ctx.catalog.source == f"repository {work}"
+    # the embedded recommendation is not in this repository: the best-ranked branch stands in
+    assert ctx.catalog.recommended == "pytorch-2.8-python312"
+    assert_same(ctx.catalog.branches["main"], catalog.branches["main"])
