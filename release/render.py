@@ -119,6 +119,7 @@ def recipe_context(catalog: Catalog, branch: Branch, v: Variant) -> dict:
         if tk is None:
             raise CatalogError(f"{v.package}: CUDA {v.cuda} is not a known toolkit.")
         _check("attr", tk.nix_attr, f"CUDA {v.cuda} package set")
+        _check("driver", tk.min_driver, f"CUDA {v.cuda} minimum driver")
         ctx["cuda"] = tk
     if v.gpu_arch:
         arch = catalog.arch(v.gpu_arch)
@@ -131,6 +132,7 @@ def recipe_context(catalog: Catalog, branch: Branch, v: Variant) -> dict:
         isa = catalog.isa(v.cpu_isa)
         _check("key", isa.key, "CPU ISA")
         _check("text", isa.desc, f"{isa.key} description")
+        _check("text", isa.hardware, f"{isa.key} hardware")
         for flag in isa.flags:
             _check("flag", flag, f"{isa.key} compiler flag")
         if isa.platform != v.platform:
