@@ -106,6 +106,7 @@ def create_app(ctx: Context, chat: Chat | None = None) -> App:
 
 class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
+    request_queue_size = 128  # the default backlog of 5 resets connections under concurrent load
 
 
 class _QuietHandler(WSGIRequestHandler):
