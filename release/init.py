@@ -128,9 +128,6 @@ def init_repository(
     author_name: str,
     author_email: str,
 ) -> InitResult:
-    from release import gitops
-    from release.gitrepo import commit_changes
-
     names = _order(catalog, branches)
     for n in names:
         if not _BRANCH_NAME_RE.match(n) or ".." in n or n.endswith(".lock"):
@@ -139,41 +136,67 @@ def init_repository(
     rendered = {n: render_branch(catalog, catalog.branches[n]) for n in names}
 
     path = Path(path)
+    existed = path.exists()
     repo, created = _open_or_create(path)
     result = InitResult(str(path), created)
+    try:
+        _write(repo, path, catalog, names, rendered, created, author_name, author_email, result)
+    except BaseException:
+        if created:  # leave nothing behind: the directory was ours
+            import shutil
+
+            shutil.rmtree(path / ".git" if existed else path, ignore_errors=True)
+        raise
+    return result
+
+
+def _write(repo, path, catalog, names, rendered, created, author_name, author_email, result) -> None:
+    """Build every branch commit (objects only), then move all refs in one transaction: a
+    failure leaves the repository's branches as they were."""
+    from release import gitops
+
+    heads = gitops.local_branches(repo)
     current_pins = {} if created else _repository_pins(path, catalog)
+    moves: dict[str, tuple[str, str]] = {}
+    tips: dict[str, str] = {}
     for name in names:
         files = rendered[name]
         if name in current_pins:  # pins belong to the pin bumps: keep the repository's
             files = render_branch(catalog, _with_pins(catalog, catalog.branches[name], current_pins[name]))
-        heads = gitops.local_branches(repo)
         recipes = sum(1 for p in files if p.startswith(RECIPES_DIR + "/"))
         message = _message(catalog, name, recipes)
-        if name in heads:
-            changes: dict[str, str | None] = dict(files)
-            current = repo.git.ls_tree("-r", "--name-only", heads[name], "--", RECIPES_DIR + "/")
-            for p in current.splitlines():
-                if p not in files:
-                    changes[p] = None
-            sha = commit_changes(path, name, changes, message, author_name, author_email)
-            if sha is None:
-                result.branches.append(BranchOutcome(name, "up to date", heads[name], recipes, 0))
-            else:
-                changed = len(repo.git.diff_tree("--name-only", "-r", heads[name], sha).splitlines())
-                result.branches.append(BranchOutcome(name, "updated", sha, recipes, changed))
+        tip = heads.get(name)
+        if tip is not None:
+            parent = tip
+        elif name != "main":
+            parent = tips.get("main") or heads.get("main")
         else:
-            parent = "main" if name != "main" and "main" in heads else None
-            sha = commit_changes(
-                path, name, files, message, author_name, author_email, parent_branch=parent,
-                replace_prefix=RECIPES_DIR if parent else None,
-            )
+            parent = None
+        sha = gitops.make_commit(
+            repo, parent, files, message, author_name, author_email,
+            replace_prefix=RECIPES_DIR if parent else None,
+        )
+        if tip is not None and _tree(repo, sha) == _tree(repo, tip):
+            result.branches.append(BranchOutcome(name, "up to date", tip, recipes, 0))
+            tips[name] = tip
+            continue
+        tips[name] = sha
+        moves[name] = (sha, tip or gitops.ZERO)
+        if tip is None:
             result.branches.append(BranchOutcome(name, "created", sha, recipes, len(files)))
+        else:
+            changed = len(repo.git.diff_tree("--name-only", "-r", tip, sha).splitlines())
+            result.branches.append(BranchOutcome(name, "updated", sha, recipes, changed))
+    gitops.move_refs(repo, moves)
     if created:
         # our own new repository: check out main (or the first branch) so the tree is visible
         first = "main" if "main" in names else names[0]
         repo.git.symbolic_ref("HEAD", f"refs/heads/{first}")
         repo.git.read_tree("-u", "--reset", "HEAD")
-    return result
+
+
+def _tree(repo, rev: str) -> str:
+    return repo.git.rev_parse(f"{rev}^{{tree}}")
 
 
 def _repository_pins(path: Path, catalog: Catalog) -> dict[str, Branch]:

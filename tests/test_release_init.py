@@ -189,3 +189,19 @@ def test_render_cli(tmp_path, author, capsys):
     assert len(list((tmp_path / "out/.flox/pkgs").glob("*.nix"))) == 62
     assert cli(["release", "render", "main", "pytorch-python399-cpu-avx2"]) == 1
     assert "has no package 'pytorch-python399-cpu-avx2'" in capsys.readouterr().err
+
+
+def test_failed_init_moves_no_branch(catalog, tmp_path):
+    """All refs move in one transaction: a branch git cannot update (a stale lock) means no
+    branch moves."""
+    work = tmp_path / "repo"
+    init_repository(work, catalog, ["main"], "torchbot", "bot@example.com")
+    before = refs(work)
+    lock = work / ".git/refs/heads/pytorch-2.9-python313.lock"
+    lock.write_text("")
+    with pytest.raises(Exception, match="nothing was changed"):
+        init_repository(work, catalog, None, "torchbot", "bot@example.com")
+    assert refs(work) == before
+    lock.unlink()
+    assert len(init_repository(work, catalog, None, "torchbot", "bot@example.com").branches) == 8
+
