@@ -41,5 +41,5 @@ def _catalog(args, ctx) -> int:
 
     if args.repo:
         ctx.settings.repo_path = Path(args.repo)
-    _emit(catalog(ctx), args.json)
+    _emit(catalog(ctx, with_problems=True), args.json)
     return 0

@@ -18,8 +18,9 @@ def ask(ctx: Context, text: str) -> Answer:
 
 
 class CatalogResult:
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: Context, problems: list[str] | None = None):
         self.catalog = ctx.catalog
+        self.problems = problems or []
 
     def to_dict(self) -> dict[str, Any]:
         out = []
@@ -40,7 +41,8 @@ class CatalogResult:
                     "gpu_archs": sorted({v.gpu_arch for v in b.variants if v.gpu_arch}, key=lambda a: int(a[2:])),
                 }
             )
-        return {"source": self.catalog.source, "recommended": self.catalog.recommended, "branches": out}
+        return {"source": self.catalog.source, "recommended": self.catalog.recommended, "branches": out,
+                "problems": list(self.problems)}
 
     def text(self) -> str:
         d = self.to_dict()
@@ -54,8 +56,20 @@ class CatalogResult:
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         lines.append(f"(* recommended; source: {d['source']})")
+        if self.problems:
+            lines.append(f"Problems ({len(self.problems)}):")
+            lines.extend(f"  - {p}" for p in self.problems)
         return "\n".join(lines)
 
 
-def catalog(ctx: Context) -> CatalogResult:
-    return CatalogResult(ctx)
+def catalog(ctx: Context, with_problems: bool = False) -> CatalogResult:
+    """Branches, pins and counts; with a repository, also the files the reader could not use."""
+    problems: list[str] = []
+    repo = ctx.settings.repo_path
+    if with_problems and repo is not None and ctx.use_repo:
+        from config.catalog import load_catalog
+        from release.reader import read_repository
+
+        ctx.catalog  # raises a clear CatalogError for a path that is not such a repository
+        problems = read_repository(repo, load_catalog()).all_problems
+    return CatalogResult(ctx, problems)

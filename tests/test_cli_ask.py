@@ -64,3 +64,30 @@ def test_catalog_lists_branches_pins_and_counts(capsys, monkeypatch):
     assert main(["catalog"]) == 0
     out = capsys.readouterr().out
     assert "pytorch-2.9-python313 *" in out and "fe5e41d" in out
+
+
+def test_catalog_and_ask_answer_from_a_repository(tmp_path, capsys, monkeypatch):
+    from config.catalog import load_catalog
+    from release.gitrepo import commit_changes
+    from release.init import init_repository
+
+    repo = tmp_path / "bp"
+    init_repository(repo, load_catalog(), ["main", "pytorch-2.10-python313"], "t", "t@example.com")
+    commit_changes(repo, "main", {".flox/pkgs/pytorch-python313-cuda12_8-sm90-bogus.nix": "{ this is not a recipe"},
+                   "add a broken recipe", "t", "t@example.com")
+    monkeypatch.delenv("TORCHBOT_REPO_PATH", raising=False)
+    assert main(["catalog", "--json", "--repo", str(repo)]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert {b["branch"] for b in d["branches"]} == {"main", "pytorch-2.10-python313"}
+    assert d["source"] == f"repository {repo}"
+    assert any("sm90-bogus" in p for p in d["problems"])
+
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", str(repo))
+    assert main(["ask", "--json", "H100"]) == 0
+    rec = json.loads(capsys.readouterr().out)["recommendation"]
+    assert rec["branch"] in {"main", "pytorch-2.10-python313"}  # only the repository's branches
+
+
+def test_catalog_of_a_missing_repository_is_a_sentence():
+    r = run("catalog", "--repo", "/nonexistent/bp")
+    assert r.returncode == 1 and "does not exist" in r.stderr and "Traceback" not in r.stderr
