@@ -7,20 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Fixture",
-    "GIT_AUTHOR_EMAIL": "fixture@example.com",
-    "GIT_COMMITTER_NAME": "Fixture",
-    "GIT_COMMITTER_EMAIL": "fixture@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(cwd, *args, check=True) -> str:
-    r = subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **GIT_ENV}, capture_output=True, text=True)
-    if check and r.returncode:
-        raise RuntimeError(f"git {' '.join(args)}: {r.stderr}")
-    return r.stdout
+from tests.fixtures_pins import GIT_ENV, git  # noqa: F401  (one git helper for all fixtures)
 
 
 def refs(repo) -> dict[str, str]:
