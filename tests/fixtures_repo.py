@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 from tests.fixtures_pins import GIT_ENV, git  # noqa: F401  (one git helper for all fixtures)
