@@ -164,10 +164,7 @@ def _constraints(cat: Catalog, hw: Hardware, ans: Answer) -> list[Branch]:
                 continue
         if hw.pytorch and not (b.pytorch == hw.pytorch or b.pytorch.startswith(hw.pytorch + ".")):
             continue
-        if hw.cuda and hw.cuda not in b.cuda_versions and any(True for _ in b.cuda_groups):
-            # a CUDA request only constrains GPU builds; CPU-only answers ignore it
-            pass
-        out.append(b)
+        out.append(b)  # a CUDA request filters GPU variants later; CPU-only answers ignore it
     if not out:
         asked = []
         if hw.python:
