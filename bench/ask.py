@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bot.commands import ask  # noqa: E402
-from bot.context import Context  # noqa: E402
+from release.context import Context  # noqa: E402
 from config.catalog import load_catalog  # noqa: E402
 from config.settings import Settings  # noqa: E402
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.context import Context  # noqa: E402
+from release.context import Context  # noqa: E402
 from config.settings import Settings  # noqa: E402
 from release import builds  # noqa: E402
 

@@ -72,7 +72,7 @@ done
 
 
 def run_torchbot(repo: Path, fake: FakeNixpkgs) -> float:
-    from bot.context import Context
+    from release.context import Context
     from config.settings import Settings
     from release.commands_pins import plan_bump
 

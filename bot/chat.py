@@ -19,9 +19,9 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from bot.commands import ask, catalog
-from bot.context import Context
-from bot.errors import PermissionDenied, TorchbotError, UsageError
-from bot.results import MessageResult
+from release.context import Context
+from config.errors import PermissionDenied, TorchbotError, UsageError
+from config.results import MessageResult
 
 log = logging.getLogger("torchbot.chat")
 

@@ -13,7 +13,7 @@ import importlib
 import logging
 import sys
 
-from bot.errors import TorchbotError
+from config.errors import TorchbotError
 
 REGISTRARS = ("bot.cli_ask", "release.cli", "release.schedule_cli", "bot.serve_cli")
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from bot.context import Context
+    from release.context import Context
     from config.settings import Settings
 
     try:

@@ -1,12 +1,12 @@
 """The command layer: what every front end (CLI, console chat, Slack) calls.
-Each function takes a Context and returns a result object (bot/results.py)."""
+Each function takes a Context and returns a result object (config/results.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from bot.answer import Answer
-from bot.context import Context
+from release.context import Context
 from bot.hardware import parse
 from bot.select import recommend
 

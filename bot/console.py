@@ -7,7 +7,7 @@ import sys
 from typing import IO
 
 from bot.chat import Chat, PlanReply
-from bot.context import Context
+from release.context import Context
 
 PROMPT = "torchbot> "
 

@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def _serve(args, ctx) -> int:
-    from bot.errors import UsageError
+    from config.errors import UsageError
     from bot.slack_app import create_app, serve_http, serve_socket
 
     app = create_app(ctx)

@@ -19,8 +19,8 @@ from slack_sdk import WebClient
 from bot.answer import Answer
 from bot.chat import PLANNERS, Chat, PlanReply
 from bot.commands import ask
-from bot.context import Context
-from bot.errors import UsageError
+from release.context import Context
+from config.errors import UsageError
 from bot.slack_blocks import answer_blocks, blocks_for
 
 log = logging.getLogger("torchbot.slack")

@@ -15,7 +15,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Iterable
 
-from bot.errors import CatalogError
+from config.errors import CatalogError
 from config.naming import package_name
 
 DATA_DIR = Path(__file__).with_name("data")

@@ -9,8 +9,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from bot.errors import CatalogError, ExternalError, RefusedError, ValidationError
-from bot.results import MessageResult
+from config.errors import CatalogError, ExternalError, RefusedError, ValidationError
+from config.results import MessageResult
 from config.catalog import Branch, Catalog, CudaGroup, branch_to_dict, local_branches_file, vtuple
 from release import gitops
 from release.pins import RECIPES_DIR, short, validate_rev

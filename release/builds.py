@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from bot.errors import ExternalError, RefusedError, UsageError
+from config.errors import ExternalError, RefusedError, UsageError
 
 RECIPE_DIR = ".flox/pkgs"
 KINDS = ("pytorch", "torchvision", "torchaudio")

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.errors import ExternalError, RefusedError, ValidationError
+from config.errors import ExternalError, RefusedError, ValidationError
 from release import gitops
 from release.pins import (
     README,

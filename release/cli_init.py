@@ -40,7 +40,7 @@ def _init(args, ctx) -> int:
 def _render(args, ctx) -> int:
     from pathlib import Path
 
-    from bot.errors import RefusedError
+    from config.errors import RefusedError
     from config.catalog import load_catalog
     from release.render import render_branch, render_recipe
 

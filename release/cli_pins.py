@@ -61,7 +61,7 @@ def _refusal(err, as_json: bool) -> int:
 
 
 def _bump(args, ctx) -> int:
-    from bot.errors import TorchbotError
+    from config.errors import TorchbotError
     from release.commands_pins import plan_bump
 
     target = "all" if args.all else args.branches
@@ -87,7 +87,7 @@ def _bump(args, ctx) -> int:
 
 
 def _create(args, ctx) -> int:
-    from bot.errors import TorchbotError
+    from config.errors import TorchbotError
     from release.commands_pins import create_branch
 
     try:

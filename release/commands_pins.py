@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.errors import UsageError
+from config.errors import UsageError
 from release.pins import short
 
 

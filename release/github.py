@@ -6,7 +6,7 @@ import time
 
 import httpx
 
-from bot.errors import ExternalError
+from config.errors import ExternalError
 from config.settings import Settings
 
 

@@ -19,7 +19,7 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-from bot.errors import ExternalError, UsageError
+from config.errors import ExternalError, UsageError
 
 TEMPLATE = Path(__file__).with_name("templates") / "build-workflow.yml"
 FINAL = ("succeeded", "failed", "interrupted")

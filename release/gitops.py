@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from bot.errors import ExternalError, RefusedError
+from config.errors import ExternalError, RefusedError
 
 ZERO = "0" * 40
 

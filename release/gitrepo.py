@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from bot.errors import RefusedError
+from config.errors import RefusedError
 from release import gitops
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bot.errors import RefusedError, ValidationError
+from config.errors import RefusedError, ValidationError
 from config.catalog import Branch, Catalog
 from release.render import README, RECIPES_DIR, render_branch
 

@@ -14,7 +14,7 @@ import time
 
 import httpx
 
-from bot.errors import ExternalError, RefusedError
+from config.errors import ExternalError, RefusedError
 from config.settings import Settings
 from release.pins import REV_RE, short
 

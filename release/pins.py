@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from bot.errors import RefusedError, ValidationError
+from config.errors import RefusedError, ValidationError
 from config.catalog import vtuple
 from config.naming import parse_package_name
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from bot.errors import UsageError
+from config.errors import UsageError
 from release import builds as B
 from release.state import Build, Outbox, Publish, Release, state_for, utcnow
 

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bot.errors import CatalogError, ExternalError
+from config.errors import CatalogError, ExternalError
 from config.catalog import Branch, Catalog, Companion, CudaGroup, TorchSource, Variant, vtuple
 from config.naming import parse_package_name
 

@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from bot.errors import CatalogError
+from config.errors import CatalogError
 from config.catalog import Branch, Catalog, Variant
 from config.naming import parse_package_name, python_tag
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from bot.errors import TorchbotError, UsageError
+from config.errors import TorchbotError, UsageError
 
 log = logging.getLogger("torchbot.schedule")
 EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -217,7 +217,7 @@ def run_job(job_id: str, slot: str | None = None, ctx=None) -> str:
 
 
 def _default_ctx():
-    from bot.context import Context
+    from release.context import Context
 
     return Context()
 

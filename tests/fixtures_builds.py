@@ -100,6 +100,6 @@ def settings(tmp: Path, **over):
 
 
 def context(tmp: Path, **over):
-    from bot.context import Context
+    from release.context import Context
 
     return Context(settings(tmp, **over), use_repo=False)

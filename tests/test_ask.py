@@ -5,7 +5,7 @@ words its warnings must contain."""
 import pytest
 
 from bot.commands import ask
-from bot.context import Context
+from release.context import Context
 from config.settings import Settings
 
 REC = "pytorch-2.9-python313"

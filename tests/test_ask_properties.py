@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.commands import ask
-from bot.context import Context
+from release.context import Context
 from config.settings import Settings
 
 CTX = Context(Settings(repo_path=None))

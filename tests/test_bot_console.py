@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.chat import Chat
 from bot.console import run
-from bot.context import Context
+from release.context import Context
 from config.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from bot.context import Context
+from release.context import Context
 from bot.slack_app import create_app, make_http_server, start_in_thread
 from config.settings import Settings
 from tests.fakes_nixpkgs import FakeNixpkgs

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bot.errors import CatalogError
+from config.errors import CatalogError
 from config.catalog import build_catalog, load_catalog, vtuple
 from config.naming import package_name, parse_package_name
 from tests.seed_main_packages import MAIN_62

@@ -3,7 +3,7 @@
 import pytest
 
 from bot.commands import ask
-from bot.context import Context
+from release.context import Context
 from bot.hardware import parse
 from config.catalog import load_catalog
 from config.settings import Settings

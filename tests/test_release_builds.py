@@ -140,7 +140,7 @@ def test_killed_torchbot_leaves_interrupted_builds_that_resume(tmp_path: Path, r
 
 
 def test_result_check_and_busy_branch(tmp_path: Path, repo: Path) -> None:
-    from bot.errors import RefusedError
+    from config.errors import RefusedError
 
     ctx = fx.context(tmp_path, build_command="true", build_result_link="README.md",
                      build_check_command="test -s README.md && test {package} != " + fx.OK[0])

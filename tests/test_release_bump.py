@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from bot.cli import main as cli
-from bot.context import Context
-from bot.errors import ExternalError, RefusedError, ValidationError
+from release.context import Context
+from config.errors import ExternalError, RefusedError, ValidationError
 from config.settings import Settings
 from release.commands_pins import plan_bump
 from tests.fakes_nixpkgs import FakeNixpkgs

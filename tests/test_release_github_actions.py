@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import ExternalError, UsageError
+from config.errors import ExternalError, UsageError
 from release import builds, github_actions
 from tests import fixtures_builds as fx
 from tests.fakes_github import FakeGitHub

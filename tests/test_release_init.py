@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from bot.cli import main as cli
-from bot.errors import RefusedError, ValidationError
+from config.errors import RefusedError, ValidationError
 from config.catalog import load_catalog
 from release.gitrepo import commit_changes
 from release.init import init_repository

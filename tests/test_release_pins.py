@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from bot.errors import ExternalError, RefusedError, ValidationError
+from config.errors import ExternalError, RefusedError, ValidationError
 from config.catalog import load_catalog
 from config.settings import Settings
 from release import pins

@@ -59,7 +59,7 @@ def test_summary_enqueued_when_all_published(tmp_path: Path) -> None:
 def test_publish_without_repo_is_a_clear_error(tmp_path: Path) -> None:
     import pytest
 
-    from bot.errors import UsageError
+    from config.errors import UsageError
 
     repo = fx.make_repo(tmp_path, packages=fx.OK)
     ctx = fx.context(tmp_path, **FAST_BUILD)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.errors import CatalogError, RefusedError
+from config.errors import CatalogError, RefusedError
 from config.catalog import branch_to_dict, load_catalog
 from release.gitrepo import commit_changes
 from release.init import init_repository
@@ -104,7 +104,7 @@ def test_bad_paths(catalog, tmp_path):
 
 def test_context_answers_from_the_repository(catalog, tmp_path, monkeypatch):
     """With TORCHBOT_REPO_PATH set, the bot's catalog is the repository's real branches."""
-    from bot.context import Context
+    from release.context import Context
     from config.settings import Settings
 
     work = tmp_path / "two"

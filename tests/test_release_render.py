@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import CatalogError
+from config.errors import CatalogError
 from config.catalog import load_catalog
 from release.render import MANIFEST, README, recipe_path, render_all, render_branch, render_recipe
 

@@ -130,7 +130,7 @@ def test_crontab_weekdays_mean_what_cron_means() -> None:
 def test_bad_cron_is_a_clear_error(tmp_path: Path) -> None:
     import pytest
 
-    from bot.errors import UsageError
+    from config.errors import UsageError
 
     with pytest.raises(UsageError, match="TORCHBOT_BUMP_CRON"):
         schedule.job_specs(_ctx(tmp_path, bump_cron="every monday"))

@@ -1,4 +1,6 @@
-"""torchbot's exceptions: each carries a sentence fit to show a user as is."""
+"""torchbot's exceptions: each carries a sentence fit to show a user as is.
+
+Shared by bot/ and release/ (hence here, in the foundation package); imports nothing of torchbot."""
 
 from __future__ import annotations
 
