@@ -36,9 +36,9 @@ HELP = """\
 
 # Mutating commands -> (module, function) of the planner that returns a Plan.
 PLANNERS: dict[str, tuple[str, str]] = {
-    "bump": ("release.commands_pins", "plan_bump"),
-    "build": ("release.commands_builds", "plan_build"),
-    "publish": ("release.commands_builds", "plan_publish"),
+    "bump": ("release.pins.commands", "plan_bump"),
+    "build": ("release.builds.commands", "plan_build"),
+    "publish": ("release.publishing.commands", "plan_publish"),
 }
 
 _MENTION_RE = re.compile(r"<@[A-Z0-9]+>")

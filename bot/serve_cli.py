@@ -25,7 +25,7 @@ def _serve(args, ctx) -> int:
     scheduler = None
     if not args.no_schedule:
         try:
-            from release.schedule import start_scheduler
+            from release.schedule.jobs import start_scheduler
         except ImportError:
             start_scheduler = None
         if start_scheduler is not None:
