@@ -50,8 +50,17 @@ def main(argv: list[str] | None = None) -> int:
     from release.context import Context
     from config.settings import Settings
 
+    from pydantic import ValidationError
+
     try:
-        ctx = Context(Settings())
+        try:
+            settings = Settings()
+        except ValidationError as err:
+            from config.settings import settings_error
+
+            print(f"torchbot: {settings_error(err)}", file=sys.stderr)
+            return 2
+        ctx = Context(settings)
         return int(args.func(args, ctx) or 0)
     except TorchbotError as err:
         print(f"torchbot: {err.message}", file=sys.stderr)

@@ -22,6 +22,47 @@ from pydantic_settings import (
 )
 
 
+# GitHub's hosted runners per platform (runs-on labels)
+DEFAULT_RUNNERS: dict[str, list[str]] = {
+    "x86_64-linux": ["ubuntu-latest"],
+    "aarch64-linux": ["ubuntu-24.04-arm"],
+    "aarch64-darwin": ["macos-14"],
+}
+_PLATFORM_RE = r"^[a-z0-9_]+-[a-z]+$"
+_LABEL_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+def _runners(value: object) -> object:
+    """platform -> runs-on labels, from a JSON object (a label or a list of labels per
+    platform) or the short form ``x86_64-linux=ubuntu-latest,aarch64-linux=self-hosted+ARM64``."""
+    import json
+    import re
+
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            value = json.loads(text)
+        else:
+            pairs = [p for p in re.split(r"[,\s]+", text) if p]
+            value = {}
+            for pair in pairs:
+                platform, sep, labels = pair.partition("=")
+                if not sep:
+                    raise ValueError(f"'{pair}' is not platform=label[+label]")
+                value[platform] = labels.split("+")
+    if not isinstance(value, dict):
+        raise ValueError("expected platform -> runner labels")
+    out: dict[str, list[str]] = {}
+    for platform, labels in value.items():
+        labels = [labels] if isinstance(labels, str) else list(labels or [])
+        if not re.match(_PLATFORM_RE, str(platform)):
+            raise ValueError(f"'{platform}' is not a platform like x86_64-linux")
+        if not labels or not all(isinstance(x, str) and re.match(_LABEL_RE, x) for x in labels):
+            raise ValueError(f"the runner labels of {platform} must be non-empty words, not {labels!r}")
+        out[str(platform)] = labels
+    return out
+
+
 def _csv(value: object) -> object:
     """Accept "a,b c" as well as JSON lists for list settings from the environment."""
     if isinstance(value, str):
@@ -91,17 +132,33 @@ class Settings(BaseSettings):
     build_check_command: str | None = None  # e.g. 'result-{package}/bin/python -c "import torch"'
     publish_timeout: float = 3600.0
     github_workflow_file: str = "torchbot-build.yml"
-    github_workflow_ref: str = "main"  # branch holding the workflow (workflow_dispatch ref)
     github_poll_seconds: float = 30.0
-    github_runner: str = "ubuntu-latest"  # runs-on of the rendered build workflow
+    # runs-on labels per platform; recipes requiring big-parallel use the second map first
+    github_runners: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=lambda: {
+        k: list(v) for k, v in DEFAULT_RUNNERS.items()})
+    github_big_parallel_runners: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=dict)
+    build_platforms: Annotated[list[str], NoDecode] = Field(default_factory=list)  # local builds; [] = this host
+
+    # Reproducible pins: the tarball torchbot hashes (recipes always keep the GitHub URL)
+    nixpkgs_tarball_url: str = "https://github.com/NixOS/nixpkgs/archive/"
+    nix_store: str | None = None  # nix-prefetch-url --store; None: nix's default when usable, else a private one
+    prefetch_timeout: float = 900.0
     nixpkgs_web_url: str = "https://github.com/NixOS/nixpkgs/"  # compare links in announcements
 
-    @field_validator("admins", "allowed_channels", mode="before")
+    @field_validator("github_runners", "github_big_parallel_runners", mode="before")
+    @classmethod
+    def _split_runners(cls, value: object, info) -> object:
+        parsed = _runners(value)
+        if info.field_name == "github_runners":  # entries override the hosted defaults per platform
+            return {**{k: list(v) for k, v in DEFAULT_RUNNERS.items()}, **parsed}
+        return parsed
+
+    @field_validator("admins", "allowed_channels", "build_platforms", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _csv(value)
 
-    @field_validator("slack_api_url", "github_api_url", "channels_url")
+    @field_validator("slack_api_url", "github_api_url", "channels_url", "nixpkgs_tarball_url")
     @classmethod
     def _trailing_slash(cls, value: str) -> str:
         return value if value.endswith("/") else value + "/"
@@ -127,3 +184,11 @@ class Settings(BaseSettings):
 
 def load_settings(**overrides: object) -> Settings:
     return Settings(**overrides)
+
+
+def settings_error(err) -> str:
+    """One line naming the setting a pydantic ValidationError is about, and what is wrong."""
+    first = err.errors()[0]
+    name = "TORCHBOT_" + "_".join(str(p) for p in first.get("loc", ())[:1]).upper()
+    msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    return f"setting {name} is invalid: {msg}."

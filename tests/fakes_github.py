@@ -2,7 +2,9 @@
 backend: workflow_dispatch creates a run whose name carries the inputs' request id, with
 one job per variant in the ``pytorch`` and ``companions`` JSON inputs. Every GET of a run's
 jobs advances the run one step: queued -> in_progress -> completed; variants in
-``fail`` conclude "failure". ``dispatches`` keeps each dispatch (workflow file, payload);
+``fail`` conclude "failure". The matrix inputs are lists of ``{"package", "platform",
+"runs_on"}`` entries (plain names are accepted too). ``dispatches`` keeps each dispatch
+(workflow file, payload: ``ref`` and ``inputs``);
 ``requests`` every (method, path). A wrong bearer token answers 401.
 """
 
@@ -81,8 +83,10 @@ class FakeGitHub:
                 self.dispatches.append((rest[1], body))
                 inputs = body.get("inputs", {})
                 rid = 1000 + len(self.runs)
-                pkgs = json.loads(inputs.get("pytorch", "[]")) + json.loads(inputs.get("companions", "[]"))
-                self.runs[rid] = {"id": rid, "step": 0, "packages": pkgs, "workflow": rest[1],
+                entries = json.loads(inputs.get("pytorch", "[]")) + json.loads(inputs.get("companions", "[]"))
+                pkgs = [e["package"] if isinstance(e, dict) else e for e in entries]
+                self.runs[rid] = {"id": rid, "step": 0, "packages": pkgs, "workflow": rest[1], "ref": body.get("ref"),
+                                  "entries": entries,
                                   "name": f"torchbot {inputs.get('branch')} {inputs.get('request_id')}"}
                 return self._send(req, 204)
             if method == "GET" and rest[0] == "workflows" and rest[2:] == ["runs"]:

@@ -1,7 +1,9 @@
 """A tiny build-pytorch-shaped repository for build/publish tests: a real git repo with a
 local bare ``origin``, one branch whose ``.flox/pkgs/*.nix`` recipes are trivial
 derivations (no nixpkgs needed), one of which fails and one companion importing its
-pytorch recipe."""
+pytorch recipe. Each recipe carries ``meta.platforms`` and ``requiredSystemFeatures`` like the
+real ones (GPU recipes ask for ``big-parallel``); ``ARM`` and ``DARWIN`` are the
+aarch64-linux and aarch64-darwin variants tests add with ``packages=``."""
 
 from __future__ import annotations
 
@@ -20,13 +22,29 @@ OK = [
 FAILING = "pytorch-python313-cuda12_8-sm61-avx"
 COMPANION = "torchvision-python313-cuda12_8-sm90-avx512"
 ALL = sorted(OK + [FAILING, COMPANION])
+ARM = "pytorch-python313-cuda12_8-sm90-armv9"
+DARWIN = "pytorch-python313-darwin-mps"
+
+
+def platforms_of(name: str) -> list[str]:
+    """The meta.platforms the fixture writes: the real recipes' per-ISA platform."""
+    if "darwin" in name:
+        return ["aarch64-darwin"]
+    if "-armv" in name:
+        return ["aarch64-linux"]
+    return ["x86_64-linux"]
 
 NIX_BUILD = "nix-build --option substituters '' .flox/pkgs/{package}.nix -o result-{package}"
 
 
-def _recipe(name: str, nonce: str, pin: str, *, fail: bool = False, imports: str | None = None) -> str:
+def _recipe(name: str, nonce: str, pin: str, *, fail: bool = False, imports: str | None = None,
+            platforms: list[str] | None = None) -> str:
     script = "exit 1" if fail else ("echo ${torch} > $out" if imports else "echo ok > $out")
     let = f"  torch = import ./{imports}.nix {{}};\n" if imports else ""
+    plats = " ".join(f'"{p}"' for p in (platforms or platforms_of(name)))
+    let += f"  meta = {{ platforms = [ {plats} ]; }};\n"
+    if "cuda" in name:
+        let += '  requiredSystemFeatures = [ "big-parallel" ];\n'
     return (
         f"# Package name: {name}\n"
         f"# nixpkgs: https://github.com/NixOS/nixpkgs/archive/{pin}.tar.gz\n"

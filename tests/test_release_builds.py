@@ -152,3 +152,42 @@ def test_result_check_and_busy_branch(tmp_path: Path, repo: Path) -> None:
         s.add(Build(package=fx.OK[0], branch=fx.BRANCH, state="running", owner=f"{os.uname().nodename}:{os.getppid()}"))
     with pytest.raises(RefusedError, match="being built right now"):
         builds.prepare(ctx, fx.BRANCH, repo=repo)
+
+
+def test_local_builds_only_what_this_host_builds_and_lists_the_rest(tmp_path: Path, capsys) -> None:
+    from release.builds.commands import plan_build
+
+    repo = fx.make_repo(tmp_path, packages=fx.OK + [fx.ARM, fx.DARWIN])
+    ctx = fx.context(tmp_path, build_platforms=["x86_64-linux"])
+    plan = plan_build(ctx, fx.BRANCH, repo=repo)
+    d = plan.to_dict()
+    assert sorted(b["package"] for b in d["build"]) == sorted(fx.OK)
+    assert {b["platform"] for b in d["build"]} == {"x86_64-linux"}
+    assert d["skipped"] == [
+        {"package": fx.ARM, "platform": "aarch64-linux", "reason": "aarch64-linux recipe; this host builds x86_64-linux"},
+        {"package": fx.DARWIN, "platform": "aarch64-darwin",
+         "reason": "aarch64-darwin recipe; this host builds x86_64-linux"},
+    ]
+    result = plan.apply()
+    states = {r["package"]: r["state"] for r in result.to_dict()["builds"]}
+    assert states == {**{p: "succeeded" for p in fx.OK}, fx.ARM: "skipped", fx.DARWIN: "skipped"}
+    assert result.exit_code == 0 and "skipped     pytorch-python313-darwin-mps  aarch64-darwin recipe" in result.text()
+    # the state DB records only what was built
+    assert sorted(r["package"] for r in builds.status(ctx, fx.BRANCH)) == sorted(fx.OK)
+
+
+def test_an_arm_host_builds_the_arm_variant(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path, packages=fx.OK + [fx.ARM])
+    ctx = fx.context(tmp_path, build_platforms="aarch64-linux", build_command="true", build_result_link="README.md")
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo)
+    assert [i.package for i in plan.items] == [fx.ARM] and {s.package for s in plan.skipped} == set(fx.OK)
+    assert builds.host_platform() in ("x86_64-linux", "aarch64-linux", "aarch64-darwin", "x86_64-darwin")
+
+
+def test_every_variant_skipped_is_not_nothing_to_build(tmp_path: Path) -> None:
+    from release.builds.commands import plan_build
+
+    repo = fx.make_repo(tmp_path, packages=[fx.DARWIN])
+    result = plan_build(fx.context(tmp_path, build_platforms=["x86_64-linux"]), fx.BRANCH, repo=repo).apply()
+    assert [(r["package"], r["state"]) for r in result.rows] == [(fx.DARWIN, "skipped")]
+    assert "Nothing to build" not in result.text()

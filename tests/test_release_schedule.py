@@ -112,9 +112,11 @@ def test_scheduled_bump_builds_changed_variants_then_nothing(tmp_path: Path) -> 
         first = schedule.run_now(ctx, f"bump:{branch}")["result"]
         rows = [r for r in __import__("release.builds.run").builds.run.status(ctx, branch)]
         second = schedule.run_now(ctx, f"bump:{branch}")["result"]
-    assert first.endswith(f"build: {len(rows)} variant(s)") and len(rows) >= 4, first
+    # aarch64-linux and darwin recipes are not built on this host: listed as skipped
+    assert f"build: {len(rows)} variant(s), " in first and first.endswith("skipped (other platforms)"), first
+    assert len(rows) >= 4
     assert {r["state"] for r in rows} == {"succeeded"} and {r["pin"] for r in rows} == {pins.NEW}
-    assert second.endswith("build: 0 variant(s)"), second
+    assert "build: 0 variant(s)" in second, second
 
 
 def test_crontab_weekdays_mean_what_cron_means() -> None:

@@ -94,9 +94,11 @@ class Actions:
             return resp.json() if resp.content else {}
         raise ExternalError(f"GitHub did not answer {method} {path} ({last}).")
 
-    def dispatch(self, inputs: dict) -> None:
+    def dispatch(self, inputs: dict, ref: str) -> None:
+        """workflow_dispatch of the build workflow at ``ref`` (the branch being built: the
+        workflow file and the checkout both come from it)."""
         self._call("POST", f"workflows/{self.s.github_workflow_file}/dispatches",
-                   json={"ref": self.s.github_workflow_ref, "inputs": inputs})
+                   json={"ref": ref, "inputs": inputs})
 
     def find_run(self, request_id: str, attempts: int = 10) -> dict:
         for attempt in range(attempts):

@@ -41,9 +41,16 @@ def _status(args, ctx) -> int:
 def _workflow(args, ctx) -> int:
     from release.builds.workflow import render_workflow, write_workflow
 
+    if args.commit and not args.write:
+        args.write = True
     if args.write:
-        path = write_workflow(ctx, args.repo, commit=args.commit)
-        print(f"Wrote {path}" + (" and committed it." if args.commit else "."))
+        path, sha = write_workflow(ctx, args.repo, commit=args.commit, branch=args.branch)
+        if not args.commit:
+            print(f"Wrote {path}.")
+        elif sha:
+            print(f"Committed {path} to {args.branch} ({sha[:12]}); the checkout was not touched.")
+        else:
+            print(f"{args.branch} already holds this {path}; nothing was committed.")
     else:
         print(render_workflow(ctx.settings), end="")
     return 0
@@ -70,5 +77,7 @@ def register(verbs) -> None:
     p = verbs.add_parser("workflow", help="render the GitHub Actions build workflow")
     p.add_argument("--repo")
     p.add_argument("--write", action="store_true", help="write it into the repository's .github/workflows")
-    p.add_argument("--commit", action="store_true", help="with --write: commit it")
+    p.add_argument("--commit", action="store_true",
+                   help="commit it to --branch without touching the checkout (implies --write)")
+    p.add_argument("--branch", help="with --commit: the branch to commit to (the branch a build dispatches from)")
     p.set_defaults(func=_workflow)

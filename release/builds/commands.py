@@ -66,7 +66,7 @@ def plan_build(ctx, branch: str, glob: str | list[str] | None = None, *, repo=No
                         backend=backend or "local")
 
     def apply() -> BuildsResult:
-        if not bp.items:
+        if not bp.items and not bp.skipped:
             return BuildsResult("build", [], {"message": "Nothing to build: every selected variant is unchanged."})
         return BuildsResult("build", builds.build(ctx, bp, jobs))
 

@@ -1,17 +1,21 @@
 """What a build covers (pure, no I/O): the items of a build plan, chosen by globs,
 ``--changed-only`` against the last successful recipe blob and ``--resume``; the companion ->
-pytorch ordering; the nixpkgs pin of a recipe.
+pytorch ordering; the nixpkgs pin of a recipe; where each variant builds (its recipe's
+platform, ``release.recipes.platforms``): what the local host can build, and the GitHub
+runner labels of each platform.
 
-May import: config. Never git, HTTP, processes or the state DB.
+May import: config, release.recipes.platforms. Never git, HTTP, processes or the state DB.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
+
+from release.recipes.platforms import BuildTarget, recipe_target
 
 RECIPE_DIR = ".flox/pkgs"
 KINDS = ("pytorch", "torchvision", "torchaudio")
@@ -27,10 +31,37 @@ class BuildItem:
     blob: str
     pin: str | None = None
     after: str | None = None  # the pytorch variant a companion waits for (when in this build)
+    platform: str | None = None  # where it builds (its recipe's platform)
+    features: tuple[str, ...] = ()  # requiredSystemFeatures
+    note: str | None = None  # where the recipe text and the hardware disagree
+    runs_on: tuple[str, ...] = ()  # GitHub runner labels (github backend)
 
     @property
     def kind(self) -> str:
         return self.package.split("-", 1)[0]
+
+    def to_dict(self, backend: str = "local") -> dict:
+        d = {"package": self.package, "platform": self.platform, "recipe_blob": self.blob, "pin": self.pin,
+             "after": self.after}
+        if backend == "github":
+            d["runs_on"] = list(self.runs_on)
+        if self.features:
+            d["features"] = list(self.features)
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A selected variant this backend does not build, and why."""
+
+    package: str
+    platform: str | None
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"package": self.package, "platform": self.platform, "reason": self.reason}
 
 
 @dataclass
@@ -41,25 +72,48 @@ class BuildPlan:
     items: list[BuildItem]
     unchanged: list[str] = field(default_factory=list)
     backend: str = "local"
+    skipped: list[Skip] = field(default_factory=list)
+
+    @property
+    def ref(self) -> str:
+        """The git ref the build runs from (the GitHub dispatch ref): the branch itself."""
+        return self.branch
 
     def to_dict(self) -> dict:
         return {
             "branch": self.branch,
+            "ref": self.ref,
             "commit": self.commit,
             "backend": self.backend,
-            "build": [
-                {"package": i.package, "recipe_blob": i.blob, "pin": i.pin, "after": i.after} for i in self.items
-            ],
+            "build": [i.to_dict(self.backend) for i in self.items],
+            "platforms": platform_counts(self.items),
+            "skipped": [s.to_dict() for s in self.skipped],
             "unchanged": list(self.unchanged),
         }
 
     def text(self) -> str:
-        lines = [f"Build {len(self.items)} variant(s) of {self.branch} at {self.commit[:12]} ({self.backend})."]
+        where = f"{self.backend}, ref {self.ref}" if self.backend == "github" else self.backend
+        lines = [f"Build {len(self.items)} variant(s) of {self.branch} at {self.commit[:12]} ({where})."]
+        for platform, n in platform_counts(self.items).items():
+            runners = {" ".join(i.runs_on) for i in self.items if i.platform == platform and i.runs_on}
+            on = f" on {', '.join(sorted(runners))}" if runners else ""
+            lines.append(f"  {n} {platform}{on}")
         for i in self.items:
-            lines.append(f"  {i.package}" + (f"  (after {i.after})" if i.after else ""))
+            lines.append(f"  {i.package}" + (f"  (after {i.after})" if i.after else "")
+                         + (f"  [{i.note}]" if i.note else ""))
+        for s in self.skipped:
+            lines.append(f"  skipped {s.package}: {s.reason}")
         if self.unchanged:
             lines.append(f"{len(self.unchanged)} unchanged since their last successful build: skipped.")
         return "\n".join(lines)
+
+
+def platform_counts(items: Iterable[BuildItem]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for i in items:
+        key = i.platform or "unknown"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def recipe_pin(text: str) -> str | None:
@@ -117,3 +171,64 @@ def plan_items(
     ]
     unchanged = [p for p in selected if p not in chosen]
     return order_items(items), unchanged
+
+
+def with_targets(items: list[BuildItem], texts: Mapping[str, str], isa_platforms: Mapping[str, str]) -> list[BuildItem]:
+    """The items with the platform and features their recipes ask for."""
+    out = []
+    for i in items:
+        t: BuildTarget = recipe_target(i.package, texts.get(i.package, ""), isa_platforms)
+        out.append(replace(i, platform=t.platform, features=t.features, note=t.note))
+    return out
+
+
+def _drop(items: list[BuildItem], skipped: list[Skip]) -> tuple[list[BuildItem], list[Skip]]:
+    """Companions whose pytorch variant is skipped are skipped too (they would wait forever)."""
+    gone = {s.package for s in skipped}
+    kept = []
+    for i in items:
+        if i.after and i.after in gone:
+            skipped.append(Skip(i.package, i.platform, f"its pytorch variant {i.after} is skipped"))
+            gone.add(i.package)
+        else:
+            kept.append(i)
+    return kept, skipped
+
+
+def place_local(items: list[BuildItem], host_platforms: Iterable[str]) -> tuple[list[BuildItem], list[Skip]]:
+    """What this host builds: the items whose platform is one of ``host_platforms``."""
+    hosts = tuple(host_platforms)
+    kept, skipped = [], []
+    for i in items:
+        if i.platform is None or i.platform in hosts:
+            kept.append(i)
+        else:
+            skipped.append(Skip(i.package, i.platform,
+                                f"{i.platform} recipe; this host builds {', '.join(hosts)}"))
+    return _drop(kept, skipped)
+
+
+def runner_labels(platform: str | None, features: Iterable[str], runners: Mapping[str, list[str]],
+                  big_parallel: Mapping[str, list[str]]) -> tuple[str, ...]:
+    """The runs-on labels of a variant: the big-parallel pool for recipes requiring
+    ``big-parallel`` when one is set for the platform, else the platform's runners."""
+    if platform is None:
+        return ()
+    if "big-parallel" in features and big_parallel.get(platform):
+        return tuple(big_parallel[platform])
+    return tuple(runners.get(platform) or ())
+
+
+def place_github(items: list[BuildItem], runners: Mapping[str, list[str]],
+                 big_parallel: Mapping[str, list[str]]) -> tuple[list[BuildItem], list[Skip]]:
+    """Every item with its runner labels; items of a platform without runners are skipped."""
+    kept, skipped = [], []
+    for i in items:
+        labels = runner_labels(i.platform, i.features, runners, big_parallel)
+        if labels:
+            kept.append(replace(i, runs_on=labels))
+        else:
+            skipped.append(Skip(i.package, i.platform,
+                                f"no GitHub runner for {i.platform or 'an unknown platform'} "
+                                "(set TORCHBOT_GITHUB_RUNNERS)"))
+    return _drop(kept, skipped)

@@ -24,8 +24,35 @@ from config.errors import RefusedError, UsageError
 from release.adapters.flox import Outcome, run_build
 from release.adapters.git import RECIPE_DIR, list_recipes, read_blobs, resolve_branch, worktree
 from release.adapters.git import run_git as git  # noqa: F401  (callers use builds.run.git)
-from release.builds.plan import BuildItem, BuildPlan, plan_items, select_packages
+from release.builds.plan import (BuildItem, BuildPlan, place_github, place_local, plan_items, select_packages,
+                                 with_targets)
 from release.context import repo_path
+
+_MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+
+def host_platform() -> str:
+    """This machine as a Nix platform (``x86_64-linux``, ``aarch64-darwin``)."""
+    import platform
+    import sys
+
+    machine = platform.machine().lower()
+    system = "darwin" if sys.platform == "darwin" else sys.platform.split("-")[0].rstrip("0123456789")
+    return f"{_MACHINES.get(machine, machine)}-{system}"
+
+
+def build_platforms(settings) -> list[str]:
+    """The platforms the local backend builds: TORCHBOT_BUILD_PLATFORMS, else this host's."""
+    return list(getattr(settings, "build_platforms", None) or [host_platform()])
+
+
+def _isa_platforms() -> dict[str, str]:
+    from config.catalog import load_catalog
+
+    try:
+        return {name: isa.platform for name, isa in load_catalog().isas.items()}
+    except Exception:  # a broken local branches file must not stop a build; recipes still say where
+        return {}
 
 def prepare(
     ctx,
@@ -69,7 +96,13 @@ def prepare(
     fallback_pin = _catalog_pin(ctx, branch)
     if fallback_pin:
         items = [i if i.pin else BuildItem(i.package, i.blob, fallback_pin, i.after) for i in items]
-    return BuildPlan(path, branch, commit, items, unchanged, backend)
+    items = with_targets(items, texts, _isa_platforms())
+    if backend == "github":
+        s = ctx.settings
+        items, skipped = place_github(items, s.github_runners, s.github_big_parallel_runners)
+    else:
+        items, skipped = place_local(items, build_platforms(ctx.settings))
+    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped)
 
 
 def _catalog_pin(ctx, branch: str) -> str | None:
@@ -202,14 +235,17 @@ def _skip(st, build_id: int, log_path: Path, message: str) -> None:
 
 
 def build(ctx, plan: BuildPlan, jobs: int | None = None) -> list[dict]:
-    """Run a plan with its backend."""
+    """Run a plan with its backend; the variants it skips are listed after the builds."""
     if plan.backend == "github":
         from release.builds.github import dispatch_build
 
-        return dispatch_build(ctx, plan)
-    if plan.backend != "local":
+        rows = dispatch_build(ctx, plan)
+    elif plan.backend != "local":
         raise UsageError(f"Unknown build backend '{plan.backend}' (local or github).")
-    return run_local(ctx, plan, jobs)
+    else:
+        rows = run_local(ctx, plan, jobs)
+    return rows + [{"package": s.package, "branch": plan.branch, "backend": plan.backend, "state": "skipped",
+                    "platform": s.platform, "message": s.reason} for s in plan.skipped]
 
 
 def status(ctx, branch: str | None = None) -> list[dict]:

@@ -1,41 +1,76 @@
 """The GitHub Actions build workflow: ``render_workflow`` fills
-``release/templates/build-workflow.yml`` (a matrix job per variant running ``flox build`` and
-``flox publish``); ``write_workflow`` puts it into the target repository.
+``release/templates/build-workflow.yml`` (a matrix job per variant, on the runner labels each
+matrix entry carries, running ``flox build`` and ``flox publish``) with the actions pinned in
+``release/templates/actions.toml``; ``write_workflow`` puts it into the target repository:
+into the working tree, or as a commit on a named branch without touching the checkout.
 
 May import: config, release.context, release.adapters.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import string
+import tomllib
 from pathlib import Path
 
-from release.adapters.git import run_git as git
+from config.errors import RefusedError, UsageError
+from release.adapters import git as gitops
 from release.context import repo_path
 
-TEMPLATE = Path(__file__).parents[1] / "templates" / "build-workflow.yml"
+TEMPLATES = Path(__file__).parents[1] / "templates"
+TEMPLATE = TEMPLATES / "build-workflow.yml"
+ACTIONS = TEMPLATES / "actions.toml"
+_ORG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def pinned_actions() -> dict[str, str]:
+    """template name -> ``owner/repo@<full sha> # <tag>``."""
+    out = {}
+    for name, a in tomllib.loads(ACTIONS.read_text()).items():
+        if not _SHA_RE.match(a["sha"]):
+            raise UsageError(f"{ACTIONS.name}: {name} is not pinned to a full commit SHA.")
+        out[name] = f"{a['repo']}@{a['sha']} # {a['tag']}"
+    return out
 
 
 def render_workflow(settings) -> str:
-    text = TEMPLATE.read_text()
-    return string.Template(text).safe_substitute(
-        runner=settings.github_runner,
-        org=settings.flox_org,
+    if not _ORG_RE.match(settings.flox_org or ""):
+        raise UsageError(f"TORCHBOT_FLOX_ORG '{settings.flox_org}' is not a FloxHub organisation name.")
+    return string.Template(TEMPLATE.read_text()).safe_substitute(
+        org=json.dumps(settings.flox_org),
         timeout_minutes=int(math.ceil(min(settings.build_timeout, 6 * 3600) / 60)),  # GitHub caps jobs at 6 h
         max_parallel=max(1, int(settings.build_jobs)),
+        **pinned_actions(),
     )
 
 
-def write_workflow(ctx, repo=None, commit: bool = False) -> Path:
+def workflow_path(settings) -> str:
+    return f".github/workflows/{settings.github_workflow_file}"
+
+
+def write_workflow(ctx, repo=None, commit: bool = False, branch: str | None = None) -> tuple[Path, str | None]:
+    """Write the workflow. With ``commit``: one commit on ``branch`` (the branch the build
+    dispatch runs from), made without touching the checkout, index or working tree; returns
+    (path in the repository, new commit or None when the branch already holds it). Without:
+    writes the file into the working tree and returns (file, None)."""
     path = repo_path(ctx, repo)
-    target = path / ".github" / "workflows" / ctx.settings.github_workflow_file
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_workflow(ctx.settings))
-    if commit:
-        rel = str(target.relative_to(path))
-        git(path, "add", rel)
-        git(path, "-c", f"user.name={ctx.settings.git_author_name}", "-c",
-            f"user.email={ctx.settings.git_author_email}", "commit", "-q", "-m",
-            "torchbot: GitHub Actions build workflow", "--", rel)
-    return target
+    text = render_workflow(ctx.settings)
+    rel = workflow_path(ctx.settings)
+    if not commit:
+        target = path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        return target, None
+    if not branch:
+        raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
+    heads = gitops.local_branches(gitops.open_repo(path))
+    if branch not in heads:
+        raise RefusedError(f"No local branch '{branch}' in {path}; nothing was committed.")
+    s = ctx.settings
+    sha = gitops.commit_changes(path, branch, {rel: text}, "torchbot: GitHub Actions build workflow",
+                                s.git_author_name, s.git_author_email)
+    return Path(rel), sha

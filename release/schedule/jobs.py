@@ -126,7 +126,9 @@ def _job_bump(ctx, branch: str) -> str:
     from release.builds.commands import plan_build
 
     built = plan_build(ctx, branch, None, backend=ctx.settings.build_backend, changed_only=True).apply()
-    return f"{line}; build: {len(built.rows)} variant(s)"
+    skipped = sum(1 for r in built.rows if r.get("state") == "skipped")
+    tail = f", {skipped} skipped (other platforms)" if skipped else ""
+    return f"{line}; build: {len(built.rows) - skipped} variant(s){tail}"
 
 
 def _job_poll(ctx, _arg) -> str:

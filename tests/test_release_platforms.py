@@ -1,0 +1,87 @@
+"""Where a variant builds: its recipe's meta.platforms and requiredSystemFeatures, the
+hardware's word on ISA code, and the runner labels each platform maps to."""
+
+from __future__ import annotations
+
+from config.catalog import load_catalog
+from config.settings import DEFAULT_RUNNERS, Settings
+from release.builds.plan import BuildItem, place_github, place_local, runner_labels
+from release.recipes.platforms import recipe_target
+
+ISAS = {name: isa.platform for name, isa in load_catalog().isas.items()}
+
+
+def recipe(platforms: str, features: str = "") -> str:
+    """A recipe tail in the real recipes' layout (meta block inside overrideAttrs)."""
+    feats = f"    requiredSystemFeatures = [ {features} ];\n" if features else ""
+    return (
+        "{ pkgs ? import <nixpkgs> {} }:\n(pkgs.python3Packages.torch).overrideAttrs (oldAttrs: {\n"
+        f"{feats}    meta = oldAttrs.meta // {{\n      # platforms = [ \"riscv64-linux\" ];\n"
+        f"      platforms = [ {platforms} ];\n    }};\n}})\n"
+    )
+
+
+def test_the_recipe_says_where_it_builds():
+    t = recipe_target("pytorch-python313-cuda12_8-sm100-armv9", recipe('"aarch64-linux"', '"big-parallel"'), ISAS)
+    assert t.platforms == ("aarch64-linux",) and t.features == ("big-parallel",) and t.note is None
+    t = recipe_target("pytorch-python313-darwin-mps", recipe('"aarch64-darwin"'), ISAS)
+    assert t.platform == "aarch64-darwin" and t.features == ()
+
+
+def test_hardware_wins_over_an_x86_recipe_listing_arm():
+    t = recipe_target("pytorch-python313-cpu-avx2", recipe('"x86_64-linux" "aarch64-linux"'), ISAS)
+    assert t.platforms == ("x86_64-linux",)
+    assert "aarch64-linux" in t.note and "runs only on x86_64-linux" in t.note
+
+
+def test_a_recipe_without_meta_platforms_gets_its_names_platform():
+    assert recipe_target("pytorch-python313-cpu-armv8_2", "{ ... }: {}", ISAS).platforms == ("aarch64-linux",)
+    assert recipe_target("torchvision-python313-darwin-mps", "", ISAS).platforms == ("aarch64-darwin",)
+    assert recipe_target("something-else", "", ISAS).platforms == ()
+
+
+def test_default_runners_are_githubs_hosted_ones_and_big_parallel_may_go_elsewhere():
+    s = Settings(_env_file=None, github_big_parallel_runners="x86_64-linux=self-hosted+gpu-builder")
+    assert s.github_runners == DEFAULT_RUNNERS
+    labels = lambda p, f=(): runner_labels(p, f, s.github_runners, s.github_big_parallel_runners)
+    assert labels("x86_64-linux") == ("ubuntu-latest",)
+    assert labels("aarch64-linux", ("big-parallel",)) == ("ubuntu-24.04-arm",)  # no ARM pool set
+    assert labels("aarch64-darwin") == ("macos-14",)
+    assert labels("x86_64-linux", ("big-parallel",)) == ("self-hosted", "gpu-builder")
+
+
+def test_runner_settings_override_per_platform_and_bad_values_name_the_setting(monkeypatch):
+    monkeypatch.setenv("TORCHBOT_GITHUB_RUNNERS", '{"aarch64-linux": ["self-hosted", "ARM64"]}')
+    s = Settings(_env_file=None)
+    assert s.github_runners["aarch64-linux"] == ["self-hosted", "ARM64"]
+    assert s.github_runners["x86_64-linux"] == ["ubuntu-latest"]
+    from bot.cli import main
+
+    monkeypatch.setenv("TORCHBOT_GITHUB_RUNNERS", "aarch64-linux")
+    assert main(["release", "status"]) == 2
+
+
+def test_placing_items_skips_what_cannot_build_there_with_the_reason():
+    items = [
+        BuildItem("pytorch-python313-cpu-avx2", "b1", platform="x86_64-linux"),
+        BuildItem("pytorch-python313-cuda12_8-sm90-armv9", "b2", platform="aarch64-linux",
+                  features=("big-parallel",)),
+        # a companion the host could build, waiting for a pytorch variant it cannot
+        BuildItem("torchvision-python313-cuda12_8-sm90-armv9", "b3", after="pytorch-python313-cuda12_8-sm90-armv9",
+                  platform="x86_64-linux"),
+        BuildItem("pytorch-python313-cpu-x86_64-darwin-test", "b4", platform="x86_64-darwin"),
+    ]
+    kept, skipped = place_local(items, ["x86_64-linux"])
+    assert [i.package for i in kept] == ["pytorch-python313-cpu-avx2"]
+    why = {s.package: s.reason for s in skipped}
+    assert why["pytorch-python313-cuda12_8-sm90-armv9"] == "aarch64-linux recipe; this host builds x86_64-linux"
+    assert why["torchvision-python313-cuda12_8-sm90-armv9"] == (
+        "its pytorch variant pytorch-python313-cuda12_8-sm90-armv9 is skipped")
+    kept, skipped = place_github(items, DEFAULT_RUNNERS, {})
+    assert {i.package: i.runs_on for i in kept} == {
+        "pytorch-python313-cpu-avx2": ("ubuntu-latest",),
+        "pytorch-python313-cuda12_8-sm90-armv9": ("ubuntu-24.04-arm",),
+        "torchvision-python313-cuda12_8-sm90-armv9": ("ubuntu-latest",),
+    }
+    assert [(s.package, s.platform) for s in skipped] == [("pytorch-python313-cpu-x86_64-darwin-test", "x86_64-darwin")]
+    assert "TORCHBOT_GITHUB_RUNNERS" in skipped[0].reason
