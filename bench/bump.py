@@ -77,7 +77,7 @@ def run_torchbot(repo: Path, fake: FakeNixpkgs) -> float:
     from release.pins.commands import plan_bump
 
     settings = Settings(
-        repo_path=repo, channels_url=fake.channels_url, github_api_url=fake.api_url, http_retries=2
+        repo_path=repo, channels_url=fake.channels_url, github_api_url=fake.api_url, nixpkgs_tarball_url=fake.tarball_url, http_retries=2
     )
     t0 = time.perf_counter()
     result = plan_bump(Context(settings, use_repo=False), "all", NEW, force=True).apply()

@@ -5,17 +5,38 @@ GitHub API (commits, contents, pulls). Point ``channels_url`` at ``.channels_url
 State is plain data the test edits: ``channels`` (name -> rev or raw text), ``commits``
 (known nixpkgs SHAs), ``branches`` (name -> SHA), ``torch`` (rev -> torch version), ``cuda_sets`` (rev -> set of
 ``cudaPackages_X_Y``), ``mode`` ("ok", "down": HTTP 503 everywhere, "garbage": HTML),
-and ``pulls`` (PR payloads received)."""
+and ``pulls`` (PR payloads received).
+
+It also serves each known commit's source tarball at ``.tarball_url`` + ``<rev>.tar.gz``: a
+small real ``.tar.gz`` (``nixpkgs-<rev>/default.nix``, deterministic bytes, different per
+rev) that ``nix-prefetch-url --unpack`` hashes like the real one; ``tarballs = False``
+answers 404 for them (an unreachable tarball)."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
+import tarfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 TORCH_FILE = "pkgs/development/python-modules/torch/source/default.nix"
 CUDA_FILE = "pkgs/top-level/all-packages.nix"
+
+
+def tarball_bytes(rev: str) -> bytes:
+    """The fake nixpkgs source tarball of ``rev``: same bytes every time."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, text in ((f"nixpkgs-{rev}/default.nix", f'{{ ... }}: {{ rev = "{rev}"; }}\n'),
+                           (f"nixpkgs-{rev}/.git-revision", rev + "\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue(), mtime=0)
 
 
 class FakeNixpkgs:
@@ -29,6 +50,8 @@ class FakeNixpkgs:
         self.pulls: list[dict] = []
         self.requests: list[str] = []
         self.pull_status = 201
+        self.tarballs = True
+        self.tarball_gets: list[str] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,6 +74,12 @@ class FakeNixpkgs:
                     return self._send(200, "<html>oops</html>", "text/html")
                 url = urlparse(self.path)
                 parts = url.path.strip("/").split("/")
+                if parts[0] == "archive" and len(parts) == 2 and parts[1].endswith(".tar.gz"):
+                    rev = parts[1][: -len(".tar.gz")]
+                    fake.tarball_gets.append(rev)
+                    if fake.tarballs and rev in fake.commits:
+                        return self._send(200, tarball_bytes(rev), "application/x-gzip")
+                    return self._send(404, "Not Found", "text/plain")
                 if parts[0] == "channels" and len(parts) == 3 and parts[2] == "git-revision":
                     rev = fake.channels.get(parts[1])
                     return self._send(200, rev, "text/plain") if rev is not None else self._send(404, "no")
@@ -112,6 +141,10 @@ class FakeNixpkgs:
     @property
     def api_url(self) -> str:
         return self.base + "api/"
+
+    @property
+    def tarball_url(self) -> str:
+        return self.base + "archive/"
 
     def add_rev(self, rev: str, torch: str, cuda_sets=()) -> None:
         self.commits.add(rev)

@@ -43,7 +43,7 @@ def world(tmp_path):
         settings = Settings(
             slack_bot_token="xoxb-test-token", slack_signing_secret=SECRET, slack_api_url=slack.api_url,
             admins=["UADMIN"], allowed_channels=["CREL"], repo_path=work, channels_url=nix.channels_url,
-            github_api_url=nix.api_url, audit_log=tmp_path / "audit.log", state_db=f"sqlite:///{tmp_path}/s.db",
+            github_api_url=nix.api_url, nixpkgs_tarball_url=nix.tarball_url, audit_log=tmp_path / "audit.log", state_db=f"sqlite:///{tmp_path}/s.db",
         )
         app = create_app(Context(settings))
         server = make_http_server(app, "127.0.0.1", 0)

@@ -46,6 +46,7 @@ def env(monkeypatch, fake, repo):
     monkeypatch.setenv("TORCHBOT_REPO_PATH", str(work))
     monkeypatch.setenv("TORCHBOT_CHANNELS_URL", fake.channels_url)
     monkeypatch.setenv("TORCHBOT_GITHUB_API_URL", fake.api_url)
+    monkeypatch.setenv("TORCHBOT_NIXPKGS_TARBALL_URL", fake.tarball_url)
     monkeypatch.setenv("TORCHBOT_HTTP_RETRIES", "2")
     monkeypatch.setenv("TORCHBOT_HTTP_TIMEOUT", "2")
     monkeypatch.setenv("TORCHBOT_GIT_AUTHOR_NAME", "torchbot")
@@ -55,6 +56,26 @@ def env(monkeypatch, fake, repo):
 
 def ctx() -> Context:
     return Context(Settings(), use_repo=False)
+
+
+def prefetched(fake, rev) -> str:
+    """What nix-prefetch-url --unpack says of the served tarball (the test's own run, in a
+    private store so it does not depend on torchbot's choice of store)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as root:
+        r = subprocess.run(["nix-prefetch-url", "--unpack", "--store", f"local?root={root}",
+                            f"{fake.tarball_url}{rev}.tar.gz"], capture_output=True, text=True)
+        subprocess.run(["chmod", "-R", "u+w", root])  # store paths are read-only
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def with_hash(text: str, rev: str, sha: str) -> str:
+    """The fixture recipe with ``sha256`` on the line after its fetchTarball url."""
+    line = f'    url = "https://github.com/NixOS/nixpkgs/archive/{rev}.tar.gz";\n'
+    assert line in text
+    return text.replace(line, line + f'    sha256 = "{sha}";\n')
 
 
 def parse_ok(texts, tmp_path) -> None:
@@ -88,7 +109,7 @@ def dirty(work):
     git(work, "add", "notes.txt")
 
 
-def test_bump_one_branch(env, tmp_path, capsys):
+def test_bump_one_branch(env, fake, tmp_path, capsys):
     work = env
     dirty(work)
     before_user = user_state(work)
@@ -103,9 +124,11 @@ def test_bump_one_branch(env, tmp_path, capsys):
     assert b["old_pin"] == PIN_A and b["new_pin"] == NEW
     new_files = tree_files(work, "pytorch-2.8-python312")
     assert set(new_files) == set(old_files)
+    sha = prefetched(fake, NEW)
+    assert b["sha256"] == sha
     for path, text in new_files.items():
         assert NEW in text and PIN_A not in text
-        assert text == old_files[path].replace(PIN_A, NEW)
+        assert text == with_hash(old_files[path].replace(PIN_A, NEW), NEW, sha)
     parse_ok(list(new_files.values()), tmp_path)
     msg = git(work, "log", "-1", "--format=%s%n%an", "pytorch-2.8-python312").splitlines()
     assert msg == ["nixpkgs: bump pin fe5e41d -> 0123abc (torch 2.8.4, cudaPackages_12_8)", "torchbot"]
@@ -332,6 +355,7 @@ def test_bump_recipes_of_the_generator(tmp_path, fake, monkeypatch):
     work, origin = build_repo_from_files(tmp_path / "gen", files)
     monkeypatch.setenv("TORCHBOT_CHANNELS_URL", fake.channels_url)
     monkeypatch.setenv("TORCHBOT_GITHUB_API_URL", fake.api_url)
+    monkeypatch.setenv("TORCHBOT_NIXPKGS_TARBALL_URL", fake.tarball_url)
     other = tree_files(work, "pytorch-2.9-python313", ".")
     result = plan_bump(ctx(), "main", NEW, repo=work).apply()
     assert list(result.to_dict()["commits"]) == ["main"]
@@ -347,3 +371,78 @@ def test_bump_recipes_of_the_generator(tmp_path, fake, monkeypatch):
     read = reader.read_repository(work, cat)
     branches = read.branches if hasattr(read, "branches") else read
     assert set(branches["main"].pins) == {NEW}
+
+
+# --- reproducible pins: the tarball's sha256 -------------------------------------------------
+
+
+def commit_edit(work, branch, edit):
+    """Commit ``edit(text) -> text`` on every recipe of ``branch`` with plain git."""
+    git(work, "stash", "-q", "--include-untracked")
+    git(work, "checkout", "-q", branch)
+    for path in (work / ".flox" / "pkgs").glob("*.nix"):
+        path.write_text(edit(path.read_text()))
+    git(work, "commit", "-qam", "hand edit")
+    git(work, "checkout", "-q", "-")
+
+
+def test_recorded_sha256_is_what_nix_prefetch_url_computes_and_nix_accepts(env, fake, tmp_path):
+    work = env
+    plan_bump(ctx(), "pytorch-2.8-python312", NEW).apply()
+    sha = prefetched(fake, NEW)
+    files = tree_files(work, "pytorch-2.8-python312")
+    assert files and all(t.count(f'sha256 = "{sha}";') == 1 for t in files.values())
+    # Nix itself accepts the hash for the tarball, in a fresh store (so it downloads and checks)
+    # and rejects another one
+    url = f"{fake.tarball_url}{NEW}.tar.gz"
+    for value, ok in ((sha, True), (prefetched(fake, PIN_A), False)):
+        root = tmp_path / f"store-{value[:6]}"
+        r = subprocess.run(["nix-instantiate", "--store", f"local?root={root}", "--eval", "-E",
+                            f'builtins.readFile ((builtins.fetchTarball {{ url = "{url}"; sha256 = "{value}"; }})'
+                            ' + "/.git-revision")'], capture_output=True, text=True)
+        subprocess.run(["chmod", "-R", "u+w", str(root)])
+        assert (r.returncode == 0) is ok, r.stderr
+        if ok:
+            assert NEW in r.stdout
+    # recipes keep the GitHub URL; only the hash came from the loopback server
+    assert all(f"https://github.com/NixOS/nixpkgs/archive/{NEW}.tar.gz" in t for t in files.values())
+    assert fake.tarball_url.startswith("http://127.0.0.1:") and NEW in fake.tarball_gets
+
+
+def test_an_existing_wrong_hash_is_replaced(env, fake, tmp_path):
+    work = env
+    wrong = "0" * 52
+    commit_edit(work, "pytorch-2.8-python312", lambda t: with_hash(t, PIN_A, wrong))
+    plan_bump(ctx(), "pytorch-2.8-python312", NEW).apply()
+    sha = prefetched(fake, NEW)
+    files = tree_files(work, "pytorch-2.8-python312")
+    for text in files.values():
+        assert wrong not in text and text.count("sha256 = ") == 1 and f'sha256 = "{sha}";' in text
+    parse_ok(list(files.values()), tmp_path)
+    # a branch already on the revision with a wrong hash gets it repaired, in its own commit
+    commit_edit(work, "pytorch-2.8-python312", lambda t: t.replace(sha, wrong))
+    plan = plan_bump(ctx(), "pytorch-2.8-python312", NEW)
+    assert "pin current; records its sha256" in plan.text()
+    plan.apply()
+    assert all(f'sha256 = "{sha}";' in t and wrong not in t for t in tree_files(work, "pytorch-2.8-python312").values())
+    assert git(work, "log", "-1", "--format=%s", "pytorch-2.8-python312").startswith(
+        "nixpkgs: record the sha256 of pin 0123abc")
+    # and a branch whose hash is right is up to date: no commit
+    before = refs(work)
+    assert "up to date" in plan_bump(ctx(), "pytorch-2.8-python312", NEW).apply().text()
+    assert refs(work) == before
+
+
+@pytest.mark.parametrize("how", ["404", "closed-port"])
+def test_an_unreachable_tarball_refuses_the_bump_and_changes_nothing(env, fake, monkeypatch, capsys, how):
+    work = env
+    before = refs(work)
+    if how == "404":
+        fake.tarballs = False
+    else:
+        monkeypatch.setenv("TORCHBOT_NIXPKGS_TARBALL_URL", "http://127.0.0.1:9/archive/")
+        monkeypatch.setenv("NIX_CONFIG", "download-attempts = 1")  # nix's own retries take 5 s
+    rc = cli(["release", "bump-pins", "--branch", "pytorch-2.8-python312", "--rev", NEW])
+    err = capsys.readouterr().err
+    assert rc == 1 and "cannot be hashed" in err and "nothing was changed" in err and "Traceback" not in err
+    assert refs(work) == before

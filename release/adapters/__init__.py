@@ -6,6 +6,7 @@
 - ``github``   GitHub's REST API (pull requests; Actions dispatch, runs and jobs)
 - ``slack``    Slack's Web API client for announcements
 - ``flox``     build processes (``flox build`` / ``nix-build``: process group, log, timeout)
+- ``nix``      nix tools: a tarball's sha256 with ``nix-prefetch-url --unpack``
 
 May import: config. Never a concern package, a command layer or bot/.
 """

@@ -1,6 +1,8 @@
 """nixpkgs pin bumps.
 
 - ``rules``     pins in recipe texts, groups by pin, the bump plan and edits (pure)
+- ``hashes``    the sha256 of a recipe's fetchTarball: read and write it (pure)
+- ``tarball``   a bump records the new pin's tarball sha256 (nix-prefetch-url) in its recipes
 - ``bump``      plan a bump (git + nixpkgs facts) and apply it (commits, push, PR)
 - ``commands``  the command layer (Plan / BumpResult) for the CLI and chat
 - ``cli``       ``release bump-pins``

@@ -52,6 +52,7 @@ class BranchPlan:
     torch_old: str | None = None
     torch_new: str | None = None
     message: str = ""
+    sha256: str | None = None  # the new pin's tarball hash (release.pins.tarball)
 
     @property
     def branch(self) -> str:
@@ -70,6 +71,7 @@ class BranchPlan:
             "files_changed": sorted(self.edit.changes),
             "lines_changed": self.edit.lines_changed,
             "message": self.message,
+            "sha256": self.sha256,
             "compare": COMPARE_URL.format(old=g.pin, new=self.edit.new_pin),
         }
 
@@ -85,7 +87,7 @@ class BumpPlanData:
 
     @property
     def to_commit(self) -> list[BranchPlan]:
-        return [b for b in self.branches if not b.edit.up_to_date and b.edit.changes]
+        return [b for b in self.branches if b.edit.changes]  # an up-to-date pin may still get its sha256
 
 
 @dataclass

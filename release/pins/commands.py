@@ -94,7 +94,11 @@ class Plan:
         for bp in d.branches:
             g = bp.edit.group
             if bp.edit.up_to_date:
-                lines.append(f"  {bp.branch}: up to date")
+                if bp.edit.changes:
+                    lines.append(f"  {bp.branch}: pin current; records its sha256 in {len(bp.edit.changes)} recipes")
+                    lines.append(f"    commit: {bp.message}")
+                else:
+                    lines.append(f"  {bp.branch}: up to date")
                 continue
             lines.append(
                 f"  {bp.branch}: {short(g.pin)} -> {short(d.new_rev)}, {len(bp.edit.changes)} files, "
@@ -103,6 +107,8 @@ class Plan:
             n_recipes = sum(1 for p in bp.edit.changes if p.startswith(".flox/pkgs/"))
             extra = ", README.md (version-matrix row)" if "README.md" in bp.edit.changes else ""
             lines.append(f"    changes: {n_recipes} recipes in .flox/pkgs/{extra}")
+            if bp.sha256:
+                lines.append(f"    tarball sha256: {bp.sha256}")
             lines.append(f"    commit: {bp.message}")
         for name, why in d.skipped:
             lines.append(f"  {name}: skipped ({why})")
@@ -127,8 +133,11 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     else:
         names = tuple(target)
     options = BumpOptions(branches=names, all=(target == "all"), rev=rev, **opts)
+    from release.pins.tarball import record_hashes
+
     with NixpkgsClient(settings) as client:
         data = _plan(repo, options, client, catalog=_catalog(ctx), default_channel=settings.default_channel)
+    record_hashes(data, settings)
     return Plan(data, settings)
 
 
