@@ -222,3 +222,23 @@ def test_github_builds_are_recorded_as_published_by_the_workflow(tmp_path: Path)
     rows = publish.publish_pending(ctx, fx.BRANCH)
     assert sorted((r["package"], r["state"]) for r in rows) == [(p, "published") for p in sorted(fx.OK)]
     assert publish.publish_pending(ctx, fx.BRANCH) == []
+
+
+def test_real_shape_branch_dry_run_gives_arm_and_macos_runners(tmp_path: Path) -> None:
+    from tests.fixtures_realshapes import make_pytorch_repo
+
+    pt = make_pytorch_repo(tmp_path / "pt")
+    branch = "pytorch-2.10-python313"
+    ctx = fx.context(tmp_path, github_big_parallel_runners="x86_64-linux=self-hosted+big")
+    plan = builds.prepare(ctx, branch, repo=pt.path, backend="github").to_dict()
+    assert plan["ref"] == branch and plan["skipped"] == []
+    got = {b["package"]: (b["platform"], tuple(b["runs_on"])) for b in plan["build"]}
+    facts = pt.branches[branch].recipes
+    assert set(got) == set(facts)
+    for package, f in facts.items():
+        platform, runs_on = got[package]
+        assert platform == f.platforms[0]
+        expected = {"aarch64-linux": ("ubuntu-24.04-arm",), "aarch64-darwin": ("macos-14",),
+                    "x86_64-linux": ("self-hosted", "big") if f.big_parallel else ("ubuntu-latest",)}[platform]
+        assert runs_on == expected, package
+    assert {p for p, _ in got.values()} == {"x86_64-linux", "aarch64-linux", "aarch64-darwin"}

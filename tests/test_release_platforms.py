@@ -85,3 +85,20 @@ def test_placing_items_skips_what_cannot_build_there_with_the_reason():
     }
     assert [(s.package, s.platform) for s in skipped] == [("pytorch-python313-cpu-x86_64-darwin-test", "x86_64-darwin")]
     assert "TORCHBOT_GITHUB_RUNNERS" in skipped[0].reason
+
+
+def test_every_real_shape_recipe_gets_the_platforms_it_runs_on(tmp_path):
+    """On repositories in every real recipe shape (literal lists, inherited lists, callPackage
+    recipes, the x86 CPU recipe that also lists aarch64-linux, companions, darwin)."""
+    from tests.fixtures_realshapes import make_pytorch_repo, make_torchvision_repo
+
+    seen = set()
+    for fixture in (make_pytorch_repo(tmp_path / "pt", with_origin=False),
+                    make_torchvision_repo(tmp_path / "tv", with_origin=False)):
+        for b in fixture.branches.values():
+            for package, facts in b.recipes.items():
+                t = recipe_target(package, b.texts[package], ISAS)
+                assert t.platforms == facts.platforms, (b.name, package, t)
+                assert ("big-parallel" in t.features) == facts.big_parallel, (b.name, package)
+                seen |= facts.shapes
+    assert {"platforms", "platforms-inherited", "big-parallel", "darwin", "no-pin"} <= seen
