@@ -7,6 +7,11 @@ State is plain data the test edits: ``channels`` (name -> rev or raw text), ``co
 ``cudaPackages_X_Y``), ``mode`` ("ok", "down": HTTP 503 everywhere, "garbage": HTML),
 and ``pulls`` (PR payloads received).
 
+``history`` is nixpkgs' first-parent history, oldest first: ``add_commit(sha, title,
+files)`` appends one (and makes it known); the compare API (``/compare/A...B``, paged with
+``per_page``/``page``) and the commits API with ``path`` (newest first, paged) answer from it.
+``cuda_default`` (rev -> ``cudaPackages_X_Y``) adds the plain ``cudaPackages`` alias.
+
 It also serves each known commit's source tarball at ``.tarball_url`` + ``<rev>.tar.gz``: a
 small real ``.tar.gz`` (``nixpkgs-<rev>/default.nix``, deterministic bytes, different per
 rev) that ``nix-prefetch-url --unpack`` hashes like the real one; ``tarballs = False``
@@ -51,6 +56,8 @@ class FakeNixpkgs:
         self.requests: list[str] = []
         self.pull_status = 201
         self.tarballs = True
+        self.history: list[dict] = []
+        self.cuda_default: dict[str, str] = {}
         self.tarball_gets: list[str] = []
         fake = self
 
@@ -83,7 +90,28 @@ class FakeNixpkgs:
                 if parts[0] == "channels" and len(parts) == 3 and parts[2] == "git-revision":
                     rev = fake.channels.get(parts[1])
                     return self._send(200, rev, "text/plain") if rev is not None else self._send(404, "no")
-                if parts[:4] == ["api", "repos", "NixOS", "nixpkgs"] and len(parts) >= 6:
+                if parts[:4] == ["api", "repos", "NixOS", "nixpkgs"] and len(parts) >= 5:
+                    query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                    per_page, page = int(query.get("per_page", 30)), int(query.get("page", 1))
+                    window = slice((page - 1) * per_page, page * per_page)
+                    if parts[4] == "compare" and "..." in parts[5]:
+                        old, new = parts[5].split("...", 1)
+                        order = [c["sha"] for c in fake.history]
+                        if old not in order or new not in order:
+                            return self._send(404, json.dumps({"message": "Not Found"}))
+                        between = fake.history[order.index(old) + 1: order.index(new) + 1]
+                        return self._send(200, json.dumps({
+                            "html_url": f"https://github.com/NixOS/nixpkgs/compare/{old}...{new}",
+                            "total_commits": len(between),
+                            "commits": [fake._api_commit(c) for c in between[window]]}))
+                    if parts[4] == "commits" and len(parts) == 5:
+                        head, path = query.get("sha", ""), query.get("path", "")
+                        order = [c["sha"] for c in fake.history]
+                        if head not in order:
+                            return self._send(404, json.dumps({"message": "No commit found"}))
+                        touching = [c for c in reversed(fake.history[: order.index(head) + 1])
+                                    if any(f == path or f.startswith(path.rstrip("/") + "/") for f in c["files"])]
+                        return self._send(200, json.dumps([fake._api_commit(c) for c in touching[window]]))
                     if parts[4] == "commits":
                         sha = fake.branches.get(parts[5], parts[5])
                         if sha in fake.commits:
@@ -102,7 +130,8 @@ class FakeNixpkgs:
                             return self._send(200, body, "text/plain")
                         if path == CUDA_FILE:
                             sets = sorted(fake.cuda_sets.get(ref, set()))
-                            body = "{\n" + "".join(
+                            alias = fake.cuda_default.get(ref)
+                            body = "{\n" + (f"  cudaPackages = {alias};\n" if alias else "") + "".join(
                                 f'  {s} = callPackage ./cuda-packages.nix {{ cudaMajorMinorVersion = "{s[13:].replace("_", ".")}"; }};\n'
                                 for s in sets
                             ) + "}\n"
@@ -145,6 +174,14 @@ class FakeNixpkgs:
     @property
     def tarball_url(self) -> str:
         return self.base + "archive/"
+
+    def _api_commit(self, c: dict) -> dict:
+        return {"sha": c["sha"], "html_url": f"https://github.com/NixOS/nixpkgs/commit/{c['sha']}",
+                "commit": {"message": c["title"] + "\n\nbody text"}}
+
+    def add_commit(self, sha: str, title: str = "misc: update", files=("README.md",)) -> None:
+        self.commits.add(sha)
+        self.history.append({"sha": sha, "title": title, "files": list(files)})
 
     def add_rev(self, rev: str, torch: str, cuda_sets=()) -> None:
         self.commits.add(rev)

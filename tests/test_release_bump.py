@@ -315,7 +315,7 @@ def test_open_pr(env, repo, fake):
     assert pr["head"] == "bump/main-0123abc" and pr["base"] == "main"
     assert pr["repo"] == "barstoolbluz/build-pytorch"
     assert f"https://github.com/NixOS/nixpkgs/compare/{PIN_A}...{NEW}" in pr["body"]
-    assert "2.8.0 -> 2.8.4" in pr["body"] and "cudaPackages_12_8" in pr["body"]
+    assert "| torch | 2.8.0 | 2.8.4 |" in pr["body"] and "`cudaPackages_12_8`" in pr["body"]
     assert pr["title"] == "nixpkgs: bump pin fe5e41d -> 0123abc (torch 2.8.4, cudaPackages_12_8)"
     pushed = git(origin, "rev-parse", "bump/main-0123abc").strip()
     assert pushed == d["commits"]["main"]
@@ -446,3 +446,74 @@ def test_an_unreachable_tarball_refuses_the_bump_and_changes_nothing(env, fake, 
     err = capsys.readouterr().err
     assert rc == 1 and "cannot be hashed" in err and "nothing was changed" in err and "Traceback" not in err
     assert refs(work) == before
+
+
+# --- the pull request body ---------------------------------------------------------------
+
+TORCH_PATH = "pkgs/development/python-modules/torch/source/default.nix"
+
+
+def nixpkgs_history(fake):
+    """PIN_A ... NEW with 150 unrelated commits between, two touching torch and two CUDA; one
+    torch commit before PIN_A that the PR must not list."""
+    fake.history = []
+    fake.add_commit("9" * 40, "python3Packages.torch: an older change", [TORCH_PATH])
+    fake.add_commit(PIN_A, "base")
+    fake.add_commit("1" * 40, "python3Packages.torch: 2.8.0 -> 2.8.4", [TORCH_PATH])
+    for i in range(150):
+        fake.add_commit(f"{i:040x}", f"pkg{i}: 1.0 -> 1.1", [f"pkgs/by-name/p{i}/package.nix"])
+    fake.add_commit("2" * 40, "cudaPackages.cudnn: 9.8 -> 9.10 (cc @someone, `x`)",
+                    ["pkgs/development/cuda-modules/cudnn/default.nix"])
+    fake.add_commit("4" * 40, "cudaPackages: default to 12.8", ["pkgs/top-level/cuda-packages.nix"])
+    fake.add_commit(NEW, "python3Packages.torch: fix the build", ["pkgs/development/python-modules/torch/default.nix"])
+    fake.cuda_default.update({PIN_A: "cudaPackages_12_6", NEW: "cudaPackages_12_8"})
+
+
+def test_pr_body_lets_a_reviewer_judge_the_bump(env, repo, fake):
+    work, _ = repo
+    nixpkgs_history(fake)
+    main_recipes = tree_files(work, "main")
+    plan_bump(ctx(), "main", NEW, open_pr=True).apply()
+    body = fake.pulls[0]["body"]
+    lines = body.splitlines()
+    # compare link and size (the compare API paged: 154 commits at 100 a page)
+    assert f"**Compare**: https://github.com/NixOS/nixpkgs/compare/{PIN_A}...{NEW} (154 commits)" in body
+    assert sum("/compare/" in r and "page=2" in r for r in fake.requests) == 1
+    # torch and CUDA before and after
+    assert "| torch | 2.8.0 | 2.8.4 |" in lines
+    assert "| default CUDA (`cudaPackages`) | 12.6 | 12.8 |" in lines
+    assert "| `cudaPackages_12_8` (the recipes' CUDA) | 12.8 | 12.8 (present) |" in lines
+    # the commits between the pins that touch torch or CUDA paths, and only those
+    torch_at = lines.index(next(l for l in lines if l.startswith("- **torch**")))
+    assert lines[torch_at].endswith(": 2")
+    assert lines[torch_at + 1] == (f"  - [`1111111`](https://github.com/NixOS/nixpkgs/commit/{'1' * 40}) "
+                                   "python3Packages.torch: 2.8.0 -> 2.8.4")
+    assert lines[torch_at + 2].endswith("python3Packages.torch: fix the build")
+    cuda_at = lines.index(next(l for l in lines if l.startswith("- **CUDA**")))
+    assert lines[cuda_at].endswith(": 2")
+    assert "cudaPackages.cudnn: 9.8 -> 9.10 (cc @\u200bsomeone, 'x')" in lines[cuda_at + 1]  # no mention, no code span
+    assert "cudaPackages: default to 12.8" in lines[cuda_at + 2]
+    assert "an older change" not in body and "pkg7:" not in body
+    # variants to rebuild, per platform (the recipes' meta.platforms)
+    per = {}
+    for text in main_recipes.values():
+        platform = text.split('platforms = [ "')[1].split('"')[0]
+        per[platform] = per.get(platform, 0) + 1
+    n = len(main_recipes)
+    assert f"**{n} variants** to rebuild (" in body
+    for platform, count in per.items():
+        assert f"{count} {platform}" in body
+    # Renovate-style notes that say what torchbot does
+    for note in ("📅 **Schedule**: opened on request", "`0 6 * * 1`", "🚦 **Automerge**: disabled",
+                 "♻ **Rebasing**: not automatic", "`bump/main-0123abc`", "🔕 **Ignore**: close this PR",
+                 "### Status", "✅ Guards passed: torch stays 2.8", f"--branch main --changed-only` ({n} variants"):
+        assert note in body, note
+    assert f'✅ Tarball hash: `sha256 = "{prefetched(fake, NEW)}"` written into {n} recipes' in body
+
+
+def test_pr_opens_even_when_the_commits_cannot_be_listed(env, repo, fake):
+    fake.history = []  # the compare API knows neither pin
+    plan_bump(ctx(), "main", NEW, open_pr=True).apply()
+    body = fake.pulls[0]["body"]
+    assert "Could not be listed: GitHub knows no nixpkgs comparison fe5e41d...0123abc." in body
+    assert "| torch | 2.8.0 | 2.8.4 |" in body and "**Compare**: https://github.com/NixOS/nixpkgs/compare/" in body

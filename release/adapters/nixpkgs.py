@@ -1,5 +1,6 @@
 """Adapter for nixpkgs facts over HTTP (httpx): the head of a channel, whether a commit
-exists, the torch version and the CUDA package sets at a revision.
+exists, the torch version and the CUDA package sets at a revision, and what changed between
+two revisions (the GitHub compare API; commits touching a path).
 
 Base URLs come from settings (``channels_url``, ``github_api_url``) so tests point them at
 127.0.0.1. Every call has a timeout and retries with exponential backoff; anything that is
@@ -30,6 +31,7 @@ CUDA_SET_FILES = (
     "pkgs/top-level/cuda-packages.nix",
     "pkgs/top-level/all-packages.nix",
 )
+_CUDA_DEFAULT_RE = re.compile(r"^\s*cudaPackages\s*=\s*(?:recurseIntoAttrs\s+)?(cudaPackages_\d+(?:_\d+)?)\s*;", re.M)
 _TORCH_VERSION_RE = re.compile(r'pname\s*=\s*"torch";.*?\bversion\s*=\s*"(\d+\.\d+(?:\.\d+)?[^"]*)"', re.S)
 _VERSION_RE = re.compile(r'\bversion\s*=\s*"(\d+\.\d+(?:\.\d+)?[^"]*)"')
 
@@ -120,6 +122,67 @@ class NixpkgsClient:
         if not isinstance(sha, str) or not REV_RE.match(sha):
             raise ExternalError(f"The GitHub API returned garbage for {what}; nothing was changed.")
         return sha
+
+    def _json(self, path: str, what: str):
+        try:
+            return self._get(self._api(path), what, accept="application/vnd.github+json").json()
+        except _NotFound:
+            raise ExternalError(f"GitHub knows no {what}.") from None
+        except ValueError:
+            raise ExternalError(f"The GitHub API returned garbage for {what}.") from None
+
+    def compare(self, old: str, new: str, *, per_page: int = 100, max_pages: int = 10) -> dict:
+        """The commits between two nixpkgs revisions (GitHub compare API, paged):
+        ``{"total", "shas" (oldest first, at most per_page * max_pages), "complete", "html_url"}``."""
+        shas: list[str] = []
+        total, url = 0, None
+        what = f"nixpkgs comparison {short(old)}...{short(new)}"
+        for page in range(1, max_pages + 1):
+            data = self._json(f"repos/{self.repo}/compare/{old}...{new}?per_page={per_page}&page={page}", what)
+            try:
+                total, url = int(data["total_commits"]), data.get("html_url")
+                batch = [c["sha"] for c in data.get("commits") or []]
+            except (KeyError, TypeError, ValueError, AttributeError):
+                raise ExternalError(f"The GitHub API returned garbage for {what}.") from None
+            shas.extend(batch)
+            if len(shas) >= total or len(batch) < per_page:
+                break
+        return {"total": total, "shas": shas, "complete": len(shas) >= total, "html_url": url}
+
+    def path_commits(self, head: str, path: str, in_range: set[str], *, complete: bool = True,
+                     per_page: int = 100, max_pages: int = 3) -> list[dict]:
+        """The commits reachable from ``head`` that touch ``path`` (GitHub commits API with
+        ``path``, newest first), kept when in ``in_range``: ``[{"sha", "title", "url"}]``.
+        Paging stops at a page with none in range when ``in_range`` is the whole range."""
+        out: list[dict] = []
+        what = f"nixpkgs commits touching {path}"
+        for page in range(1, max_pages + 1):
+            data = self._json(f"repos/{self.repo}/commits?sha={head}&path={path}&per_page={per_page}&page={page}",
+                              what)
+            if not isinstance(data, list):
+                raise ExternalError(f"The GitHub API returned garbage for {what}.")
+            kept = 0
+            for c in data:
+                try:
+                    sha, message = c["sha"], c["commit"]["message"]
+                except (KeyError, TypeError):
+                    raise ExternalError(f"The GitHub API returned garbage for {what}.") from None
+                if sha in in_range:
+                    kept += 1
+                    out.append({"sha": sha, "title": (message or "").splitlines()[0] if message else "",
+                                "url": c.get("html_url")})
+            if len(data) < per_page or (complete and not kept):
+                break
+        return out
+
+    def cuda_default(self, rev: str) -> str | None:
+        """The set nixpkgs' plain ``cudaPackages`` points at (``cudaPackages_12_8``), or None."""
+        for path in CUDA_SET_FILES:
+            text = self.file(rev, path)
+            m = _CUDA_DEFAULT_RE.search(text or "")
+            if m:
+                return m.group(1)
+        return None
 
     def file(self, rev: str, path: str) -> str | None:
         """A file of nixpkgs at ``rev`` (GitHub contents API, raw), or None when absent."""

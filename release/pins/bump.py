@@ -217,7 +217,7 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
         try:
             for bp in work:
                 g = bp.edit.group
-                body = pr_body(bp, plan)
+                body = pr_body(bp, plan, settings, head=refs[bp.branch])
                 try:
                     pr = gh.open_pr(head=refs[bp.branch], base=bp.branch, title=bp.message, body=body)
                 except ExternalError:
@@ -262,14 +262,11 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
     return outcome
 
 
-def pr_body(bp: BranchPlan, plan: BumpPlanData) -> str:
-    g = bp.edit.group
-    cuda = ", ".join(f"{a} (CUDA {v})" for a, v in zip(g.cuda_attrs, g.cuda_versions)) or "none (CPU/darwin recipes)"
-    return (
-        f"Bump the nixpkgs pin of `{bp.branch}` ({', '.join(g.labels)}; {len(g.recipes)} recipes).\n\n"
-        f"- nixpkgs: `{short(g.pin)}` -> `{short(plan.new_rev)}` ({plan.source})\n"
-        f"- compare: {COMPARE_URL.format(old=g.pin, new=plan.new_rev)}\n"
-        f"- torch: {bp.torch_old} -> {bp.torch_new}\n"
-        f"- CUDA package sets: {cuda}\n\n"
-        "Opened by torchbot."
-    )
+def pr_body(bp: BranchPlan, plan: BumpPlanData, settings, head: str = "") -> str:
+    """The pull request body (release.pins.review): compare link, torch/CUDA commits and
+    versions before and after, variants to rebuild, notes on schedule and status."""
+    from release.adapters.nixpkgs import NixpkgsClient
+    from release.pins import review
+
+    with NixpkgsClient(settings) as client:
+        return review.render(review.gather(bp, plan, settings, client, head=head))
