@@ -3,8 +3,10 @@ build-pytorch (eight branches, ~970 recipes of ~4.5 KB) with torchbot, against a
 ``git worktree`` + ``sed`` + ``git commit`` script doing the same edits, in one run.
 
 torchbot's time includes everything a user waits for: resolving the revision and the
-guards over HTTP (a local fake nixpkgs/GitHub server), reading every branch, one commit
-per branch, moving the refs. Each side runs on its own fresh copy of the repository.
+guards over HTTP (a local fake nixpkgs/GitHub server), hashing the new pin's tarball
+(``nix-prefetch-url --unpack``, a small tarball from the fake), reading every branch, one
+commit per branch, moving the refs. The plain script hashes the tarball too and writes the
+same ``sha256`` lines with sed. Each side runs on its own fresh copy of the repository.
 
     .venv/bin/python bench/bump.py [--rounds 3]
 """
@@ -57,12 +59,14 @@ def real_sized_branches():
 PLAIN = r"""
 set -e
 cd "$1"; NEW="$2"; NS=$(echo "$NEW" | cut -c1-7)
+H=$(nix-prefetch-url --unpack --name source "$3" 2>/dev/null)
 for b in $(git for-each-ref --format='%(refname:short)' refs/heads/); do
   old=$(git show "$b:$(git ls-tree --name-only "$b" .flox/pkgs/ | head -1)" | grep -o 'nixpkgs/archive/[0-9a-f]\{40\}' | head -1 | cut -d/ -f3)
   os=$(echo "$old" | cut -c1-7)
   wt=$(mktemp -d)
   git worktree add -q --detach "$wt" "$b"
   sed -i "s/$old/$NEW/g" "$wt"/.flox/pkgs/*.nix
+  sed -i "s|^\( *\)url = \"https://github.com/NixOS/nixpkgs/archive/$NEW.tar.gz\";|&\n\1sha256 = \"$H\";|" "$wt"/.flox/pkgs/*.nix
   sed -i "/^| \**\`$b\`/{s/$old/$NEW/g;s/\`$os\`/\`$NS\`/g}" "$wt/README.md"
   git -C "$wt" commit -q -am "nixpkgs: bump pin $os -> $NS"
   git update-ref "refs/heads/$b" "$(git -C "$wt" rev-parse HEAD)"
@@ -86,9 +90,9 @@ def run_torchbot(repo: Path, fake: FakeNixpkgs) -> float:
     return elapsed
 
 
-def run_plain(repo: Path) -> float:
+def run_plain(repo: Path, fake: FakeNixpkgs) -> float:
     t0 = time.perf_counter()
-    subprocess.run(["bash", "-c", PLAIN, "plain", str(repo), NEW], check=True,
+    subprocess.run(["bash", "-c", PLAIN, "plain", str(repo), NEW, f"{fake.tarball_url}{NEW}.tar.gz"], check=True,
                    env={**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x",
                         "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x"})
     return time.perf_counter() - t0
@@ -135,7 +139,7 @@ def main() -> int:
                 shutil.copytree(template, a, symlinks=True)
                 shutil.copytree(template, b, symlinks=True)
                 tb.append(run_torchbot(a, fake))
-                pl.append(run_plain(b))
+                pl.append(run_plain(b, fake))
                 if i == 0:
                     print("same trees on every branch:", same_result(a, b))
                 print(f"round {i+1}: torchbot {tb[-1]:.3f}s   plain worktree+sed+commit {pl[-1]:.3f}s")
