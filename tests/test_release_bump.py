@@ -517,3 +517,27 @@ def test_pr_opens_even_when_the_commits_cannot_be_listed(env, repo, fake):
     body = fake.pulls[0]["body"]
     assert "Could not be listed: GitHub knows no nixpkgs comparison fe5e41d...0123abc." in body
     assert "| torch | 2.8.0 | 2.8.4 |" in body and "**Compare**: https://github.com/NixOS/nixpkgs/compare/" in body
+
+
+def test_real_shape_recipes_all_get_the_hash_and_a_fixture_hash_is_replaced(fake, tmp_path, monkeypatch):
+    """On a repository in the real recipe shapes: every moved recipe records the served
+    tarball's sha256, the one that already had a (wrong) sha256 included."""
+    from tests.fixtures_realshapes import PIN_MAIN, PIN_SHA256, make_pytorch_repo
+
+    pt = make_pytorch_repo(tmp_path / "pt")
+    monkeypatch.setenv("TORCHBOT_CHANNELS_URL", fake.channels_url)
+    monkeypatch.setenv("TORCHBOT_GITHUB_API_URL", fake.api_url)
+    monkeypatch.setenv("TORCHBOT_NIXPKGS_TARBALL_URL", fake.tarball_url)
+    fake.add_rev(PIN_MAIN, "2.8.0", CUDA_ALL | {"cudaPackages_13"})
+    fake.add_rev(NEW, "2.8.4", CUDA_ALL | {"cudaPackages_13"})
+    plan_bump(ctx(), "main", NEW, repo=pt.path).apply()
+    sha = prefetched(fake, NEW)
+    files = tree_files(pt.path, "main")
+    moved = [p for p, f in ((pt.recipe_path(n), f) for n, f in pt.branches["main"].recipes.items())
+             if f.pin == PIN_MAIN]
+    assert moved and [s for s, _ in pt.by_shape("pin-sha256") if s == "main"]
+    for path in moved:
+        text = files[path]
+        assert f"archive/{NEW}.tar.gz" in text and text.count("sha256 = ") == 1 and f'sha256 = "{sha}";' in text
+        assert PIN_SHA256 not in text
+    parse_ok([files[p] for p in moved], tmp_path)
