@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from config.errors import ExternalError
 from config.naming import short
 from release.adapters import git as gitops
-from release.recipes.platforms import recipe_target
+from release.recipes.platforms import isa_platforms, recipe_target
 
 RECIPES_DIR = ".flox/pkgs"
 # nixpkgs paths whose commits a torch/CUDA reviewer wants to see
@@ -63,7 +63,7 @@ def _version(attr: str | None) -> str:
     return attr.split("_", 1)[1].replace("_", ".") if attr and "_" in attr else "?"
 
 
-def rebuild_counts(texts: dict[str, str], moved: set[str], isa_platforms: dict[str, str]) -> dict[str, int]:
+def rebuild_counts(texts: dict[str, str], moved: set[str], isas: dict[str, str]) -> dict[str, int]:
     """Variants a bump makes rebuild, per platform: the moved recipes and the companions
     that import one of them (pure). ``texts``: recipe path -> text."""
     names = {p.rsplit("/", 1)[-1][: -len(".nix")]: p for p in texts}
@@ -74,14 +74,13 @@ def rebuild_counts(texts: dict[str, str], moved: set[str], isa_platforms: dict[s
             rebuilt.add(n)
     counts: dict[str, int] = {}
     for n in rebuilt:
-        platform = recipe_target(n, texts[names[n]], isa_platforms).platform or "unknown"
+        platform = recipe_target(n, texts[names[n]], isas).platform or "unknown"
         counts[platform] = counts.get(platform, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def gather(bp, plan, settings, client, head: str = "") -> Review:
     """The facts for the PR of one branch's bump (see the module docstring)."""
-    from config.catalog import load_catalog
     from release.pins.hashes import tarball_url
 
     g = bp.edit.group
@@ -96,11 +95,7 @@ def gather(bp, plan, settings, client, head: str = "") -> Review:
     texts = gitops.read_files(gitops.open_repo(plan.repo_path), bp.tip, RECIPES_DIR)
     texts = {p: t for p, t in texts.items() if p.endswith(".nix")}
     texts.update({p: bp.edit.changes[p] for p in moved})
-    try:
-        isas = {n: i.platform for n, i in load_catalog().isas.items()}
-    except Exception:  # a broken local branches file: recipes still name their platforms
-        isas = {}
-    r.rebuild = rebuild_counts(texts, moved, isas)
+    r.rebuild = rebuild_counts(texts, moved, isa_platforms())
     try:
         if g.cuda_attrs or any("CUDA" in label for label in g.labels):
             r.cuda_default = (client.cuda_default(old), client.cuda_default(new))

@@ -1,5 +1,5 @@
 """Where a recipe can be built: its platforms and required system features, read from the
-recipe text (pure, no I/O).
+recipe text (pure, no I/O; ``isa_platforms`` reads the catalog's hardware data).
 
 The platforms are the recipe's ``meta.platforms``; the features its
 ``requiredSystemFeatures`` (the real recipes all ask for ``big-parallel``). Hardware wins over
@@ -24,6 +24,17 @@ _PLATFORMS_RE = re.compile(r"\bplatforms\s*=\s*\[([^\]]*)\]")
 _FEATURES_RE = re.compile(r"\brequiredSystemFeatures\s*=\s*\[([^\]]*)\]")
 _STRING_RE = re.compile(r'"([^"\\]*)"')
 _COMMENT_RE = re.compile(r"#[^\n]*")
+
+
+def isa_platforms() -> dict[str, str]:
+    """CPU ISA build name -> the platform its code runs on, from the catalog's hardware data
+    (empty when the catalog cannot load: the recipes' own lists still apply)."""
+    from config.catalog import load_catalog
+
+    try:
+        return {name: isa.platform for name, isa in load_catalog().isas.items()}
+    except Exception:  # a broken local branches file must not stop builds or bumps
+        return {}
 
 
 @dataclass(frozen=True)
