@@ -11,6 +11,7 @@ import socket
 import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Iterator
 
 from sqlalchemy import (
@@ -25,8 +26,10 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from config.errors import ConfigError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 STATES = ("queued", "running", "succeeded", "failed", "interrupted")
@@ -153,10 +156,16 @@ class State:
         kwargs: dict = {}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
-        self.engine: Engine = create_engine(url, **kwargs)
-        if url.startswith("sqlite"):
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-        Base.metadata.create_all(self.engine)
+            _sqlite_dir(url)
+        else:
+            kwargs["pool_pre_ping"] = True  # a restarted PostgreSQL server does not break the bot
+        try:
+            self.engine: Engine = create_engine(url, **kwargs)
+            if url.startswith("sqlite"):
+                event.listen(self.engine, "connect", _sqlite_pragmas)
+            _create_tables(self.engine)
+        except (ImportError, SQLAlchemyError) as err:
+            raise ConfigError(f"TORCHBOT_STATE_DB: cannot open {_shown(url)}: {_reason(err)}") from None
         self._factory = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
@@ -253,6 +262,50 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _shown(url: str) -> str:
+    """The URL with any password hidden (secrets never reach logs or chat)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url.split("://", 1)[0] + "://…"
+
+
+def _reason(err: BaseException) -> str:
+    orig = getattr(err, "orig", None) or err
+    text = " ".join(str(orig).split())
+    if isinstance(err, ImportError) or type(err).__name__ == "NoSuchModuleError":
+        return f"its driver is not installed ({text}); torchbot supports sqlite:/// and postgresql+psycopg://"
+    return text[:300] or type(orig).__name__
+
+
+def _sqlite_dir(url: str) -> None:
+    """Create the SQLite file's directory, or say in one line why it cannot be."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    directory = Path(database).expanduser().parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"TORCHBOT_STATE_DB: cannot create the directory {directory}: "
+                          f"{err.strerror or err}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"TORCHBOT_STATE_DB: the directory {directory} is not writable") from None
+
+
+def _create_tables(engine: Engine) -> None:
+    """Create missing tables; two processes starting at once on one PostgreSQL DB may race,
+    and the loser only has to see the winner's tables."""
+    try:
+        Base.metadata.create_all(engine)
+    except IntegrityError:
+        Base.metadata.create_all(engine)
+    except SQLAlchemyError as err:
+        if "already exists" not in str(err):
+            raise
+        Base.metadata.create_all(engine)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
