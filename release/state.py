@@ -1,5 +1,5 @@
-"""The state DB: builds, publishes, releases (Slack threads), the announcement outbox and
-job-run locks. SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
+"""The state DB: builds, publishes, releases (Slack threads), the announcement outbox,
+job-run locks and the pending plans of chat commands (waiting for Confirm). SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
 default, PostgreSQL works the same). ``open_state(url)`` gives a :class:`State` whose
 ``session()`` is a context manager committing on success and rolling back on error.
 """
@@ -150,6 +150,28 @@ class JobRun(Base):
     result: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+class PendingPlan(Base):
+    """A plan shown in chat and waiting for its Confirm: what to run again (``replay``), what
+    must not have moved when it is confirmed (``expected``: name -> value), who may confirm it
+    and until when. ``state``: pending | confirmed | cancelled | expired."""
+
+    __tablename__ = "pending_plans"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    command: Mapped[str] = mapped_column(String(40))
+    args: Mapped[str] = mapped_column(Text, default="[]")  # JSON list, as typed
+    replay: Mapped[str] = mapped_column(Text, default="[]")  # JSON list, with resolved revisions
+    expected: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
+    summary: Mapped[str] = mapped_column(Text, default="")
+    user: Mapped[str] = mapped_column(String(64))
+    channel: Mapped[str] = mapped_column(String(64))
+    created: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    expires: Mapped[datetime] = mapped_column(DateTime, index=True)
+    state: Mapped[str] = mapped_column(String(20), default="pending", index=True)
+    handled: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    handled_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
 class State:
     def __init__(self, url: str):
         self.url = url
@@ -223,6 +245,42 @@ class State:
                 b.message = "torchbot stopped while this build was " + ("running" if b.started else "queued")
                 changed += 1
         return changed
+
+    # -- pending plans --------------------------------------------------------------------
+
+    def add_plan(self, plan: PendingPlan) -> None:
+        with self.session() as s:
+            s.add(plan)
+
+    def take_plan(self, plan_id: str, user: str, action: str = "confirmed",
+                  others_may: bool = False) -> tuple[str, PendingPlan | None]:
+        """Claim a pending plan for ``action`` (confirmed | cancelled) by ``user`` (only its asker
+        unless ``others_may``), at most once across processes. Returns (outcome, row):
+        ok | unknown | handled | expired | not_owner."""
+        now = utcnow()
+        with self.session() as s:
+            row = s.get(PendingPlan, plan_id)
+            if row is None:
+                return "unknown", None
+            if row.state != "pending":
+                return "handled", row
+            if row.user != user and not others_may:
+                return "not_owner", row
+            if row.expires <= now:
+                s.execute(update(PendingPlan).where(PendingPlan.id == plan_id, PendingPlan.state == "pending")
+                          .values(state="expired", handled=now))
+                return "expired", row
+            done = s.execute(update(PendingPlan).where(PendingPlan.id == plan_id, PendingPlan.state == "pending")
+                             .values(state=action, handled=now, handled_by=user))
+            if done.rowcount != 1:
+                return "handled", s.get(PendingPlan, plan_id)
+            row.state, row.handled, row.handled_by = action, now, user
+            return "ok", row
+
+    def pending_plans(self) -> list[PendingPlan]:
+        with self.session() as s:
+            return list(s.scalars(select(PendingPlan).where(PendingPlan.state == "pending",
+                                                            PendingPlan.expires > utcnow()).order_by(PendingPlan.created)))
 
     # -- job locks ----------------------------------------------------------------------
 
