@@ -44,7 +44,7 @@ def _serve(args, ctx) -> int:
             server = make_http_server(app, host, port)
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
-    who = startup.identity(app.client, s)
+    who = startup.identity(s)
     scheduler = None
     if not args.no_schedule:
         from release.schedule import start_scheduler

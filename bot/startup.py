@@ -46,10 +46,19 @@ def slack_error(err: Exception, settings, token_var: str = "TORCHBOT_SLACK_BOT_T
                        f"{' '.join(str(reason).split()) or type(err).__name__}.")
 
 
-def identity(client, settings) -> dict:
-    """auth.test: who the bot is and in which workspace (a ConfigError when it cannot say)."""
+def identity(settings) -> dict:
+    """auth.test: who the bot is and in which workspace (a ConfigError when it cannot say;
+    slack_sdk's own error log lines are kept out of the way of that one line)."""
+    import logging
+
+    from slack_sdk import WebClient
     from slack_sdk.errors import SlackApiError, SlackClientError
 
+    quiet = logging.getLogger("torchbot.startup.slack")
+    quiet.setLevel(logging.CRITICAL)
+    quiet.propagate = False
+    client = WebClient(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url,
+                       timeout=int(settings.http_timeout), logger=quiet)
     try:
         resp = client.auth_test()
     except (SlackApiError, SlackClientError, OSError) as err:
