@@ -9,15 +9,16 @@ never a 5xx. Bolt verifies the signature again (defence in depth)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
 import json
 import logging
 import threading
+import time
 from socketserver import ThreadingMixIn
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
-
-from slack_sdk.signature import SignatureVerifier
 
 from bot.incidents import report
 
@@ -61,9 +62,18 @@ def malformed(body: bytes, ctype: str) -> str | None:
     return None
 
 
+def signed(secret: bytes, timestamp: str, body: bytes, signature: str, now: float | None = None) -> bool:
+    """Slack's v0 signature over the raw bytes (slack_sdk's verifier decodes the body as UTF-8
+    first, which a forged body can make fail), within Slack's 5 minutes."""
+    if abs((now or time.time()) - int(timestamp)) > 300:
+        return False
+    mac = hmac.new(secret, b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest("v0=" + mac, signature)
+
+
 def guard(inner, signing_secret: str):
     """WSGI middleware: 401 for unsigned, 400 for malformed, an apology for the unexpected."""
-    verifier = SignatureVerifier(signing_secret)
+    secret = signing_secret.encode()
 
     def app(environ, start_response):
         if environ.get("PATH_INFO") != PATH:
@@ -83,7 +93,7 @@ def guard(inner, signing_secret: str):
             return _reply(start_response, "401 Unauthorized", "unsigned request\n")
         if not ts.strip().isdigit():
             return _reply(start_response, "400 Bad Request", "X-Slack-Request-Timestamp is not an integer\n")
-        if not verifier.is_valid(body=body, timestamp=ts.strip(), signature=sig):
+        if not signed(secret, ts.strip(), body, sig):
             return _reply(start_response, "401 Unauthorized", "invalid or expired signature\n")
         why = malformed(body, environ.get("CONTENT_TYPE", ""))
         if why:
