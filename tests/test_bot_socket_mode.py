@@ -6,9 +6,6 @@ the bot is back within 5 s, and burns no CPU while it is away."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -16,8 +13,7 @@ import pytest
 
 from tests.fakes_slack import FakeSlack
 from tests.fakes_socket_mode import FakeSocketMode
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.fixtures_serve import ServeProcess
 BACK_WITHIN = 5.0
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -33,46 +29,18 @@ def variant(sm: FakeSocketMode, conn=None) -> dict:
                       conn=conn)
 
 
-class Bot:
-    def __init__(self, proc: subprocess.Popen):
-        self.proc = proc
-        self.lines: list[str] = []
-        self.err: list[str] = []
-        threading.Thread(target=self._pump, args=(proc.stdout, self.lines), daemon=True).start()
-        threading.Thread(target=self._pump, args=(proc.stderr, self.err), daemon=True).start()
-
-    @staticmethod
-    def _pump(stream, into):
-        for line in stream:
-            into.append(line.rstrip("\n"))
-
-    def wait_line(self, timeout: float = 30.0) -> str:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.lines:
-                return self.lines[0]
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise AssertionError(f"no start line; stderr: {self.err}")
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("socket")
     with FakeSlack() as api, FakeSocketMode(api) as sm:
-        env = dict(os.environ, TORCHBOT_SLACK_BOT_TOKEN="xoxb-test", TORCHBOT_SLACK_APP_TOKEN="xapp-test\n",
+        env = dict(TORCHBOT_SLACK_BOT_TOKEN="xoxb-test", TORCHBOT_SLACK_APP_TOKEN="xapp-test\n",
                    TORCHBOT_SLACK_API_URL=api.url, TORCHBOT_STATE_DB=str(tmp / "state.db"),
-                   TORCHBOT_AUDIT_LOG=str(tmp / "audit.log"), PYTHONPATH=str(ROOT))
-        env.pop("TORCHBOT_REPO_PATH", None)
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--socket", "--no-schedule"], cwd=tmp,
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        bot = Bot(proc)
+                   TORCHBOT_AUDIT_LOG=str(tmp / "audit.log"))
+        bot = ServeProcess(tmp, env, ["--socket", "--no-schedule"])
         try:
-            yield {"api": api, "sm": sm, "bot": bot, "pid": proc.pid}
+            yield {"api": api, "sm": sm, "bot": bot, "pid": bot.pid}
         finally:
-            proc.terminate()
-            proc.wait(timeout=15)
+            bot.stop()
 
 
 def test_start_line_names_bot_workspace_and_mode_and_commands_are_acked(world):
