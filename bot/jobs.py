@@ -77,9 +77,16 @@ class JobRunner:
         return job
 
     def position(self, job: Job) -> int:
-        """0 when the job is running or done, else its place in the queue (1 = next)."""
+        """0 when the job is running, done or about to start on a free worker; else its place
+        in the queue (1 = next)."""
         with self._cond:
-            return self._queue.index(job) + 1 if job in self._queue else 0
+            if job not in self._queue:
+                return 0
+            index = self._queue.index(job)
+            ahead = sum(1 for j in self._queue[:index] if not self._blocked(j))
+            if not self._blocked(job) and len(self._running) + ahead < self.workers:
+                return 0
+            return index + 1
 
     def running(self) -> int:
         with self._cond:
