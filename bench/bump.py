@@ -74,7 +74,7 @@ done
 def run_torchbot(repo: Path, fake: FakeNixpkgs) -> float:
     from release.context import Context
     from config.settings import Settings
-    from release.commands_pins import plan_bump
+    from release.pins.commands import plan_bump
 
     settings = Settings(
         repo_path=repo, channels_url=fake.channels_url, github_api_url=fake.api_url, http_retries=2
@@ -109,7 +109,7 @@ def main() -> int:
         branches = real_sized_branches()
         t0 = time.perf_counter()
         try:  # the recipes torchbot renders (release.render), else stub recipes of the real size
-            from release.render import render_branch
+            from release.recipes.render import render_branch
 
             cat = load_catalog().with_branches(branches, "bench")
             template, _ = build_repo_from_files(tmp / "template", {b.name: render_branch(cat, b) for b in branches})

@@ -42,9 +42,9 @@ HELP = """\
 
 # Mutating commands -> (module, function) of the planner that returns a Plan.
 PLANNERS: dict[str, tuple[str, str]] = {
-    "bump": ("release.commands_pins", "plan_bump"),
-    "build": ("release.commands_builds", "plan_build"),
-    "publish": ("release.commands_builds", "plan_publish"),
+    "bump": ("release.pins.commands", "plan_bump"),
+    "build": ("release.builds.commands", "plan_build"),
+    "publish": ("release.publishing.commands", "plan_publish"),
 }
 USAGE = {"bump": "Usage: /bump <branch|all> [rev]", "build": "Usage: /build <branch> [glob]",
          "publish": "Usage: /publish <branch>"}

@@ -15,7 +15,7 @@ import sys
 
 from config.errors import TorchbotError
 
-REGISTRARS = ("bot.cli_ask", "release.cli", "release.schedule_cli", "bot.serve_cli")
+REGISTRARS = ("bot.cli_ask", "release.cli", "release.schedule.cli", "bot.serve_cli")
 
 
 class _Parser(argparse.ArgumentParser):

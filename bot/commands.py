@@ -68,7 +68,7 @@ def catalog(ctx: Context, with_problems: bool = False) -> CatalogResult:
     repo = ctx.settings.repo_path
     if with_problems and repo is not None and ctx.use_repo:
         from config.catalog import load_catalog
-        from release.reader import read_repository
+        from release.recipes.reader import read_repository
 
         ctx.catalog  # raises a clear CatalogError for a path that is not such a repository
         problems = read_repository(repo, load_catalog()).all_problems

@@ -47,7 +47,7 @@ def _serve(args, ctx) -> int:
     who = startup.identity(s)
     scheduler = None
     if not args.no_schedule:
-        from release.schedule import start_scheduler
+        from release.schedule.jobs import start_scheduler
 
         scheduler = start_scheduler(ctx)
     try:

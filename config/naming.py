@@ -69,3 +69,12 @@ def parse_package_name(name: str) -> ParsedName | None:
     if m["cpu_isa"]:
         return ParsedName(m["kind"], python, None, None, m["cpu_isa"])
     return ParsedName(m["kind"], python, m["cuda"].replace("_", "."), m["arch"], m["isa"])
+
+
+# nixpkgs revisions
+REV_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+def short(rev: str) -> str:
+    """The 7-character form of a nixpkgs revision, as the READMEs and commit messages show it."""
+    return rev[:7]

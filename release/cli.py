@@ -1,12 +1,15 @@
 """`torchbot release ...`: each part of the release manager registers its own verbs
-(release.cli_init: init/render; release.cli_pins: bump-pins, branch; release.cli_builds:
-build, status, publish, workflow). Missing parts are skipped."""
+(release.recipes.cli: init/render; release.pins.cli: bump-pins; release.branches.cli: branch;
+release.builds.cli: build, status, workflow; release.publishing.cli: publish), and the output helpers they share.
+Missing parts are skipped."""
 
 from __future__ import annotations
 
 import importlib
+import json
+import sys
 
-PARTS = ("release.cli_init", "release.cli_pins", "release.cli_builds")
+PARTS = ("release.recipes.cli", "release.pins.cli", "release.branches.cli", "release.builds.cli", "release.publishing.cli")
 
 
 def register(sub) -> None:
@@ -20,3 +23,17 @@ def register(sub) -> None:
                 continue
             raise
         module.register(verbs)
+
+
+def emit(result, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2, sort_keys=False))
+    else:
+        print(result.text())
+
+
+def refusal(err, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"ok": False, "error": err.message}, indent=2))
+    print(f"torchbot: {err.message}", file=sys.stderr)
+    return err.exit_code

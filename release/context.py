@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 from config.catalog import Catalog, load_catalog
+from config.errors import UsageError
 from config.settings import Settings
 
 
@@ -22,8 +24,19 @@ class Context:
         repo = self.settings.repo_path
         if self.use_repo and repo is not None:
             try:
-                from release.reader import catalog_from_repository
+                from release.recipes.reader import catalog_from_repository
             except ImportError:  # reader not available: embedded data
                 return embedded
             return catalog_from_repository(repo, embedded)
         return embedded
+
+
+def repo_path(ctx: Context, repo: str | Path | None) -> Path:
+    """``repo`` or ``TORCHBOT_REPO_PATH``, resolved and checked to be a git repository."""
+    path = Path(repo) if repo else ctx.settings.repo_path
+    if path is None:
+        raise UsageError("No repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
+    path = Path(path).expanduser().resolve()
+    if not (path / ".git").exists() and not (path / "HEAD").exists():
+        raise UsageError(f"{path} is not a git repository.")
+    return path

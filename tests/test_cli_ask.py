@@ -68,8 +68,8 @@ def test_catalog_lists_branches_pins_and_counts(capsys, monkeypatch):
 
 def test_catalog_and_ask_answer_from_a_repository(tmp_path, capsys, monkeypatch):
     from config.catalog import load_catalog
-    from release.gitrepo import commit_changes
-    from release.init import init_repository
+    from release.adapters.git import commit_changes
+    from release.recipes.init import init_repository
 
     repo = tmp_path / "bp"
     init_repository(repo, load_catalog(), ["main", "pytorch-2.10-python313"], "t", "t@example.com")

@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from release import announce, builds, publish
+from release.publishing import announce
+
+from release.builds import run as builds
+
+from release.publishing import publish
 from release.state import Outbox, open_state
 from tests import fixtures_builds as fx
 from tests.fakes_slack import FakeSlack

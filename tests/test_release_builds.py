@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from release import builds
+from release.builds import run as builds
 from release.state import Build, open_state
 from tests import fixtures_builds as fx
 

@@ -13,7 +13,7 @@ from bot.cli import main as cli
 from release.context import Context
 from config.errors import ExternalError, RefusedError, ValidationError
 from config.settings import Settings
-from release.commands_pins import plan_bump
+from release.pins.commands import plan_bump
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import NEW, PIN_A, PIN_B, PIN_C, build_repo, git, refs, small_catalog_branches, tree_files
 
@@ -323,7 +323,7 @@ def test_fixture_recipes_parse(repo, tmp_path):
 
 def test_bump_recipes_of_the_generator(tmp_path, fake, monkeypatch):
     """The recipes torchbot itself renders (release.render) bump the same way."""
-    render = pytest.importorskip("release.render")
+    render = pytest.importorskip("release.recipes.render")
     from config.catalog import load_catalog
     from tests.fixtures_pins import build_repo_from_files
 
@@ -341,7 +341,7 @@ def test_bump_recipes_of_the_generator(tmp_path, fake, monkeypatch):
     parse_ok(list(new.values()), tmp_path)
     assert tree_files(work, "pytorch-2.9-python313", ".") == other
     try:  # the repository reader (issue 3) reads the new pin back when it is installed
-        from release import reader
+        from release.recipes import reader
     except ImportError:
         return
     read = reader.read_repository(work, cat)

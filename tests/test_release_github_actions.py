@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from config.errors import ExternalError, UsageError
-from release import builds, github_actions
+from release.builds import run as builds
+from release.builds import github as github_actions
+from release.builds.workflow import render_workflow, write_workflow
 from tests import fixtures_builds as fx
 from tests.fakes_github import FakeGitHub
 
@@ -67,18 +69,18 @@ def test_errors_are_clear_and_record_nothing(tmp_path: Path) -> None:
 
 def test_rendered_workflow(tmp_path: Path) -> None:
     ctx = fx.context(tmp_path, build_jobs=3)
-    text = github_actions.render_workflow(ctx.settings)
+    text = render_workflow(ctx.settings)
     assert "workflow_dispatch:" in text and "fromJSON(inputs.pytorch)" in text
     assert 'flox publish -o acme "${{ matrix.package }}"' in text and "max-parallel: 3" in text
     assert "needs: pytorch" in text and "$" + "org" not in text
     repo = fx.make_repo(tmp_path)
-    path = github_actions.write_workflow(ctx, repo, commit=True)
+    path = write_workflow(ctx, repo, commit=True)
     assert path.read_text() == text
     assert "torchbot: GitHub Actions build workflow" in builds.git(repo, "log", "-1", "--format=%s")
 
 
 def test_github_builds_are_recorded_as_published_by_the_workflow(tmp_path: Path) -> None:
-    from release import publish
+    from release.publishing import publish
 
     repo = fx.make_repo(tmp_path, packages=fx.OK)
     with FakeGitHub() as gh:

@@ -11,9 +11,9 @@ import pytest
 from bot.cli import main as cli
 from config.errors import RefusedError, ValidationError
 from config.catalog import load_catalog
-from release.gitrepo import commit_changes
-from release.init import init_repository
-from release.render import MANIFEST, README, recipe_path, render_branch
+from release.adapters.git import commit_changes
+from release.recipes.init import init_repository
+from release.recipes.render import MANIFEST, README, recipe_path, render_branch
 from tests.fixtures_repo import git, refs, with_origin
 
 

@@ -9,8 +9,8 @@ import pytest
 from config.errors import ExternalError, RefusedError, ValidationError
 from config.catalog import load_catalog
 from config.settings import Settings
-from release import pins
-from release.nixpkgs import NixpkgsClient
+from release.pins import rules as pins
+from release.adapters.nixpkgs import NixpkgsClient
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import NEW, PIN_A, PIN_B, PIN_C, multi_pin, readme_text, recipe_text
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from release import builds, publish
-from release.commands_builds import plan_publish
+from release.builds import run as builds
+
+from release.publishing import publish
+from release.publishing.commands import plan_publish
 from release.state import Outbox, Publish, Release, open_state
 from tests import fixtures_builds as fx
 

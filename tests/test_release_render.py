@@ -14,7 +14,7 @@ import pytest
 
 from config.errors import CatalogError
 from config.catalog import load_catalog
-from release.render import MANIFEST, README, recipe_path, render_all, render_branch, render_recipe
+from release.recipes.render import MANIFEST, README, recipe_path, render_all, render_branch, render_recipe
 
 STUB = Path(__file__).with_name("nixstub").resolve()
 

@@ -7,7 +7,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from release import schedule
+from release.schedule import jobs as schedule
 from release.state import open_state
 from tests import fixtures_builds as fx
 
@@ -110,7 +110,7 @@ def test_scheduled_bump_builds_changed_variants_then_nothing(tmp_path: Path) -> 
         ctx = _ctx(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=nix.api_url,
                    build_command="true", build_result_link="README.md", http_retries=1)
         first = schedule.run_now(ctx, f"bump:{branch}")["result"]
-        rows = [r for r in __import__("release.builds").builds.status(ctx, branch)]
+        rows = [r for r in __import__("release.builds.run").builds.run.status(ctx, branch)]
         second = schedule.run_now(ctx, f"bump:{branch}")["result"]
     assert first.endswith(f"build: {len(rows)} variant(s)") and len(rows) >= 4, first
     assert {r["state"] for r in rows} == {"succeeded"} and {r["pin"] for r in rows} == {pins.NEW}

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SCHEDULER = """
 import json, sys, time
-from release import schedule
+from release.schedule import jobs as schedule
 from release.context import Context
 from config.settings import load_settings
 

@@ -22,8 +22,11 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from config.errors import UsageError
-from release import builds as B
-from release.state import Build, Outbox, Publish, Release, state_for, utcnow
+from release.adapters.git import list_recipes, read_blobs, worktree
+from release.builds.plan import recipe_pin
+from release.builds.run import format_command
+from release.context import repo_path
+from release.state import Build, Outbox, Publish, Release, state_for
 
 _PY = re.compile(r"-python(3)(\d+)-")
 _CUDA = re.compile(r"-cuda(\d+)_(\d+)-")
@@ -66,11 +69,11 @@ def _release_packages(repo: Path | None, commit: str | None, pin: str | None, fa
     if repo is None or not commit:
         return fallback
     try:
-        recipes = B.list_recipes(repo, commit)
-        texts = B.read_blobs(repo, recipes.values())
+        recipes = list_recipes(repo, commit)
+        texts = read_blobs(repo, recipes.values())
     except Exception:
         return fallback
-    pins = {p: B.recipe_pin(texts.get(sha, "")) for p, sha in recipes.items()}
+    pins = {p: recipe_pin(texts.get(sha, "")) for p, sha in recipes.items()}
     same = [p for p, v in pins.items() if v == pin or v is None]
     return same or fallback
 
@@ -130,7 +133,7 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None) -> list[dict]:
         return []
     path: Path | None = None
     if repo or ctx.settings.repo_path:
-        path = B.repo_path(ctx, repo)
+        path = repo_path(ctx, repo)
     elif any(b.backend == "local" for b in todo):
         raise UsageError("Publishing needs the repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
     results: list[dict] = []
@@ -157,14 +160,14 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None) -> list[dict]:
         if not local:
             continue
         if path is not None and commit:
-            with B.worktree(path, commit) as wt:
+            with worktree(path, commit) as wt:
                 for b in local:
-                    ok, msg = _run(B._fmt(ctx.settings.publish_command, b.package, ctx), wt,
+                    ok, msg = _run(format_command(ctx.settings.publish_command, b.package, ctx), wt,
                                    ctx.settings.publish_timeout)
                     finish(b, ok, msg)
         else:
             for b in local:
-                ok, msg = _run(B._fmt(ctx.settings.publish_command, b.package, ctx), path,
+                ok, msg = _run(format_command(ctx.settings.publish_command, b.package, ctx), path,
                                ctx.settings.publish_timeout)
                 finish(b, ok, msg)
     return results

@@ -16,7 +16,7 @@ import httpx
 
 from config.errors import ExternalError, RefusedError
 from config.settings import Settings
-from release.pins import REV_RE, short
+from config.naming import REV_RE, short
 
 log = logging.getLogger(__name__)
 

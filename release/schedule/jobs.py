@@ -2,7 +2,7 @@
 
 Jobs:
 - ``bump:<branch>`` on ``Settings.bump_cron`` (vLLM branches only with
-  ``bump_vllm_branches``): ``release.commands_pins.plan_bump(ctx, branch, None).apply()``,
+  ``bump_vllm_branches``): ``release.pins.commands.plan_bump(ctx, branch, None).apply()``,
   then a ``--changed-only`` build with ``Settings.build_backend`` (skipped gracefully when the
   pins module or the repository is absent);
 - ``poll-builds`` (GitHub runs of the github backend; interrupted local builds),
@@ -117,14 +117,14 @@ def _spec(ctx, job_id: str) -> JobSpec:
 
 def _job_bump(ctx, branch: str) -> str:
     try:
-        from release.commands_pins import plan_bump
+        from release.pins.commands import plan_bump
     except ImportError:
-        return "skipped: pin bumps are not available (release.commands_pins missing)"
+        return "skipped: pin bumps are not available (release.pins.commands missing)"
     if ctx.settings.repo_path is None:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
     result = plan_bump(ctx, branch, None).apply()
     line = result.text().splitlines()[0] if result.text() else "bumped"
-    from release.commands_builds import plan_build
+    from release.builds.commands import plan_build
 
     built = plan_build(ctx, branch, None, backend=ctx.settings.build_backend, changed_only=True).apply()
     return f"{line}; build: {len(built.rows)} variant(s)"
@@ -135,7 +135,7 @@ def _job_poll(ctx, _arg) -> str:
 
     n = state_for(ctx).mark_interrupted()
     try:
-        from release.github_actions import poll_active
+        from release.builds.github import poll_active
     except ImportError:
         return f"{n} interrupted"
     if ctx.settings.github_token is None:
@@ -147,7 +147,7 @@ def _job_poll(ctx, _arg) -> str:
 def _job_publish(ctx, _arg) -> str:
     if ctx.settings.repo_path is None:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    from release.publish import publish_pending
+    from release.publishing.publish import publish_pending
 
     rows = publish_pending(ctx, None)
     ok = sum(r["state"] == "published" for r in rows)
@@ -158,7 +158,7 @@ def _job_flush(ctx, _arg) -> str:
     s = ctx.settings
     if s.slack_bot_token is None or not s.announce_channel:
         return "skipped: no Slack token or announce channel"
-    from release.announce import flush
+    from release.publishing.announce import flush
 
     out = flush(ctx)
     return f"{out['sent']} sent, {out['recovered']} recovered, {out['pending']} pending" + (
@@ -188,7 +188,7 @@ def latest_fire_time(trigger, now: datetime, lookback: timedelta) -> datetime | 
 
 
 def run_job(job_id: str, slot: str | None = None, ctx=None) -> str:
-    """What APScheduler calls (by reference ``release.schedule:run_job``). Claims the run's
+    """What APScheduler calls (by reference ``release.schedule.jobs:run_job``). Claims the run's
     (job, scheduled time) row first; returns the result line (or why it was skipped)."""
     from release.state import state_for
 
@@ -284,7 +284,7 @@ def sync_jobs(sched, ctx) -> None:
         for attempt in (1, 2):  # another process starting at the same time may insert it first
             try:
                 sched.add_job(
-                    "release.schedule:run_job", spec.trigger, args=[spec.id], id=spec.id, name=spec.description,
+                    "release.schedule.jobs:run_job", spec.trigger, args=[spec.id], id=spec.id, name=spec.description,
                     replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=spec.grace,
                 )
                 break

@@ -16,7 +16,7 @@ from config.errors import CatalogError
 from config.catalog import Branch, Catalog, Variant
 from config.naming import parse_package_name, python_tag
 
-TEMPLATES = Path(__file__).with_name("templates")
+TEMPLATES = Path(__file__).parents[1] / "templates"
 RECIPES_DIR = ".flox/pkgs"
 README = "README.md"
 MANIFEST = ".flox/env/manifest.toml"

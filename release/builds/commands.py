@@ -1,5 +1,5 @@
-"""Command layer for builds and publishing, shared by the CLI and Slack:
-``plan_build(ctx, branch, glob) -> Plan``, ``plan_publish(ctx, branch) -> Plan``; a Plan
+"""Command layer for builds, shared by the CLI and Slack: ``plan_build(ctx, branch, glob) ->
+Plan``; a Plan
 has ``to_dict()``, ``text()`` and ``apply() -> Result`` (``to_dict()``/``text()``)."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Plan:
 
 def plan_build(ctx, branch: str, glob: str | list[str] | None = None, *, repo=None, backend: str | None = None,
                jobs: int | None = None, changed_only: bool = False, resume: bool = False) -> Plan:
-    from release import builds
+    from release.builds import run as builds
 
     globs = [glob] if isinstance(glob, str) else list(glob or [])
     bp = builds.prepare(ctx, branch, globs, repo=repo, changed_only=changed_only, resume=resume,
@@ -71,18 +71,3 @@ def plan_build(ctx, branch: str, glob: str | list[str] | None = None, *, repo=No
         return BuildsResult("build", builds.build(ctx, bp, jobs))
 
     return Plan("build", bp.to_dict(), bp.text(), apply)
-
-
-def plan_publish(ctx, branch: str | None = None, *, repo=None) -> Plan:
-    from release import publish
-
-    pending = publish.pending(ctx, branch)
-    summary = {"branch": branch, "publish": [{"package": b.package, "branch": b.branch, "pin": b.pin} for b in pending]}
-    text = (f"Publish {len(pending)} variant(s)" + (f" of {branch}" if branch else "") + ":\n"
-            + "\n".join(f"  {b.branch} {b.package}" for b in pending)) if pending else "Nothing to publish."
-
-    def apply() -> BuildsResult:
-        return BuildsResult("publish", publish.publish_pending(ctx, branch, repo=repo),
-                            {"message": "Nothing to publish."})
-
-    return Plan("publish", summary, text, apply)

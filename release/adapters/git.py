@@ -1,4 +1,7 @@
-"""Low-level git plumbing for the pin bump and branch creation (GitPython).
+"""The git adapter: the one module that talks to git (GitPython + git plumbing).
+
+Used by every part of release/ that reads or writes the managed repositories: the reader
+(objects, no checkout), pin bumps, branch creation, init and builds (worktrees).
 
 Commits are built in a temporary index file (``GIT_INDEX_FILE``) from the parent's tree,
 so the user's checkout, index and working tree are never touched; refs move with
@@ -8,12 +11,18 @@ compare-and-swap (``update-ref NEW OLD``) so a concurrent change is detected, no
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterable, Iterator
 
-from config.errors import ExternalError, RefusedError
+from config.errors import ExternalError, RefusedError, UsageError
 
 ZERO = "0" * 40
+RECIPE_DIR = ".flox/pkgs"
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
 def open_repo(path: str | os.PathLike):
@@ -190,3 +199,162 @@ def _first_line(text) -> str:
         if line and not line.startswith("stderr:") or line.startswith("stderr:") and line[7:].strip():
             return line.replace("stderr:", "").strip().strip("'")
     return text
+
+
+# --- commits from a branch tip plus changes (init, branch create) ---
+
+
+def _tree(repo, rev: str) -> str:
+    return repo.git.rev_parse(f"{rev}^{{tree}}")
+
+
+def commit_changes(
+    repo_path: str | os.PathLike,
+    branch: str,
+    changes: dict[str, str | bytes | None],
+    message: str,
+    author_name: str,
+    author_email: str,
+    parent_branch: str | None = None,
+    *,
+    replace_prefix: str | None = None,
+) -> str | None:
+    """Make ONE commit on ``branch`` from its tip plus ``changes`` (None deletes a path).
+    A branch that does not exist is created from ``parent_branch``'s tip (or as a root
+    commit when no parent is given). ``replace_prefix`` first removes every file under that
+    folder (files in ``changes`` are then written back). Returns the new commit SHA, or
+    None when the branch already has exactly that content."""
+    repo = open_repo(repo_path)
+    heads = local_branches(repo)
+    tip = heads.get(branch)
+    if tip is None:
+        if parent_branch is not None and parent_branch not in heads:
+            raise RefusedError(f"No branch '{parent_branch}' to start '{branch}' from in {repo_path}.")
+        base = heads.get(parent_branch) if parent_branch else None
+    else:
+        base = tip
+    if base is not None and tip is not None:
+        changes = _effective(repo, base, changes, replace_prefix)
+        if not changes and replace_prefix is None:
+            return None
+    sha = make_commit(
+        repo, base, changes, message, author_name, author_email, replace_prefix=replace_prefix if base else None
+    )
+    if tip is not None and _tree(repo, sha) == _tree(repo, tip):
+        return None  # nothing changed; the unreferenced commit object is left to gc
+    move_refs(repo, {branch: (sha, tip or ZERO)})
+    return sha
+
+
+def _effective(repo, base: str, changes: dict, replace_prefix: str | None) -> dict:
+    """Drop changes that would write what the base already holds (cheap blob-id compare)."""
+    if replace_prefix is not None or not changes:
+        return changes
+    paths = list(changes)
+    listing = repo.git.ls_tree(base, "--", *paths) if len(paths) < 200 else repo.git.ls_tree("-r", base)
+    current: dict[str, str] = {}
+    for line in listing.splitlines():
+        meta, _, path = line.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob":
+            current[path] = parts[2]
+    out = {}
+    for path, content in changes.items():
+        if content is None:
+            if path in current:
+                out[path] = None
+            continue
+        data = content.encode("utf-8", errors="surrogateescape") if isinstance(content, str) else content
+        if current.get(path) != blob_id(data):
+            out[path] = content
+    return out
+
+
+def blob_id(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+# --- the git CLI directly (builds: branch resolution, recipe listing, blobs, worktrees) ---
+
+
+def run_git(repo: Path, *args: str, input: str | None = None) -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, input=input
+    )
+    if proc.returncode != 0:
+        raise ExternalError(f"git {' '.join(args[:2])} failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+def resolve_branch(repo: Path, branch: str, remote: str = "origin", fetch: bool = False) -> str:
+    """The commit a branch name means: the local branch (what torchbot's bumps commit to)
+    when present, else the remote-tracking one."""
+    if not _SAFE.match(branch):
+        raise UsageError(f"'{branch}' is not a branch name torchbot accepts.")
+    if fetch:
+        subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", remote], capture_output=True)
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/{remote}/{branch}"):
+        proc = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", ref + "^{commit}"],
+            capture_output=True, text=True,
+        )
+        if proc.returncode == 0:
+            return proc.stdout.strip()
+    raise UsageError(f"Branch '{branch}' does not exist in {repo}.")
+
+
+def list_recipes(repo: Path, commit: str) -> dict[str, str]:
+    """package -> blob sha of its recipe at ``commit``."""
+    out = run_git(repo, "ls-tree", commit, RECIPE_DIR + "/")
+    recipes: dict[str, str] = {}
+    for line in out.splitlines():
+        meta, _, path = line.partition("\t")
+        mode, typ, sha = meta.split()
+        name = path.rsplit("/", 1)[-1]
+        if typ == "blob" and name.endswith(".nix"):
+            pkg = name[: -len(".nix")]
+            if _SAFE.match(pkg):
+                recipes[pkg] = sha
+    return recipes
+
+
+def read_blobs(repo: Path, shas: Iterable[str]) -> dict[str, str]:
+    """Blob contents in one ``git cat-file --batch`` call."""
+    shas = list(dict.fromkeys(shas))
+    if not shas:
+        return {}
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch"],
+        input=("\n".join(shas) + "\n").encode(), capture_output=True,
+    )
+    if proc.returncode != 0:
+        raise ExternalError(f"git cat-file failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")
+    data = proc.stdout
+    out: dict[str, str] = {}
+    pos = 0
+    for sha in shas:
+        nl = data.index(b"\n", pos)
+        header = data[pos:nl].decode().split()
+        pos = nl + 1
+        if len(header) < 3 or header[1] == "missing":
+            continue
+        size = int(header[2])
+        out[sha] = data[pos : pos + size].decode(errors="replace")
+        pos += size + 1
+    return out
+
+
+@contextmanager
+def worktree(repo: Path, commit: str) -> Iterator[Path]:
+    """A temporary detached worktree of ``commit``, removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix="torchbot-wt-"))
+    path = tmp / "wt"
+    run_git(repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(path)], capture_output=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
+        subprocess.run(["rm", "-rf", str(tmp)], capture_output=True)

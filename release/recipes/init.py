@@ -12,7 +12,7 @@ from typing import Any
 
 from config.errors import RefusedError, ValidationError
 from config.catalog import Branch, Catalog
-from release.render import README, RECIPES_DIR, render_branch
+from release.recipes.render import README, RECIPES_DIR, render_branch
 
 _BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -69,7 +69,7 @@ class InitResult:
 
 def _is_build_pytorch_repo(repo) -> bool:
     """A git repository torchbot may write to: no commits yet, or a branch with recipes."""
-    from release import gitops
+    from release.adapters import git as gitops
 
     heads = gitops.local_branches(repo)
     if not heads:
@@ -153,7 +153,7 @@ def init_repository(
 def _write(repo, path, catalog, names, rendered, created, author_name, author_email, result) -> None:
     """Build every branch commit (objects only), then move all refs in one transaction: a
     failure leaves the repository's branches as they were."""
-    from release import gitops
+    from release.adapters import git as gitops
 
     heads = gitops.local_branches(repo)
     current_pins = {} if created else _repository_pins(path, catalog)
@@ -201,7 +201,7 @@ def _tree(repo, rev: str) -> str:
 
 def _repository_pins(path: Path, catalog: Catalog) -> dict[str, Branch]:
     """Branches already in the repository, as read back (their pins are kept on re-runs)."""
-    from release.reader import read_repository
+    from release.recipes.reader import read_repository
 
     model = read_repository(path, catalog)
     return {n: b.branch for n, b in model.branches.items() if b.branch is not None}

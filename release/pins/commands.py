@@ -1,4 +1,4 @@
-"""Command layer for pin bumps and branch creation, shared by the CLI and Slack.
+"""Command layer for pin bumps, shared by the CLI and Slack.
 
 ``plan_bump(ctx, target, rev, **opts)`` returns a :class:`Plan` (``to_dict``/``text`` say what
 will change; nothing is written) whose ``apply()`` performs it and returns a
@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from config.errors import UsageError
-from release.pins import short
+from release.pins.rules import short
 
 
-def _repo_path(ctx, repo: str | Path | None) -> Path:
+def repo_arg(ctx, repo: str | Path | None) -> Path:
     path = repo or ctx.settings.repo_path
     if path is None:
         raise UsageError("No repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
@@ -109,7 +109,7 @@ class Plan:
         return "\n".join(lines)
 
     def apply(self) -> BumpResult:
-        from release.bump import apply_bump
+        from release.pins.bump import apply_bump
 
         return BumpResult(self, apply_bump(self.data, self.settings))
 
@@ -117,11 +117,11 @@ class Plan:
 def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> Plan:
     """``target`` is a branch name, a list of names, or ``"all"``. Options: channel, cuda,
     from_pin, force, push, open_pr, dry_run, repo."""
-    from release.bump import BumpOptions, plan_bump as _plan
-    from release.nixpkgs import NixpkgsClient
+    from release.pins.bump import BumpOptions, plan_bump as _plan
+    from release.adapters.nixpkgs import NixpkgsClient
 
     settings = ctx.settings
-    repo = _repo_path(ctx, opts.pop("repo", None))
+    repo = repo_arg(ctx, opts.pop("repo", None))
     if isinstance(target, str):
         names = () if target == "all" else (target,)
     else:
@@ -135,10 +135,3 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
 def bump(ctx, target, rev=None, **opts) -> BumpResult:
     plan = plan_bump(ctx, target, rev, **opts)
     return plan.apply()
-
-
-def create_branch(ctx, name: str, **opts):
-    from release.branch_create import create_branch as _create
-
-    repo = _repo_path(ctx, opts.pop("repo", None))
-    return _create(ctx, repo, name, **opts)

@@ -1,6 +1,6 @@
 """Release-thread announcements: the outbox flusher (adapter to Slack via slack_sdk).
 
-Outbox rows are written by ``release.publish`` in the same transaction as the publish
+Outbox rows are written by ``release.publishing.publish`` in the same transaction as the publish
 record. ``flush(ctx)`` sends them in order: the thread parent (chat.postMessage), one reply
 per published variant, and the summary (chat.update of the parent) once all are published.
 
@@ -26,10 +26,11 @@ from typing import Callable
 
 from sqlalchemy import func, select
 
+from release.adapters.slack import make_client
 from release.state import Outbox, Publish, Release, state_for, utcnow
 
 log = logging.getLogger("torchbot.announce")
-TEMPLATES = Path(__file__).with_name("templates") / "announce.toml"
+TEMPLATES = Path(__file__).parents[1] / "templates" / "announce.toml"
 EVENT_TYPE = "torchbot_release_announcement"
 
 
@@ -72,26 +73,6 @@ def render(kind: str, release: Release, published: int, org: str, web: str, pack
         f["package"] = package
         f["install"] = templates()["links"]["install"].format(org=org, package=package)
     return templates()[kind]["text"].format(**f)
-
-
-# ---------------------------------------------------------------------------------------
-# Slack adapter
-
-
-def make_client(settings):
-    from slack_sdk import WebClient
-    from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
-
-    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-    return WebClient(
-        token=token,
-        base_url=settings.slack_api_url,
-        timeout=int(settings.http_timeout),
-        retry_handlers=[
-            ConnectionErrorRetryHandler(max_retry_count=1),
-            RateLimitErrorRetryHandler(max_retry_count=max(1, settings.http_retries)),
-        ],
-    )
 
 
 def _find_sent(client, channel: str, row: Outbox, thread_ts: str | None) -> str | None:

@@ -1,4 +1,4 @@
-"""`torchbot release build|status|publish|workflow` (registrar; heavy imports stay inside
+"""`torchbot release build|status|workflow` (registrar; heavy imports stay inside
 the handlers)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ def _emit(result, as_json: bool) -> int:
 
 
 def _build(args, ctx) -> int:
-    from release.commands_builds import plan_build
+    from release.builds.commands import plan_build
 
     plan = plan_build(ctx, args.branch, args.variant, repo=args.repo, backend=args.backend, jobs=args.jobs,
                       changed_only=args.changed_only, resume=args.resume)
@@ -23,7 +23,7 @@ def _build(args, ctx) -> int:
 
 
 def _status(args, ctx) -> int:
-    from release.builds import status
+    from release.builds.run import status
 
     rows = status(ctx, args.branch)
     if args.json:
@@ -38,18 +38,8 @@ def _status(args, ctx) -> int:
     return 0
 
 
-def _publish(args, ctx) -> int:
-    from release.commands_builds import plan_publish
-
-    plan = plan_publish(ctx, args.branch, repo=args.repo)
-    if args.dry_run:
-        print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.text())
-        return 0
-    return _emit(plan.apply(), args.json)
-
-
 def _workflow(args, ctx) -> int:
-    from release.github_actions import render_workflow, write_workflow
+    from release.builds.workflow import render_workflow, write_workflow
 
     if args.write:
         path = write_workflow(ctx, args.repo, commit=args.commit)
@@ -76,13 +66,6 @@ def register(verbs) -> None:
     p.add_argument("--branch")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_status)
-
-    p = verbs.add_parser("publish", help="publish succeeded, unpublished variants to the Flox catalog")
-    p.add_argument("--repo")
-    p.add_argument("--branch")
-    p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=_publish)
 
     p = verbs.add_parser("workflow", help="render the GitHub Actions build workflow")
     p.add_argument("--repo")

@@ -24,7 +24,7 @@ def register(verbs) -> None:
 
 def _init(args, ctx) -> int:
     from config.catalog import load_catalog
-    from release.init import init_repository
+    from release.recipes.init import init_repository
 
     settings = ctx.settings
     result = init_repository(
@@ -42,7 +42,7 @@ def _render(args, ctx) -> int:
 
     from config.errors import RefusedError
     from config.catalog import load_catalog
-    from release.render import render_branch, render_recipe
+    from release.recipes.render import render_branch, render_recipe
 
     catalog = load_catalog()
     if args.package:

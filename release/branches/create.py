@@ -12,8 +12,8 @@ from pathlib import Path
 from config.errors import CatalogError, ExternalError, RefusedError, ValidationError
 from config.results import MessageResult
 from config.catalog import Branch, Catalog, CudaGroup, branch_to_dict, local_branches_file, vtuple
-from release import gitops
-from release.pins import RECIPES_DIR, short, validate_rev
+from release.adapters import git as gitops
+from release.pins.rules import RECIPES_DIR, short, validate_rev
 
 
 def build_definition(
@@ -161,9 +161,9 @@ def create_branch(
     )
 
     try:
-        from release.render import render_branch
+        from release.recipes.render import render_branch
     except ImportError:
-        raise ExternalError("The recipe generator (release.render) is not available; nothing was created.") from None
+        raise ExternalError("The recipe generator (release.recipes.render) is not available; nothing was created.") from None
     full = catalog.with_branches([*catalog.branches.values(), branch], catalog.source)
     files = render_branch(full, branch)
 

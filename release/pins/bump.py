@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.errors import ExternalError, RefusedError, ValidationError
-from release import gitops
-from release.pins import (
+from release.adapters import git as gitops
+from release.pins.rules import (
     README,
     RECIPES_DIR,
     BranchEdit,
@@ -208,7 +208,7 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
     new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas)}
     remote = settings.repo_remote
     if opts.open_pr:
-        from release.github import GitHub
+        from release.adapters.github import GitHub
 
         refs = {bp.branch: f"bump/{bp.branch}-{short(plan.new_rev)}" for bp in work}
         gitops.push(repo, remote, [f"{new[b]}:refs/heads/{r}" for b, r in refs.items()])

@@ -323,7 +323,7 @@ def build_branch(
 
 def read_repository(path: str | os.PathLike, embedded: Catalog) -> RepoModel:
     """Every branch of the repository at ``path`` as the catalog's branch model."""
-    from release import gitops
+    from release.adapters import git as gitops
 
     repo = gitops.open_repo(path)
     refs = _branch_refs(repo)

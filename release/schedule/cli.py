@@ -7,7 +7,7 @@ import json
 
 
 def _list(args, ctx) -> int:
-    from release.schedule import list_jobs
+    from release.schedule.jobs import list_jobs
 
     jobs = list_jobs(ctx)
     if args.json:
@@ -19,7 +19,7 @@ def _list(args, ctx) -> int:
 
 
 def _run(args, ctx) -> int:
-    from release.schedule import run_now
+    from release.schedule.jobs import run_now
 
     out = run_now(ctx, args.job)
     print(json.dumps(out, indent=2) if args.json else f"{out['job']}: {out['result']}")
@@ -27,7 +27,7 @@ def _run(args, ctx) -> int:
 
 
 def _run_pending(args, ctx) -> int:
-    from release.schedule import run_pending
+    from release.schedule.jobs import run_pending
 
     ran = run_pending(ctx)
     if args.json:

@@ -14,17 +14,12 @@ from pathlib import PurePosixPath
 
 from config.errors import RefusedError, ValidationError
 from config.catalog import vtuple
-from config.naming import parse_package_name
+from config.naming import REV_RE, parse_package_name, short
 
 RECIPES_DIR = ".flox/pkgs"
 README = "README.md"
 PIN_RE = re.compile(r"(https://github\.com/NixOS/nixpkgs/archive/)([0-9a-f]{40})(\.tar\.gz)")
-REV_RE = re.compile(r"^[0-9a-f]{40}$")
 CUDA_ATTR_RE = re.compile(r"\bcudaPackages_(\d+)(?:_(\d+))?\b")
-
-
-def short(rev: str) -> str:
-    return rev[:7]
 
 
 def validate_rev(rev: str) -> str:

@@ -1,0 +1,11 @@
+"""Adapters: one module per external system, and the only modules of release/ that talk to one.
+
+- ``git``      the managed repositories (GitPython and the git CLI: objects, fast-import commits,
+               compare-and-swap ref moves, pushes, worktrees)
+- ``nixpkgs``  nixpkgs facts over HTTP (channel heads, commits, torch and CUDA at a revision)
+- ``github``   GitHub's REST API (pull requests; Actions dispatch, runs and jobs)
+- ``slack``    Slack's Web API client for announcements
+- ``flox``     build processes (``flox build`` / ``nix-build``: process group, log, timeout)
+
+May import: config. Never a concern package, a command layer or bot/.
+"""

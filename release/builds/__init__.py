@@ -1,0 +1,12 @@
+"""Builds of a branch's variants.
+
+- ``plan``      which variants a build covers and in which order (pure)
+- ``run``       prepare a plan from git and the state DB; the local backend; backend dispatch
+- ``github``    the GitHub Actions backend (dispatch, follow runs into the state DB)
+- ``workflow``  the build workflow file torchbot writes into the repository
+- ``commands``  the command layer (plan_build) for the CLI and chat
+- ``cli``       ``release build|status|workflow``
+
+May import: config, release.adapters, release.state, release.context, release.recipes.
+Never release.publishing (which builds on this package).
+"""

@@ -1,0 +1,52 @@
+"""`torchbot release bump-pins` (registrar; no heavy imports at module level)."""
+
+from __future__ import annotations
+
+from release.cli import emit as _emit
+from release.cli import refusal as _refusal
+
+
+def register(verbs) -> None:
+    p = verbs.add_parser("bump-pins", help="move branches to a newer nixpkgs revision")
+    p.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--branch", action="append", dest="branches", metavar="B", help="branch to bump (repeatable)")
+    which.add_argument("--all", action="store_true", help="every branch of the repository")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--rev", help="the nixpkgs commit (40 hex characters)")
+    src.add_argument("--channel", help="take the head of this nixpkgs channel (default: TORCHBOT_DEFAULT_CHANNEL)")
+    p.add_argument("--cuda", help="on a branch with several pins, bump the group of this CUDA version (A.B)")
+    p.add_argument("--from-pin", dest="from_pin", help="on a branch with several pins, bump the group on this pin")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and a diff summary; write nothing")
+    p.add_argument("--push", action="store_true", help="push the bumped branches to the configured remote")
+    p.add_argument("--open-pr", action="store_true", help="push to bump/<branch>-<rev> and open a pull request")
+    p.add_argument("--force", action="store_true", help="also bump vLLM-certified branches")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_bump)
+
+
+
+def _bump(args, ctx) -> int:
+    from config.errors import TorchbotError
+    from release.pins.commands import plan_bump
+
+    target = "all" if args.all else args.branches
+    try:
+        plan = plan_bump(
+            ctx,
+            target,
+            args.rev,
+            channel=args.channel,
+            cuda=args.cuda,
+            from_pin=args.from_pin,
+            force=args.force,
+            push=args.push,
+            open_pr=args.open_pr,
+            dry_run=args.dry_run,
+            repo=args.repo,
+        )
+        result = plan.apply()
+    except TorchbotError as err:
+        return _refusal(err, args.json)
+    _emit(result, args.json)
+    return 0

@@ -1,0 +1,21 @@
+"""Command layer for publishing, shared by the CLI and Slack: ``plan_publish(ctx, branch) ->
+Plan`` (the same Plan / result shapes as builds)."""
+
+from __future__ import annotations
+
+from release.builds.commands import BuildsResult, Plan
+
+
+def plan_publish(ctx, branch: str | None = None, *, repo=None) -> Plan:
+    from release.publishing import publish
+
+    pending = publish.pending(ctx, branch)
+    summary = {"branch": branch, "publish": [{"package": b.package, "branch": b.branch, "pin": b.pin} for b in pending]}
+    text = (f"Publish {len(pending)} variant(s)" + (f" of {branch}" if branch else "") + ":\n"
+            + "\n".join(f"  {b.branch} {b.package}" for b in pending)) if pending else "Nothing to publish."
+
+    def apply() -> BuildsResult:
+        return BuildsResult("publish", publish.publish_pending(ctx, branch, repo=repo),
+                            {"message": "Nothing to publish."})
+
+    return Plan("publish", summary, text, apply)

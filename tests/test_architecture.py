@@ -1,0 +1,175 @@
+"""The folder tree is the architecture: imports between torchbot's packages go one way.
+
+Every ``import`` and ``from ... import`` in bot/, release/ and config/ (module level or inside
+functions) is parsed with ``ast`` and checked against the allowed directions below. Dynamic
+imports by name (``importlib``) are registrations and are not counted.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("bot", "config", "release")
+
+# layer -> the layers it may import (besides itself)
+ALLOWED: dict[str, set[str]] = {
+    "config": set(),
+    "release.adapters": {"config"},
+    "release.state": {"config"},
+    "release.recipes": {"config", "release.adapters"},
+    "release.context": {"config", "release.recipes"},
+    "release.cli": {"config"},
+    "release.pins": {"config", "release.adapters", "release.recipes", "release.context", "release.cli"},
+    "release.branches": {"config", "release.adapters", "release.recipes", "release.context", "release.pins",
+                         "release.cli"},
+    "release.builds": {"config", "release.adapters", "release.state", "release.context", "release.recipes",
+                       "release.cli"},
+    "release.publishing": {"config", "release.adapters", "release.state", "release.context", "release.builds",
+                           "release.cli"},
+    "release.schedule": {"config", "release.adapters", "release.state", "release.context", "release.recipes",
+                         "release.pins", "release.branches", "release.builds", "release.publishing"},
+    "release": {"config"},  # release/__init__.py
+    "bot": {"config", "release.context", "release.recipes", "release.pins", "release.branches",
+            "release.builds", "release.publishing", "release.schedule", "release.cli", "release.state"},
+}
+COMMAND_LAYERS = ("commands", "cli")
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] in ("bot", "config"):
+        return parts[0]
+    if len(parts) >= 2:
+        return ".".join(parts[:2])
+    return "release"
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, imported torchbot module) for every import in the file."""
+    tree = ast.parse(path.read_text(), str(path))
+    me = module_name(path)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative import
+                base = me.split(".")[: -node.level or None] if path.name != "__init__.py" else me.split(".")
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.append((node.lineno, mod))
+            # `from release.builds import run` imports the module release.builds.run
+            out += [(node.lineno, f"{mod}.{a.name}") for a in node.names if is_module(f"{mod}.{a.name}")]
+    return [(line, m) for line, m in out if m.split(".")[0] in PACKAGES]
+
+
+def is_module(name: str) -> bool:
+    return ROOT.joinpath(*name.split(".")).with_suffix(".py").exists()
+
+
+def sources() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+
+
+def is_command_layer(module: str) -> bool:
+    """Command layers and front ends: commands.py / cli.py modules, the schedule (it drives the
+    other concerns through their command layers, as a chat front end does) and the bot."""
+    return module.rsplit(".", 1)[-1] in COMMAND_LAYERS or module.startswith(("bot", "release.schedule"))
+
+
+def violations() -> list[str]:
+    found = []
+    for path in sources():
+        me = module_name(path)
+        mine = layer(me)
+        assert mine in ALLOWED, f"{me}: layer {mine} has no import rule; add it to ALLOWED"
+        for line, target in imports_of(path):
+            theirs = layer(target)
+            where = f"{path.relative_to(ROOT)}:{line} imports {target}"
+            if theirs != mine and theirs not in ALLOWED[mine]:
+                found.append(f"{where}: {mine} may not import {theirs}")
+            if not is_command_layer(me) and is_command_layer(target) and target != "release.cli":
+                found.append(f"{where}: adapters and domain modules never import a command layer or the bot")
+    return found
+
+
+def layer_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in sources():
+        mine = layer(module_name(path))
+        for _, target in imports_of(path):
+            if layer(target) != mine:
+                graph.setdefault(mine, set()).add(layer(target))
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        state[node] = 2
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_every_import_goes_in_an_allowed_direction():
+    assert violations() == []
+
+
+def test_the_packages_have_no_import_cycle():
+    assert find_cycle(layer_graph()) is None
+
+
+def test_release_and_config_never_import_the_bot():
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line} {target}"
+        for path in sources()
+        if not module_name(path).startswith("bot")
+        for line, target in imports_of(path)
+        if target.startswith("bot")
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("pkg", sorted({p.parent for p in (ROOT / "release").rglob("__init__.py")}))
+def test_each_release_package_says_what_it_holds_and_may_import(pkg):
+    doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()))
+    assert doc and "import" in doc.lower(), f"{pkg.relative_to(ROOT)}/__init__.py needs a docstring with its import rule"
+
+
+def test_the_checker_catches_a_violation(tmp_path, monkeypatch):
+    """The rules are not vacuous: an adapter importing a command layer, and a cycle, are found."""
+    fake = ROOT / "release" / "adapters" / "_violation_probe.py"
+    fake.write_text("from release.pins.commands import plan_bump\n")
+    try:
+        assert any("_violation_probe" in v and "may not import release.pins" in v for v in violations())
+        assert any("_violation_probe" in v and "command layer" in v for v in violations())
+    finally:
+        fake.unlink()
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
