@@ -125,6 +125,10 @@ def make_http_server(app, host: str = "127.0.0.1", port: int = 3000):
     from slack_bolt.adapter.wsgi import SlackRequestHandler
 
     secret = app._torchbot_signing_secret  # set by create_app
+    if not secret:
+        from config.errors import ConfigError
+
+        raise ConfigError("TORCHBOT_SLACK_SIGNING_SECRET is not set: HTTP mode checks every request against it.")
     handler = guard(SlackRequestHandler(app, path=PATH), secret)
     return make_server(host, port, handler, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
 
