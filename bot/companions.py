@@ -166,15 +166,13 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
         pv = partner_branch.by_package.get(partner_pkg) if partner_branch else None
         if pv is not None and partner_branch is not None:
             ans.alternatives.append(replace(_pick_pytorch(partner_branch, pv, org), note=f"the PyTorch {v.package} pairs with"))
-    seen = {v.package + b.name}
+    others: dict[tuple[str, str], tuple[Branch, Variant]] = {}
     for _, ob, ov in found[1:]:
-        if len(ans.alternatives) >= 4:
-            break
-        if ov.package + ob.name in seen:
-            continue
-        seen.add(ov.package + ob.name)
-        cuda = f", CUDA {ov.cuda}" if ov.cuda else ""
-        ans.alternatives.append(_pick(cat, ob, ov, org, f"PyTorch {ob.pytorch}{cuda}, {ob.kind}"))
+        others.setdefault((ov.package, ob.name), (ob, ov))
+    others.pop((v.package, b.name), None)
+    for ob, ov in list(others.values())[: max(0, 4 - len(ans.alternatives))]:
+        ans.alternatives.append(_pick(cat, ob, ov, org, f"PyTorch {ob.pytorch}" + (f", CUDA {ov.cuda}" if ov.cuda else "")
+                                      + f", {ob.kind}"))
     return ans
 
 
