@@ -1,12 +1,16 @@
 """A tiny build-pytorch-shaped repository for build/publish tests: a real git repo with a
 local bare ``origin``, one branch whose ``.flox/pkgs/*.nix`` recipes are trivial
 derivations (no nixpkgs needed), one of which fails and one companion importing its
-pytorch recipe. Each recipe carries ``meta.platforms`` and ``requiredSystemFeatures`` like the
-real ones (GPU recipes ask for ``big-parallel``); ``ARM`` and ``DARWIN`` are the
-aarch64-linux and aarch64-darwin variants tests add with ``packages=``."""
+pytorch recipe. The recipes have the real recipes' shape where the repository reader looks
+(``(<pkgs>.python3Packages.torch.override {...}).overrideAttrs (old: {...})`` with
+``cpuFlags``, ``gpuTargets``, ``requiredSystemFeatures = [ "big-parallel" ]`` on GPU recipes
+and ``meta.platforms``), over a small stand-in for nixpkgs whose ``overrideAttrs`` makes a
+plain ``derivation``. ``ARM`` and ``DARWIN`` are the aarch64-linux and aarch64-darwin variants
+tests add with ``packages=``."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -25,6 +29,14 @@ ALL = sorted(OK + [FAILING, COMPANION])
 ARM = "pytorch-python313-cuda12_8-sm90-armv9"
 DARWIN = "pytorch-python313-darwin-mps"
 
+# the catalog's compiler flags of the ISAs the fixture names (written out: fixture data)
+CPU_FLAGS = {
+    "avx": ["-mavx", "-mno-fma", "-mno-bmi", "-mno-bmi2", "-mno-avx2"],
+    "avx2": ["-mavx2", "-mfma", "-mf16c"],
+    "avx512": ["-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw", "-mfma"],
+    "armv9": ["-march=armv9-a+sve+sve2"],
+}
+
 
 def platforms_of(name: str) -> list[str]:
     """The meta.platforms the fixture writes: the real recipes' per-ISA platform."""
@@ -34,23 +46,42 @@ def platforms_of(name: str) -> list[str]:
         return ["aarch64-linux"]
     return ["x86_64-linux"]
 
+
 NIX_BUILD = "nix-build --option substituters '' .flox/pkgs/{package}.nix -o result-{package}"
 
 
 def _recipe(name: str, nonce: str, pin: str, *, fail: bool = False, imports: str | None = None,
             platforms: list[str] | None = None) -> str:
     script = "exit 1" if fail else ("echo ${torch} > $out" if imports else "echo ok > $out")
+    kind = "torchvision" if name.startswith("torchvision-") else "torch"
     let = f"  torch = import ./{imports}.nix {{}};\n" if imports else ""
+    sm = re.search(r"-sm(\d+)-", name)
+    isa = name.rsplit("-", 1)[1]
+    if sm:
+        let += f'  gpuArchSM = "{int(sm.group(1)) // 10}.{int(sm.group(1)) % 10}";\n'
+    if isa in CPU_FLAGS:
+        flags = " ".join(f'"{f}"' for f in CPU_FLAGS[isa])
+        let += f"  cpuFlags = [ {flags} ];\n"
     plats = " ".join(f'"{p}"' for p in (platforms or platforms_of(name)))
-    let += f"  meta = {{ platforms = [ {plats} ]; }};\n"
-    if "cuda" in name:
-        let += '  requiredSystemFeatures = [ "big-parallel" ];\n'
+    features = '    requiredSystemFeatures = [ "big-parallel" ];\n' if "cuda" in name else ""
+    override = f"    cudaSupport = {'true' if sm else 'false'};\n" + ("    gpuTargets = [ gpuArchSM ];\n" if sm else "")
     return (
         f"# Package name: {name}\n"
         f"# nixpkgs: https://github.com/NixOS/nixpkgs/archive/{pin}.tar.gz\n"
-        "{ ... }:\nlet\n" + let + f'  nonce = "{nonce}";\nin\n'
-        f'derivation {{ name = "{name}"; system = builtins.currentSystem; builder = "/bin/sh"; '
-        f'inherit nonce; args = [ "-c" "{script}" ]; }}\n'
+        "{ ... }:\nlet\n" + let + f'  nonce = "{nonce}";\n'
+        "  # stand-in for nixpkgs: python3Packages.{torch,torchvision} with override / overrideAttrs\n"
+        "  pkg = {\n    override = args: {\n      overrideAttrs = f:\n"
+        "        let attrs = f { meta = { }; passthru = { }; };\n"
+        "        in derivation {\n"
+        "          name = attrs.pname; system = builtins.currentSystem; builder = \"/bin/sh\";\n"
+        f'          inherit nonce; args = [ "-c" "{script}" ];\n'
+        "          requiredSystemFeatures = attrs.requiredSystemFeatures or [ ];\n"
+        "        };\n    };\n  };\n"
+        "  stub = { python3Packages = { torch = pkg; torchvision = pkg; }; };\n"
+        "in\n"
+        f"  (stub.python3Packages.{kind}.override {{\n{override}  }}).overrideAttrs (oldAttrs: {{\n"
+        f'    pname = "{name}";\n{features}'
+        f"    meta = oldAttrs.meta // {{\n      platforms = [ {plats} ];\n    }};\n  }})\n"
     )
 
 

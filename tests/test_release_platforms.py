@@ -8,36 +8,42 @@ from config.settings import DEFAULT_RUNNERS, Settings
 from release.builds.plan import BuildItem, place_github, place_local, runner_labels
 from release.recipes.platforms import recipe_target
 
-ISAS = {name: isa.platform for name, isa in load_catalog().isas.items()}
+CAT = load_catalog()
 
 
-def recipe(platforms: str, features: str = "") -> str:
-    """A recipe tail in the real recipes' layout (meta block inside overrideAttrs)."""
+def recipe(platforms: str | None, features: str = "", flags: str = '"-mavx2" "-mfma" "-mf16c"') -> str:
+    """A pinned recipe in the real recipes' layout: cpuFlags, overrideAttrs with
+    requiredSystemFeatures and a meta block (a commented-out list that must not count)."""
     feats = f"    requiredSystemFeatures = [ {features} ];\n" if features else ""
+    meta = (f"    meta = oldAttrs.meta // {{\n      # platforms = [ \"riscv64-linux\" ];\n"
+            f"      platforms = [ {platforms} ];\n    }};\n") if platforms is not None else ""
     return (
-        "{ pkgs ? import <nixpkgs> {} }:\n(pkgs.python3Packages.torch).overrideAttrs (oldAttrs: {\n"
-        f"{feats}    meta = oldAttrs.meta // {{\n      # platforms = [ \"riscv64-linux\" ];\n"
-        f"      platforms = [ {platforms} ];\n    }};\n}})\n"
+        "{ pkgs ? import <nixpkgs> {} }:\nlet\n  nixpkgs_pinned = import (builtins.fetchTarball {\n"
+        '    url = "https://github.com/NixOS/nixpkgs/archive/fe5e41d7ffc0421f0913e8472ce6238ed0daf8e3.tar.gz";\n'
+        f"  }}) {{ config.allowUnfree = true; }};\n  cpuFlags = [ {flags} ];\nin\n"
+        "(nixpkgs_pinned.python3Packages.torch.override { cudaSupport = false; }).overrideAttrs (oldAttrs: {\n"
+        f"{feats}{meta}}})\n"
     )
 
 
 def test_the_recipe_says_where_it_builds():
-    t = recipe_target("pytorch-python313-cuda12_8-sm100-armv9", recipe('"aarch64-linux"', '"big-parallel"'), ISAS)
+    arm = recipe('"aarch64-linux"', '"big-parallel"', flags='"-march=armv9-a+sve+sve2"')
+    t = recipe_target("pytorch-python313-cpu-armv9", arm, CAT)
     assert t.platforms == ("aarch64-linux",) and t.features == ("big-parallel",) and t.note is None
-    t = recipe_target("pytorch-python313-darwin-mps", recipe('"aarch64-darwin"'), ISAS)
-    assert t.platform == "aarch64-darwin" and t.features == ()
+    t = recipe_target("pytorch-python313-cpu-avx2", recipe('"x86_64-linux"'), CAT)
+    assert t.platform == "x86_64-linux" and t.features == ()
 
 
 def test_hardware_wins_over_an_x86_recipe_listing_arm():
-    t = recipe_target("pytorch-python313-cpu-avx2", recipe('"x86_64-linux" "aarch64-linux"'), ISAS)
+    t = recipe_target("pytorch-python313-cpu-avx2", recipe('"x86_64-linux" "aarch64-linux"'), CAT)
     assert t.platforms == ("x86_64-linux",)
-    assert "aarch64-linux" in t.note and "runs only on x86_64-linux" in t.note
+    assert "aarch64-linux" in t.note and "x86_64-linux only" in t.note
 
 
-def test_a_recipe_without_meta_platforms_gets_its_names_platform():
-    assert recipe_target("pytorch-python313-cpu-armv8_2", "{ ... }: {}", ISAS).platforms == ("aarch64-linux",)
-    assert recipe_target("torchvision-python313-darwin-mps", "", ISAS).platforms == ("aarch64-darwin",)
-    assert recipe_target("something-else", "", ISAS).platforms == ()
+def test_a_recipe_without_meta_platforms_builds_where_its_isa_runs():
+    assert recipe_target("pytorch-python313-cpu-armv9", recipe(None, flags='"-march=armv9-a+sve+sve2"'),
+                         CAT).platforms == ("aarch64-linux",)
+    assert recipe_target("pytorch-python313-cpu-avx2", recipe(None), CAT).platforms == ("x86_64-linux",)
 
 
 def test_default_runners_are_githubs_hosted_ones_and_big_parallel_may_go_elsewhere():
@@ -97,7 +103,7 @@ def test_every_real_shape_recipe_gets_the_platforms_it_runs_on(tmp_path):
                     make_torchvision_repo(tmp_path / "tv", with_origin=False)):
         for b in fixture.branches.values():
             for package, facts in b.recipes.items():
-                t = recipe_target(package, b.texts[package], ISAS)
+                t = recipe_target(package, b.texts[package], CAT)
                 assert t.platforms == facts.platforms, (b.name, package, t)
                 assert ("big-parallel" in t.features) == facts.big_parallel, (b.name, package)
                 seen |= facts.shapes

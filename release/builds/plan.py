@@ -173,11 +173,11 @@ def plan_items(
     return order_items(items), unchanged
 
 
-def with_targets(items: list[BuildItem], texts: Mapping[str, str], isa_platforms: Mapping[str, str]) -> list[BuildItem]:
-    """The items with the platform and features their recipes ask for."""
+def with_targets(items: list[BuildItem], texts: Mapping[str, str], catalog) -> list[BuildItem]:
+    """The items with the platform and features their recipes ask for (the reader's facts)."""
     out = []
     for i in items:
-        t: BuildTarget = recipe_target(i.package, texts.get(i.package, ""), isa_platforms)
+        t: BuildTarget = recipe_target(i.package, texts.get(i.package, ""), catalog)
         out.append(replace(i, platform=t.platform, features=t.features, note=t.note))
     return out
 

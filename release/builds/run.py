@@ -27,7 +27,7 @@ from release.adapters.git import run_git as git  # noqa: F401  (callers use buil
 from release.builds.plan import (BuildItem, BuildPlan, place_github, place_local, plan_items, select_packages,
                                  with_targets)
 from release.context import repo_path
-from release.recipes.platforms import isa_platforms
+from release.recipes.platforms import recipe_catalog
 
 _MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
@@ -88,7 +88,7 @@ def prepare(
     fallback_pin = _catalog_pin(ctx, branch)
     if fallback_pin:
         items = [i if i.pin else BuildItem(i.package, i.blob, fallback_pin, i.after) for i in items]
-    items = with_targets(items, texts, isa_platforms())
+    items = with_targets(items, texts, recipe_catalog())
     if backend == "github":
         s = ctx.settings
         items, skipped = place_github(items, s.github_runners, s.github_big_parallel_runners)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from config.errors import ExternalError
 from config.naming import short
 from release.adapters import git as gitops
-from release.recipes.platforms import isa_platforms, recipe_target
+from release.recipes.platforms import recipe_catalog, recipe_target
 
 RECIPES_DIR = ".flox/pkgs"
 # nixpkgs paths whose commits a torch/CUDA reviewer wants to see
@@ -63,7 +63,7 @@ def _version(attr: str | None) -> str:
     return attr.split("_", 1)[1].replace("_", ".") if attr and "_" in attr else "?"
 
 
-def rebuild_counts(texts: dict[str, str], moved: set[str], isas: dict[str, str]) -> dict[str, int]:
+def rebuild_counts(texts: dict[str, str], moved: set[str], catalog) -> dict[str, int]:
     """Variants a bump makes rebuild, per platform: the moved recipes and the companions
     that import one of them (pure). ``texts``: recipe path -> text."""
     names = {p.rsplit("/", 1)[-1][: -len(".nix")]: p for p in texts}
@@ -74,7 +74,7 @@ def rebuild_counts(texts: dict[str, str], moved: set[str], isas: dict[str, str])
             rebuilt.add(n)
     counts: dict[str, int] = {}
     for n in rebuilt:
-        platform = recipe_target(n, texts[names[n]], isas).platform or "unknown"
+        platform = recipe_target(n, texts[names[n]], catalog).platform or "unknown"
         counts[platform] = counts.get(platform, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -95,7 +95,7 @@ def gather(bp, plan, settings, client, head: str = "") -> Review:
     texts = gitops.read_files(gitops.open_repo(plan.repo_path), bp.tip, RECIPES_DIR)
     texts = {p: t for p, t in texts.items() if p.endswith(".nix")}
     texts.update({p: bp.edit.changes[p] for p in moved})
-    r.rebuild = rebuild_counts(texts, moved, isa_platforms())
+    r.rebuild = rebuild_counts(texts, moved, recipe_catalog())
     try:
         if g.cuda_attrs or any("CUDA" in label for label in g.labels):
             r.cuda_default = (client.cuda_default(old), client.cuda_default(new))
