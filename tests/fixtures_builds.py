@@ -15,6 +15,8 @@ import subprocess
 import uuid
 from pathlib import Path
 
+from tests.fixtures_realshapes import CPU_FLAGS  # the catalog's compiler flags per ISA, as fixture data
+
 BRANCH = "pytorch-2.8-python313"
 PIN = "fe5e41d7ffc0421f0913e8472ce6238ed0daf8e3"
 NEW_PIN = "0123456789abcdef0123456789abcdef01234567"
@@ -28,14 +30,6 @@ COMPANION = "torchvision-python313-cuda12_8-sm90-avx512"
 ALL = sorted(OK + [FAILING, COMPANION])
 ARM = "pytorch-python313-cuda12_8-sm90-armv9"
 DARWIN = "pytorch-python313-darwin-mps"
-
-# the catalog's compiler flags of the ISAs the fixture names (written out: fixture data)
-CPU_FLAGS = {
-    "avx": ["-mavx", "-mno-fma", "-mno-bmi", "-mno-bmi2", "-mno-avx2"],
-    "avx2": ["-mavx2", "-mfma", "-mf16c"],
-    "avx512": ["-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw", "-mfma"],
-    "armv9": ["-march=armv9-a+sve+sve2"],
-}
 
 
 def platforms_of(name: str) -> list[str]:
