@@ -229,11 +229,13 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
         outcome.commits = new
         outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
         return outcome
+    moves = {b: (sha, heads[b]) for b, sha in new.items()}
+    checked = gitops.check_checkouts(repo, moves)  # a dirty checked-out branch: refused before any push
     if opts.push:
         gitops.push(repo, remote, [f"{new[b]}:refs/heads/{b}" for b in new])
         outcome.pushed = list(new)
     try:
-        gitops.move_refs(repo, {b: (sha, heads[b]) for b, sha in new.items()})
+        outcome.notes.extend(gitops.advance_branches(repo, moves, checked=checked))
     except ExternalError as err:
         if not opts.push:
             raise
@@ -248,15 +250,6 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
             except Exception:  # pragma: no cover - cosmetic
                 pass
     outcome.commits = new
-    try:
-        current = repo.active_branch.name if not repo.head.is_detached else None
-    except TypeError:
-        current = None
-    if current in new and not repo.bare:
-        outcome.notes.append(
-            f"Branch '{current}' is checked out in {plan.repo_path}; its working tree and index were not touched "
-            "and still hold the old pin (see `git status`)."
-        )
     return outcome
 
 
