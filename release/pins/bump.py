@@ -14,6 +14,7 @@ from pathlib import Path
 
 from config.errors import ExternalError, RefusedError, ValidationError
 from release.adapters import git as gitops
+from release.pins.guards import guard_branch
 from release.pins.rules import (
     README,
     RECIPES_DIR,
@@ -52,6 +53,7 @@ class BranchPlan:
     torch_old: str | None = None
     torch_new: str | None = None
     message: str = ""
+    notes: list[str] = field(default_factory=list)  # what the guards and the README edit want said
 
     @property
     def branch(self) -> str:
@@ -131,6 +133,7 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
     data = BumpPlanData(Path(repo_path), new_rev, source, options=opts)
 
     selected = []
+    texts: dict[str, tuple[dict[str, str], str | None]] = {}
     for name in targets:
         files = gitops.read_files(repo, heads[name], RECIPES_DIR, (README,))
         recipes = {p: t for p, t in files.items() if p.startswith(RECIPES_DIR + "/") and p.endswith(".nix")}
@@ -158,8 +161,9 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
                 continue
         else:
             group = select_group(name, groups, cuda=opts.cuda, from_pin=opts.from_pin)
-        edit = plan_edit(name, group, new_rev, recipes, files.get(README))
+        edit = plan_edit(name, group, new_rev, recipes, files.get(README), branches=heads)
         selected.append(BranchPlan(edit, heads[name]))
+        texts[name] = (recipes, files.get(README))
 
     # Guards: every branch is checked before anything is written.
     for bp in selected:
@@ -168,18 +172,8 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         g = bp.edit.group
         bp.torch_old = client.torch_version(g.pin)
         bp.torch_new = client.torch_version(new_rev)
-        if major_minor(bp.torch_old) != major_minor(bp.torch_new):
-            raise RefusedError(
-                f"Refusing to bump '{bp.branch}': nixpkgs {short(new_rev)} has torch {bp.torch_new}, "
-                f"but the branch is on torch {bp.torch_old} (nixpkgs {short(g.pin)}); a bump must not change "
-                "PyTorch major.minor. Nothing was changed."
-            )
-        for attr in g.cuda_attrs:
-            if not client.has_cuda_set(new_rev, attr):
-                raise RefusedError(
-                    f"Refusing to bump '{bp.branch}': nixpkgs {short(new_rev)} has no {attr}, which "
-                    f"{len(g.recipes)} of its recipes use. Nothing was changed."
-                )
+        recipes, readme = texts[bp.branch]
+        bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog))
         bp.message = commit_message(g.pin, new_rev, bp.torch_new, g.cuda_attrs)
     data.branches = selected
     return data

@@ -1,0 +1,46 @@
+"""The bump guards run against nixpkgs (orchestration of :mod:`release.pins.promise`).
+
+``guard_branch`` asks the nixpkgs client for torch and the CUDA package sets at the new pin
+and checks them against the branch's promise; it raises RefusedError (nothing written yet)
+or returns notes for the plan.
+
+May import: config, release.recipes, release.pins (pure parts).
+"""
+
+from __future__ import annotations
+
+from release.pins.promise import branch_promise, check_cuda, check_torch
+from release.pins.rules import cuda_attrs
+
+
+def torch_source_version(text: str) -> str | None:
+    """The version a recipe's torch source override builds, or None (nixpkgs' torch)."""
+    from release.recipes import reader
+
+    m = reader._SOURCE_RE.search(text)
+    return m[1] if m else None
+
+
+def guard_branch(bp, recipes: dict[str, str], readme: str | None, client, new_rev: str, catalog=None) -> list[str]:
+    """Check branch plan ``bp`` (its moved group) against the branch's promise at ``new_rev``."""
+    g = bp.edit.group
+    entry = catalog.branches.get(bp.branch) if catalog is not None else None
+    promise = branch_promise(
+        bp.branch,
+        {p: recipes[p] for p in g.recipes},
+        readme,
+        entry.pytorch if entry is not None else None,
+        source_of=torch_source_version,
+    )
+    if promise.pytorch is None and bp.torch_old:
+        # nothing declares a version: what the branch builds today is the promise
+        from release.pins.promise import Promise
+
+        promise = Promise(bp.branch, bp.torch_old, (f"torch at its pin {g.pin[:7]}",), promise.overrides)
+    notes = check_torch(promise, g.recipes, new_rev, bp.torch_new)
+    users: dict[str, int] = {}
+    for p in g.recipes:
+        for a in cuda_attrs(recipes[p]):
+            users[a] = users.get(a, 0) + 1
+    check_cuda(bp.branch, g.cuda_attrs, users, new_rev, client.has_cuda_set, client.cuda_sets)
+    return notes
