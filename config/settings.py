@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     repo_remote: str = "origin"
     git_author_name: str = "torchbot"
     git_author_email: str = "torchbot@localhost"
+    torchvision_repo_path: Path | None = None  # the companion build-torchvision checkout
+    torchvision_remote: str = "origin"
+    # branches the README cross-branch tables need not list (fnmatch patterns)
+    docs_skip_branches: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["*-staging", "bump/*"])
 
     # GitHub and nixpkgs endpoints (base URLs so tests can point them at 127.0.0.1)
     github_api_url: str = "https://api.github.com/"
@@ -84,6 +88,7 @@ class Settings(BaseSettings):
     poll_interval_seconds: int = 300
     publish_interval_seconds: int = 900
     flush_interval_seconds: int = 60
+    docs_cron: str = "0 7 * * 1"  # weekly README cross-branch tables check, drift to the announce channel
 
     # Builds, publishing and announcements (issue 5)
     build_backend: str = "local"  # local | github: what scheduled builds after a bump use
@@ -96,7 +101,7 @@ class Settings(BaseSettings):
     github_runner: str = "ubuntu-latest"  # runs-on of the rendered build workflow
     nixpkgs_web_url: str = "https://github.com/NixOS/nixpkgs/"  # compare links in announcements
 
-    @field_validator("admins", "allowed_channels", mode="before")
+    @field_validator("admins", "allowed_channels", "docs_skip_branches", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _csv(value)

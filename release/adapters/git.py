@@ -438,3 +438,32 @@ def advance_branches(repo, moves: dict[str, tuple[str, str]], *, checked: dict[s
             )
         notes.append(f"Branch '{branch}' is checked out in {path}: its work tree was fast-forwarded to {new[:7]}.")
     return notes
+
+
+def read_paths(repo: Path, names: list[str]) -> dict[str, str | None]:
+    """Exact text of ``rev:path`` object names (one ``git cat-file --batch``); None when absent.
+    Bytes that are not UTF-8 survive a round trip (surrogateescape)."""
+    names = list(dict.fromkeys(names))
+    if not names:
+        return {}
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch"], input=("\n".join(names) + "\n").encode(), capture_output=True
+    )
+    if proc.returncode != 0:
+        raise ExternalError(f"git cat-file failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")
+    data = proc.stdout
+    out: dict[str, str | None] = {}
+    pos = 0
+    for name in names:
+        nl = data.index(b"\n", pos)
+        header = data[pos:nl].decode(errors="replace").split()
+        pos = nl + 1
+        if len(header) < 3 or header[-1] == "missing" or header[1] != "blob":
+            out[name] = None
+            if len(header) >= 3 and header[1] != "blob":
+                pos += int(header[2]) + 1
+            continue
+        size = int(header[2])
+        out[name] = data[pos : pos + size].decode("utf-8", errors="surrogateescape")
+        pos += size + 1
+    return out
