@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "release.cli": {"config"},
     "release.pins": {"config", "release.adapters", "release.recipes", "release.context", "release.cli"},
     "release.branches": {"config", "release.adapters", "release.recipes", "release.context", "release.pins",
-                         "release.cli"},
+                         "release.docs", "release.cli"},
     "release.docs": {"config", "release.adapters", "release.recipes", "release.context", "release.cli"},
     "release.builds": {"config", "release.adapters", "release.state", "release.context", "release.recipes",
                        "release.cli"},

@@ -21,7 +21,6 @@ from release.pins.rules import (
     BranchEdit,
     commit_message,
     find_groups,
-    major_minor,
     plan_edit,
     select_group,
     short,
