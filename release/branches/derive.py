@@ -160,9 +160,16 @@ def _is_torch_recipe(r: SourceRecipe) -> bool:
 
 
 def _nearest(version: str, available: list[str]) -> str:
+    """The source CUDA version to derive ``version`` from: the nearest of the same major,
+    else the newest of the nearest major."""
     v = vtuple(version)
-    return min(available, key=lambda a: (vtuple(a)[0] != v[0], abs(vtuple(a)[0] - v[0]),
-                                         abs(vtuple(a)[1] - v[1]), -vtuple(a)[1]))
+
+    def key(a):
+        t = vtuple(a)
+        same = t[0] == v[0]
+        return (not same, abs(t[0] - v[0]), abs(t[1] - v[1]) if same else 0, tuple(-x for x in t))
+
+    return min(available, key=key)
 
 
 def plan_targets(req: Request, recipes: list[SourceRecipe], catalog) -> tuple[list[tuple[ParsedName, SourceRecipe]], list[str]]:
