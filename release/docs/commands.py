@@ -80,6 +80,18 @@ class DocsResult:
         return "\n".join(lines)
 
 
+def drift_message(result: DocsResult, limit: int = 30) -> str:
+    """The announce-channel message for a drifted check (plain lines; at most ``limit`` rows)."""
+    lines = [f":memo: README drift in {result.repo}: {len(result.stale)} stale cross-branch rows"
+             + (f", {len(result.pairing)} torchvision branches off their pair" if result.pairing else "")]
+    items = [s.text() for s in result.stale] + [m.text() for m in result.pairing]
+    lines.extend(f"• {t}" for t in items[:limit])
+    if len(items) > limit:
+        lines.append(f"… and {len(items) - limit} more (`torchbot release docs --check`)")
+    lines.append("Fix: `torchbot release docs --write` (one commit per branch, tables only).")
+    return "\n".join(lines)
+
+
 def _repo(ctx, repo) -> Path:
     from release.context import repo_path
 
