@@ -28,7 +28,7 @@ log = logging.getLogger("torchbot.chat")
 HELP = """\
 /variant <anything>          which variant for this hardware (names, nvidia-smi or lscpu output, instance types)
 /pins                        branches with PyTorch / CUDA / Python and their nixpkgs pins
-/bump <branch|all> [rev]     move branches to a newer nixpkgs (admins; shows the plan first)
+/bump <branch|all> [rev] [--with-companions]  move branches (and their torchvision pairs) to a newer nixpkgs (admins; plan first)
 /build <branch> [glob]       build variants of a branch (admins; shows the plan first)
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
@@ -177,7 +177,7 @@ class Chat:
             self._audit(user, channel, f"refused /{name} {' '.join(args)}")
             raise
         if name in ("bump", "build", "publish") and not args:
-            raise UsageError({"bump": "Usage: /bump <branch|all> [rev]", "build": "Usage: /build <branch> [glob]",
+            raise UsageError({"bump": "Usage: /bump <branch|all> [rev] [--with-companions]", "build": "Usage: /build <branch> [glob]",
                               "publish": "Usage: /publish <branch>"}[name])
         module, func = PLANNERS[name]
         try:
@@ -185,7 +185,12 @@ class Chat:
         except (ImportError, AttributeError):
             return MessageResult(f"/{name} is not available in this installation.", ok=False)
         if name == "bump":
-            plan = planner(self.ctx, args[0], args[1] if len(args) > 1 else None)
+            companions = "--with-companions" in args
+            args = [a for a in args if a != "--with-companions"]
+            if not args:
+                raise UsageError("Usage: /bump <branch|all> [rev] [--with-companions]")
+            extra = {"with_companions": True} if companions else {}
+            plan = planner(self.ctx, args[0], args[1] if len(args) > 1 else None, **extra)
         elif name == "build":
             plan = planner(self.ctx, args[0], args[1:] or None)
         else:

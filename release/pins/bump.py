@@ -43,6 +43,7 @@ class BumpOptions:
     push: bool = False
     open_pr: bool = False
     dry_run: bool = False
+    with_companions: bool = False  # also bump the paired build-torchvision branches (release.pins.companions)
 
 
 @dataclass
@@ -83,6 +84,7 @@ class BumpPlanData:
     branches: list[BranchPlan] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     options: BumpOptions = field(default_factory=BumpOptions)
+    companions: list["BumpPlanData"] = field(default_factory=list)  # paired build-torchvision bumps
 
     @property
     def to_commit(self) -> list[BranchPlan]:
