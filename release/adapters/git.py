@@ -321,29 +321,9 @@ def list_recipes(repo: Path, commit: str) -> dict[str, str]:
 
 
 def read_blobs(repo: Path, shas: Iterable[str]) -> dict[str, str]:
-    """Blob contents in one ``git cat-file --batch`` call."""
-    shas = list(dict.fromkeys(shas))
-    if not shas:
-        return {}
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "cat-file", "--batch"],
-        input=("\n".join(shas) + "\n").encode(), capture_output=True,
-    )
-    if proc.returncode != 0:
-        raise ExternalError(f"git cat-file failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")
-    data = proc.stdout
-    out: dict[str, str] = {}
-    pos = 0
-    for sha in shas:
-        nl = data.index(b"\n", pos)
-        header = data[pos:nl].decode().split()
-        pos = nl + 1
-        if len(header) < 3 or header[1] == "missing":
-            continue
-        size = int(header[2])
-        out[sha] = data[pos : pos + size].decode(errors="replace")
-        pos += size + 1
-    return out
+    """Blob contents in one ``git cat-file --batch`` call (undecodable bytes replaced)."""
+    out = read_paths(repo, list(shas))
+    return {k: v.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for k, v in out.items() if v is not None}
 
 
 @contextmanager
