@@ -32,9 +32,22 @@ def torchvision_repo(settings) -> Path | None:
 
 def paired_branches(pytorch_repo: Path, vision_repo: Path, catalog) -> dict[str, list[str]]:
     """build-pytorch branch -> the build-torchvision branches that pair with it."""
-    from release.recipes.pairing import pairs
+    from config.catalog import load_catalog
+    from release.recipes.reader import read_repository
+    from release.recipes.repos import pair
 
-    return pairs(pytorch_repo, vision_repo, catalog)
+    embedded = load_catalog()
+    pt = read_repository(pytorch_repo, embedded)
+    tv = read_repository(vision_repo, embedded)
+    candidates = [bm.branch for bm in pt.branches.values() if bm.branch is not None]
+    out: dict[str, list[str]] = {}
+    for name, bm in tv.branches.items():
+        if bm.branch is None:
+            continue
+        best, _how = pair(bm.branch, candidates)
+        if best is not None:
+            out.setdefault(best.name, []).append(name)
+    return out
 
 
 def plan_companions(data, client, settings, catalog, default_channel: str) -> list:
