@@ -22,6 +22,9 @@ class Pick:
     build_command: str
     install_command: str
     note: str = ""  # why this is an alternative (not part of the JSON contract's required keys)
+    repository: str | None = None  # the repository whose branch holds the recipe (None: embedded catalog)
+    kind: str = "pytorch"  # pytorch | torchvision | torchaudio
+    pairs_with: dict[str, Any] | None = None  # companions: the PyTorch package it is built against
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -35,7 +38,11 @@ class Pick:
             "platform": self.platform,
             "build_command": self.build_command,
             "install_command": self.install_command,
+            "repository": self.repository,
         }
+        if self.kind != "pytorch":
+            d["kind"] = self.kind
+            d["pairs_with"] = self.pairs_with
         if self.note:
             d["note"] = self.note
         return d
@@ -70,6 +77,12 @@ class Answer:
             lines.append(f"Use {r.package}")
             cuda = f", CUDA {r.cuda}" if r.cuda else ""
             lines.append(f"  branch   {r.branch} (PyTorch {r.pytorch}{cuda}, Python {r.python}, {r.platform})")
+            if r.repository:
+                lines.append(f"  repo     {r.repository}")
+            if r.pairs_with:
+                pw = r.pairs_with
+                where = f" on {pw['branch']}" if pw.get("branch") else ""
+                lines.append(f"  pairs    PyTorch {pw.get('pytorch')}: {pw.get('package') or pw.get('how')}{where}")
             lines.append(f"  build    {r.build_command}")
             lines.append(f"  install  {r.install_command}")
         else:

@@ -14,7 +14,9 @@ def register(sub) -> None:
 
     c = sub.add_parser("catalog", help="branches, pins and variant counts")
     c.add_argument("--json", action="store_true")
-    c.add_argument("--repo", help="read the branches from this repository instead of the embedded data")
+    c.add_argument("--repo", action="append", metavar="PATH",
+                   help="read the branches from this repository instead of the embedded data "
+                        "(repeat for a build-pytorch and a build-torchvision repository)")
     c.set_defaults(func=_catalog)
 
 
@@ -40,6 +42,8 @@ def _catalog(args, ctx) -> int:
     from bot.commands import catalog
 
     if args.repo:
-        ctx.settings.repo_path = Path(args.repo)
+        paths = [Path(p) for r in args.repo for p in r.split(",") if p.strip()]
+        ctx.settings.repo_path = paths[0]
+        ctx.settings.repo_paths = paths
     _emit(catalog(ctx, with_problems=True), args.json)
     return 0

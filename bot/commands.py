@@ -8,68 +8,115 @@ from typing import Any
 from bot.answer import Answer
 from release.context import Context
 from bot.hardware import parse
+from bot.companions import answer_companion, companion_kind
 from bot.select import recommend
 
 
 def ask(ctx: Context, text: str) -> Answer:
-    """Answer a free-text hardware question with a variant, reasons and warnings."""
+    """Answer a free-text hardware question with a variant, reasons and warnings (a torchvision
+    or torchaudio package when the question asks for one)."""
     catalog = ctx.catalog
-    return recommend(catalog, parse(catalog, text or ""), ctx.settings.flox_org)
+    hw = parse(catalog, text or "")
+    answer = recommend(catalog, hw, ctx.settings.flox_org)
+    kind = companion_kind(text or "")
+    if kind:
+        answer = answer_companion(catalog, hw, answer, kind, ctx.settings.flox_org)
+    return answer
 
 
 class CatalogResult:
-    def __init__(self, ctx: Context, problems: list[str] | None = None):
+    """Branches with their facts; with repositories, every branch read from git (build-pytorch
+    and build-torchvision, each with its kind and repository) and the recipes that are problems."""
+
+    def __init__(self, ctx: Context, problems: list[str] | None = None, repo_set=None):
         self.catalog = ctx.catalog
         self.problems = problems or []
+        self.repo_set = repo_set
+
+    def _branch_dict(self, b, model=None) -> dict[str, Any]:
+        kinds: dict[str, int] = {}
+        for v in b.variants:
+            kinds[v.kind] = kinds.get(v.kind, 0) + 1
+        d = {
+            "branch": b.name,
+            "kind": b.kind,
+            "repository": b.repository,
+            "pytorch": b.pytorch,
+            "python": b.python,
+            "cuda": list(b.cuda_versions) if b.kind == "build-pytorch" else _cudas(b),
+            "purpose": b.purpose,
+            "pins": list(model.pins) if model is not None else list(b.pins),
+            "variants": len(b.variants),
+            "by_kind": kinds,
+            "gpu_archs": sorted({v.gpu_arch for v in b.variants if v.gpu_arch}, key=lambda a: int(a[2:])),
+            "packages": [v.package for v in b.variants],
+        }
+        if b.kind == "build-torchvision":
+            d["pairs_with"] = b.pairs_with
+            d["pairing"] = b.pairing
+        return d
 
     def to_dict(self) -> dict[str, Any]:
         out = []
-        for b in self.catalog.branches.values():
-            kinds: dict[str, int] = {}
-            for v in b.variants:
-                kinds[v.kind] = kinds.get(v.kind, 0) + 1
-            out.append(
-                {
-                    "branch": b.name,
-                    "pytorch": b.pytorch,
-                    "python": b.python,
-                    "cuda": list(b.cuda_versions),
-                    "purpose": b.purpose,
-                    "pins": list(b.pins),
-                    "variants": len(b.variants),
-                    "by_kind": kinds,
-                    "gpu_archs": sorted({v.gpu_arch for v in b.variants if v.gpu_arch}, key=lambda a: int(a[2:])),
-                }
-            )
-        return {"source": self.catalog.source, "recommended": self.catalog.recommended, "branches": out,
-                "problems": list(self.problems)}
+        details = []
+        if self.repo_set is not None:
+            cat = self.catalog
+            by_repo = {}
+            for key, b in list(cat.branches.items()) + list(cat.vision.items()):
+                by_repo[(b.repository, b.name)] = b
+            for m in self.repo_set.models:
+                for bm in m.branches.values():
+                    b = by_repo.get((m.path, bm.name))
+                    if b is not None:
+                        out.append(self._branch_dict(b, bm))
+                    else:
+                        out.append({"branch": bm.name, "kind": m.kind, "repository": m.path, "pytorch": None,
+                                    "python": None, "cuda": [], "purpose": None, "pins": [], "variants": 0,
+                                    "by_kind": {}, "gpu_archs": [], "packages": []})
+                    for p in bm.problems:
+                        file, _, what = p.partition(": ")
+                        details.append({"repository": m.path, "branch": bm.name, "file": file, "problem": what})
+        else:
+            out = [self._branch_dict(b) for b in self.catalog.branches.values()]
+        d = {"source": self.catalog.source, "recommended": self.catalog.recommended, "branches": out,
+             "problems": list(self.problems)}
+        if self.repo_set is not None:
+            d["repositories"] = [{"path": m.path, "kind": m.kind, "branches": len(m.branches)}
+                                 for m in self.repo_set.models]
+            d["problem_details"] = details
+        return d
 
     def text(self) -> str:
         d = self.to_dict()
-        rows = [("branch", "pytorch", "python", "cuda", "pins", "variants", "purpose")]
+        rows = [("branch", "kind", "pytorch", "python", "cuda", "pins", "variants", "purpose")]
         for b in d["branches"]:
-            mark = " *" if b["branch"] == d["recommended"] else ""
+            mark = " *" if b["branch"] == d["recommended"] and b["kind"] == "build-pytorch" else ""
+            kind = "torchvision" if b["kind"] == "build-torchvision" else "pytorch"
             rows.append(
-                (b["branch"] + mark, b["pytorch"], b["python"], "/".join(b["cuda"]) or "-",
-                 ",".join(p[:7] for p in b["pins"]), str(b["variants"]), b["purpose"])
+                (b["branch"] + mark, kind, str(b["pytorch"]), str(b["python"]), "/".join(b["cuda"]) or "-",
+                 ",".join(p[:7] for p in b["pins"]), str(b["variants"]), str(b["purpose"] or "-"))
             )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         lines.append(f"(* recommended; source: {d['source']})")
+        paired = [b for b in d["branches"] if b.get("pairing")]
+        for b in paired:
+            lines.append(f"torchvision {b['branch']}: {b['pairing']}")
         if self.problems:
             lines.append(f"Problems ({len(self.problems)}):")
             lines.extend(f"  - {p}" for p in self.problems)
         return "\n".join(lines)
 
 
-def catalog(ctx: Context, with_problems: bool = False) -> CatalogResult:
-    """Branches, pins and counts; with a repository, also the files the reader could not use."""
-    problems: list[str] = []
-    repo = ctx.settings.repo_path
-    if with_problems and repo is not None and ctx.use_repo:
-        from config.catalog import load_catalog
-        from release.recipes.reader import read_repository
+def _cudas(b) -> list[str]:
+    from config.catalog import vtuple
 
-        ctx.catalog  # raises a clear CatalogError for a path that is not such a repository
-        problems = read_repository(repo, load_catalog()).all_problems
-    return CatalogResult(ctx, problems)
+    return sorted({v.cuda for v in b.variants if v.cuda}, key=vtuple, reverse=True)
+
+
+def catalog(ctx: Context, with_problems: bool = False) -> CatalogResult:
+    """Branches, pins and counts; with repositories, every branch of each and the recipes the
+    reader could not use (each with its file)."""
+    repo_set = ctx.repo_set()
+    problems = repo_set.problems if (with_problems and repo_set is not None) else []
+    return CatalogResult(ctx, problems, repo_set)

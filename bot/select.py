@@ -9,7 +9,7 @@ explained in ``reasons``; every deviation from the seeds' prose in ``warnings``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.answer import Answer, Pick
 from bot.hardware import Hardware
@@ -203,6 +203,8 @@ def _pick(cat: Catalog, b: Branch, v: Variant, org: str, note: str = "") -> Pick
         build_command=f"git checkout {b.name} && flox build {v.package}",
         install_command=f"flox install {org}/{v.package}",
         note=note,
+        repository=b.repository,
+        kind=v.kind,
     )
 
 
@@ -415,11 +417,7 @@ def _cpu_alternative(cat: Catalog, hw: Hardware, ans: Answer, org: str, note: st
         return
     _choose(cat, hw, scratch, None, plan, org)
     if scratch.recommendation:
-        p = scratch.recommendation
-        ans.alternatives.append(
-            Pick(p.package, p.branch, p.gpu_arch, p.cpu_isa, p.cuda, p.python, p.pytorch, p.platform,
-                 p.build_command, p.install_command, note)
-        )
+        ans.alternatives.append(replace(scratch.recommendation, note=note))
 
 
 def _darwin(cat: Catalog, hw: Hardware, ans: Answer, org: str) -> Answer:

@@ -135,7 +135,12 @@ class CudaToolkit:
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """One package of the matrix. ``kind`` is pytorch, torchvision or torchaudio."""
+    """One package of the matrix. ``kind`` is pytorch, torchvision or torchaudio.
+
+    The fields after ``pin`` are what a recipe read from a repository says beyond the matrix
+    (its pname, listed platforms, the PyTorch it builds from source, where a companion's PyTorch
+    comes from); they do not take part in comparisons, so a branch read back from a repository
+    torchbot rendered equals its catalog definition."""
 
     package: str
     kind: str
@@ -145,7 +150,12 @@ class Variant:
     cpu_isa: str | None  # None for darwin
     platform: str  # x86_64-linux | aarch64-linux | aarch64-darwin
     darwin: bool = False
-    pin: str | None = None
+    pin: str | None = None  # nixpkgs commit; "none" for a recipe without a pin of its own
+    pname: str | None = field(default=None, compare=False)
+    platforms: tuple[str, ...] = field(default=(), compare=False)  # meta.platforms as the recipe lists it
+    pytorch: str | None = field(default=None, compare=False)  # version built from source, if the recipe says
+    torch_from: str | None = field(default=None, compare=False)  # companions: inline | import:<pkg> | remote:…
+    big_parallel: bool = field(default=False, compare=False)
 
     @property
     def is_companion(self) -> bool:
@@ -195,6 +205,10 @@ class Branch:
     vllm: str | None = None
     torch_source: TorchSource | None = None
     variants: tuple[Variant, ...] = ()
+    kind: str = "build-pytorch"  # or "build-torchvision"
+    repository: str | None = None  # the repository the branch was read from (None: embedded catalog)
+    pairs_with: str | None = None  # build-torchvision: the build-pytorch branch it pairs with
+    pairing: str = ""  # how it pairs (PyTorch, CUDA, pins), or why no branch does
 
     @property
     def rank(self) -> int:
@@ -240,6 +254,7 @@ class Catalog:
     recommended: str
     all_isas: tuple[str, ...]
     source: str = "embedded"
+    vision: dict[str, Branch] = field(default_factory=dict)  # build-torchvision branches (with repositories)
 
     def branch(self, name: str) -> Branch:
         try:

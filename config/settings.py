@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -53,13 +53,14 @@ class Settings(BaseSettings):
     announce_channel: str | None = None
     audit_log: Path = Path("torchbot-audit.log")
 
-    # The managed repository
+    # The managed repositories: TORCHBOT_REPO_PATH is one path or comma-separated paths (a
+    # build-pytorch and a build-torchvision repository; their kinds are detected). repo_path is
+    # the first (the one release commands work on), repo_paths all of them.
     repo_path: Path | None = None
+    repo_paths: Annotated[list[Path], NoDecode] = Field(default_factory=list)
     repo_remote: str = "origin"
     git_author_name: str = "torchbot"
     git_author_email: str = "torchbot@localhost"
-    torchvision_repo_path: Path | None = None  # the companion build-torchvision checkout
-    torchvision_remote: str = "origin"
     # branches the README cross-branch tables need not list (fnmatch patterns)
     docs_skip_branches: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["*-staging", "bump/*"])
 
@@ -100,6 +101,32 @@ class Settings(BaseSettings):
     github_poll_seconds: float = 30.0
     github_runner: str = "ubuntu-latest"  # runs-on of the rendered build workflow
     nixpkgs_web_url: str = "https://github.com/NixOS/nixpkgs/"  # compare links in announcements
+
+    @model_validator(mode="before")
+    @classmethod
+    def _several_repos(cls, data: object) -> object:
+        if isinstance(data, dict):
+            raw = data.get("repo_path")
+            if isinstance(raw, str) and "," in raw:
+                parts = [p.strip() for p in raw.split(",") if p.strip()]
+                data = {**data, "repo_path": parts[0] if parts else None}
+                data.setdefault("repo_paths", parts)
+        return data
+
+    def repositories(self) -> list[Path]:
+        """Every configured repository, ``repo_path`` first."""
+        if self.repo_path is None:
+            return []
+        if self.repo_paths and Path(self.repo_paths[0]) == Path(self.repo_path):
+            return [Path(p) for p in self.repo_paths]
+        return [Path(self.repo_path)]
+
+    @field_validator("repo_paths", mode="before")
+    @classmethod
+    def _split_paths(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
 
     @field_validator("admins", "allowed_channels", "docs_skip_branches", mode="before")
     @classmethod

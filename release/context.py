@@ -1,11 +1,12 @@
-"""What every command needs: settings and the catalog (embedded, or read from the
-managed repository when ``TORCHBOT_REPO_PATH`` is set). One Context serves the CLI, the
-console chat and Slack alike."""
+"""What every command needs: settings and the catalog (embedded, or read from the managed
+repositories when ``TORCHBOT_REPO_PATH`` is set: one path, or comma-separated paths of a
+build-pytorch and a build-torchvision repository). One Context serves the CLI, the console
+chat and Slack alike. The repositories' catalog is cached by commit: it is read again only
+when a branch moves, so a long-running bot answers from what the branches hold now."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 from config.catalog import Catalog, load_catalog
@@ -16,19 +17,30 @@ from config.settings import Settings
 @dataclass
 class Context:
     settings: Settings = field(default_factory=Settings)
-    use_repo: bool = True  # answer from the repository's real branches when one is configured
+    use_repo: bool = True  # answer from the repositories' real branches when some are configured
 
-    @cached_property
+    @property
+    def repositories(self) -> list[Path]:
+        return self.settings.repositories() if self.use_repo else []
+
+    @property
     def catalog(self) -> Catalog:
         embedded = load_catalog()
-        repo = self.settings.repo_path
-        if self.use_repo and repo is not None:
-            try:
-                from release.recipes.reader import catalog_from_repository
-            except ImportError:  # reader not available: embedded data
-                return embedded
-            return catalog_from_repository(repo, embedded)
-        return embedded
+        paths = self.repositories
+        if not paths:
+            return embedded
+        from release.recipes.repos import catalog_from_repositories
+
+        return catalog_from_repositories(paths, embedded)
+
+    def repo_set(self):
+        """The configured repositories as read (models, problems, catalog); None without any."""
+        paths = self.repositories
+        if not paths:
+            return None
+        from release.recipes.repos import read_repositories
+
+        return read_repositories(paths, load_catalog())
 
 
 def repo_path(ctx: Context, repo: str | Path | None) -> Path:

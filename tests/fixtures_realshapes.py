@@ -100,7 +100,7 @@ class RecipeFacts:
     pytorch: str | None  # PyTorch version the recipe itself builds (source override), else None (nixpkgs')
     darwin: bool = False
     big_parallel: bool = False
-    torch_from: str | None = None  # companions: "inline", "import:<package>", "remote:<rev>:<package>"
+    torch_from: str | None = None  # companions: "inline", "import:<package>", "remote:<owner/repo>@<rev>:<package>"
     shapes: frozenset[str] = frozenset()
 
     @property
@@ -658,7 +658,7 @@ def _tv_branch_main() -> BranchFacts:
           torchvision_inline(package=pkg, pin=PIN_MAIN, sm=None, isa="avx2", inner_pname=None))
     pkg = _pt_name("3.13", darwin=True, kind="torchvision")
     b.add(RecipeFacts(pkg, "torchvision", "3.13", PIN_MAIN, None, None, None, ("aarch64-darwin",), pkg, None,
-                      darwin=True, torch_from=f"remote:{BUILD_PYTORCH_REV}:pytorch-python313-darwin-mps",
+                      darwin=True, torch_from=f"remote:example-org/build-pytorch@{BUILD_PYTORCH_REV}:pytorch-python313-darwin-mps",
                       shapes=frozenset({"pin-tarball", "darwin", "import-remote", "platforms"})),
           torchvision_darwin_remote(package=pkg, pin=PIN_MAIN, rev=BUILD_PYTORCH_REV,
                                     pytorch_package="pytorch-python313-darwin-mps"))

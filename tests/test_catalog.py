@@ -15,7 +15,7 @@ SEED_COUNTS = {
     "pytorch-2.9-vllm-0.15.1": 117,
     "pytorch-2.9-vllm-0.14.0": 131,
     "pytorch-2.9-python311": 131,
-    "pytorch-2.10-python313": 68,
+    "pytorch-2.10-python313": 237,  # the real branch: seed 003's 68 (CUDA 13.0) + CUDA 13.1, 12.9 and 12.8 groups
 }
 
 
@@ -39,6 +39,15 @@ def test_branch_facts_from_the_version_matrix(cat):
     assert cat.branch("pytorch-2.9-vllm-0.14.0").vllm == "0.14.0"
     assert cat.recommended == "pytorch-2.9-python313"
     assert cat.branch("pytorch-2.10-python313").purpose == "bleeding-edge"
+
+
+def test_the_2_10_branch_has_the_real_branch_cuda_groups_and_three_pins(cat):
+    b = cat.branch("pytorch-2.10-python313")
+    assert b.cuda_versions == ("13.0", "13.1", "12.9", "12.8")
+    assert [p[:7] for p in b.pins] == ["6a030d5", "2017d6d", "0182a36"]
+    assert b.pin_for("13.1")[:7] == "2017d6d" and b.pin_for("12.8")[:7] == "0182a36" and b.pin_for(None)[:7] == "6a030d5"
+    per_cuda = {c: sum(1 for v in b.variants if v.cuda == c) for c in b.cuda_versions}
+    assert per_cuda == {"13.0": 60, "13.1": 60, "12.9": 58, "12.8": 51}
 
 
 def test_sm70_only_on_the_python311_and_vllm_0_14_branches(cat):
