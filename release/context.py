@@ -52,3 +52,20 @@ def repo_path(ctx: Context, repo: str | Path | None) -> Path:
     if not (path / ".git").exists() and not (path / "HEAD").exists():
         raise UsageError(f"{path} is not a git repository.")
     return path
+
+
+def torchvision_model(ctx: Context, repo: str | Path | None = None):
+    """The build-torchvision repository as read: ``repo`` (checked to be one), else the first
+    repository of ``TORCHBOT_REPO_PATH`` whose recipes build torchvision; None when there is none."""
+    from release.recipes.reader import VISION_REPO, read_repository
+
+    if repo:
+        model = read_repository(repo_path(ctx, repo), load_catalog())
+        if model.kind != VISION_REPO:
+            raise UsageError(f"{repo} is a {model.kind} repository, not a build-torchvision one.")
+        return model
+    for path in ctx.settings.repositories()[1:]:
+        model = read_repository(path, load_catalog())
+        if model.kind == VISION_REPO:
+            return model
+    return None

@@ -140,7 +140,7 @@ def create_branch(
     if source is None:
         raise RefusedError(f"No branch to derive '{name}' from in {repo_path}; name one with --from.")
     files = gitops.read_files(repo, heads[source], RECIPES_DIR, (README, MANIFEST))
-    recipes = source_recipes(files)
+    recipes = source_recipes(files, catalog)
     if not recipes:
         raise RefusedError(f"Branch '{source}' has no recipes under {RECIPES_DIR}/ to derive '{name}' from.")
     pythons = [r.parsed.python for r in recipes if r.parsed]
@@ -284,10 +284,5 @@ def _torch_source(recipes, derived, plan, src_spec, TorchSource):
     if mode == "new":
         return TorchSource(derived.torch, src_spec[1])
     if mode == "keep":
-        from release.branches.derive import _SOURCE_RE
-
-        for r in recipes:
-            m = _SOURCE_RE.search(r.text)
-            if m:
-                return TorchSource(m["version"], m["hash"])
+        return next((r.torch_source for r in recipes if r.torch_source is not None), None)
     return None

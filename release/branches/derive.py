@@ -18,7 +18,7 @@ Only the GPU architectures the source builds are carried over (``gpu`` may choos
 or name one the source builds with another CUDA version); architectures a CUDA version cannot
 build are left out and said so.
 
-May import: config, release.recipes (markdown), release.pins (pure rules).
+May import: config, release.recipes (the reader's recipe facts), release.pins (pure rules).
 """
 
 from __future__ import annotations
@@ -60,11 +60,8 @@ class SourceRecipe:
     package: str
     parsed: ParsedName | None
     text: str
-
-    @property
-    def override(self) -> str | None:
-        m = _SOURCE_RE.search(self.text)
-        return m["version"] if m else None
+    override: str | None = None  # the version its torch source override builds (the reader's facts)
+    torch_source: object = None  # the reader's TorchSource (version, hash) or None
 
 
 @dataclass
@@ -84,13 +81,17 @@ class Derived:
         return sorted(PurePosixPath(p).stem for p in self.recipes)
 
 
-def source_recipes(files: dict[str, str]) -> list[SourceRecipe]:
+def source_recipes(files: dict[str, str], catalog) -> list[SourceRecipe]:
+    """The source branch's recipes with what the reader finds in them (the torch source override)."""
+    from release.recipes.facts import read_recipe
+
     out = []
     for path, text in sorted(files.items()):
         p = PurePosixPath(path)
         if str(p.parent) != RECIPES_DIR or p.suffix != ".nix":
             continue
-        out.append(SourceRecipe(path, p.stem, parse_package_name(p.stem), text))
+        facts = read_recipe(catalog, p.name, text)
+        out.append(SourceRecipe(path, p.stem, parse_package_name(p.stem), text, facts.pytorch, facts.torch_source))
     return out
 
 

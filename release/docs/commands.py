@@ -133,11 +133,13 @@ def docs_check(ctx, repo=None, torchvision=None) -> DocsResult:
     result = DocsResult(str(path), "check", checked=list(checked))
     for c in checked.values():
         result.stale.extend(c.stale)
-    tv = torchvision or ctx.settings.torchvision_repo_path
-    if tv:
+    from release.context import torchvision_model
+
+    vision = torchvision_model(ctx, torchvision)
+    if vision is not None:
         from release.docs.pairing import check_pairing
 
-        result.pairing = check_pairing(model, _read(ctx, _repo(ctx, tv)))
+        result.pairing = check_pairing(model, vision)
     result.seconds = time.perf_counter() - start
     return result
 

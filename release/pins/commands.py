@@ -161,7 +161,7 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
         if options.with_companions:
             from release.pins.companions import plan_companions
 
-            data.companions = plan_companions(data, client, settings, catalog, settings.default_channel)
+            data.companions = plan_companions(data, client, ctx, settings.default_channel)
     return Plan(data, settings)
 
 

@@ -24,24 +24,16 @@ from release.adapters import git as gitops
 from release.pins.rules import README, RECIPES_DIR, find_groups
 
 
-def torchvision_repo(settings) -> Path | None:
-    """The configured build-torchvision repository, if any."""
-    path = getattr(settings, "torchvision_repo_path", None)
-    return Path(path) if path else None
-
-
-def paired_branches(pytorch_repo: Path, vision_repo: Path, catalog) -> dict[str, list[str]]:
-    """build-pytorch branch -> the build-torchvision branches that pair with it."""
+def paired_branches(pytorch_repo: Path, vision_model) -> dict[str, list[str]]:
+    """build-pytorch branch -> the build-torchvision branches that pair with it (the reader's pairing)."""
     from config.catalog import load_catalog
     from release.recipes.reader import read_repository
     from release.recipes.repos import pair
 
-    embedded = load_catalog()
-    pt = read_repository(pytorch_repo, embedded)
-    tv = read_repository(vision_repo, embedded)
+    pt = read_repository(pytorch_repo, load_catalog())
     candidates = [bm.branch for bm in pt.branches.values() if bm.branch is not None]
     out: dict[str, list[str]] = {}
-    for name, bm in tv.branches.items():
+    for name, bm in vision_model.branches.items():
         if bm.branch is None:
             continue
         best, _how = pair(bm.branch, candidates)
@@ -50,16 +42,19 @@ def paired_branches(pytorch_repo: Path, vision_repo: Path, catalog) -> dict[str,
     return out
 
 
-def plan_companions(data, client, settings, catalog, default_channel: str) -> list:
+def plan_companions(data, client, ctx, default_channel: str) -> list:
+    from release.context import torchvision_model
     from release.pins.bump import BumpOptions, plan_bump
 
-    vision = torchvision_repo(settings)
-    if vision is None:
+    model = torchvision_model(ctx)
+    if model is None:
         raise UsageError(
-            "--with-companions needs the build-torchvision repository: set TORCHBOT_TORCHVISION_REPO_PATH."
+            "--with-companions needs the build-torchvision repository: add its path to TORCHBOT_REPO_PATH "
+            "(comma-separated, after the build-pytorch one)."
         )
+    vision = Path(model.path)
     opts = data.options
-    paired = paired_branches(data.repo_path, vision, catalog)
+    paired = paired_branches(data.repo_path, model)
     repo = gitops.open_repo(vision)
     heads = gitops.local_branches(repo)
     plans = []

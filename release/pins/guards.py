@@ -9,28 +9,32 @@ May import: config, release.recipes, release.pins (pure parts).
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from release.pins.promise import branch_promise, check_cuda, check_torch
 from release.pins.rules import cuda_attrs
 
 
-def torch_source_version(text: str) -> str | None:
-    """The version a recipe's torch source override builds, or None (nixpkgs' torch)."""
-    from release.recipes import reader
+def torch_source_version(path: str, text: str, catalog) -> str | None:
+    """The version a recipe's torch source override builds, or None (nixpkgs' torch): the reader's facts."""
+    from release.recipes.facts import read_recipe
 
-    m = reader._SOURCE_RE.search(text)
-    return m[1] if m else None
+    return read_recipe(catalog, PurePosixPath(path).name, text).pytorch
 
 
 def guard_branch(bp, recipes: dict[str, str], readme: str | None, client, new_rev: str, catalog=None) -> list[str]:
     """Check branch plan ``bp`` (its moved group) against the branch's promise at ``new_rev``."""
+    from config.catalog import load_catalog
+
     g = bp.edit.group
     entry = catalog.branches.get(bp.branch) if catalog is not None else None
+    embedded = load_catalog()
     promise = branch_promise(
         bp.branch,
         {p: recipes[p] for p in g.recipes},
         readme,
         entry.pytorch if entry is not None else None,
-        source_of=torch_source_version,
+        source_of=lambda path, text: torch_source_version(path, text, embedded),
     )
     if promise.pytorch is None and bp.torch_old:
         # nothing declares a version: what the branch builds today is the promise

@@ -11,17 +11,20 @@ recipe's source override. A bump of one pin group may go ahead only when, at the
 
 Refusals name the promise, where it is declared, and what the new pin has.
 
-May import: config, release.recipes.
+May import: config, release.recipes (the reader's README and recipe facts).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from config.catalog import vtuple
 from config.errors import RefusedError
 from config.naming import short
-from release.recipes.readme_facts import name_claim, readme_claims
+from release.recipes.reader import readme_row
+
+_NAME_RE = re.compile(r"pytorch-?(\d+\.\d+)")
 
 
 @dataclass(frozen=True)
@@ -42,21 +45,22 @@ class Promise:
 
 def branch_promise(branch: str, recipes: dict[str, str], readme: str | None, catalog_pytorch: str | None = None,
                    source_of=None) -> Promise:
-    """The promise of ``branch`` from its name, README, catalog entry and the recipes' source
-    overrides (``source_of(text) -> version | None``, the reader's)."""
+    """The promise of ``branch`` from its name, its own README row (the reader's ``readme_row``),
+    its catalog entry, and the recipes' source overrides (``source_of(path, text) -> version |
+    None``, the reader's facts)."""
     claims: list[tuple[str, str]] = []
-    by_name = name_claim(branch)
+    by_name = _NAME_RE.search(branch)
     if by_name:
-        claims.append(("branch name", by_name))
-    rc = readme_claims(readme, branch)
-    if rc.pytorch:
-        claims.extend((w, rc.pytorch) for w in rc.where)
+        claims.append(("branch name", by_name[1]))
+    in_readme = readme_row(readme, branch, "PyTorch")
+    if in_readme:
+        claims.append(("README", in_readme))
     if catalog_pytorch and catalog_pytorch != "unknown":
         claims.append(("catalog", catalog_pytorch))
     overrides = {}
     if source_of is not None:
         for path, text in recipes.items():
-            v = source_of(text)
+            v = source_of(path, text)
             if v:
                 overrides[path] = v
     if not claims and overrides:
