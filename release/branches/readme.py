@@ -84,8 +84,9 @@ def derive_readme(
             out.append(f"{bullet}**`{new.name}`** — {text_}\n")
             continue
         named = _others_named(line, others)
-        if named and "checkout" in line:
-            out.append(line)
+        checkout = re.search(r"\bcheckout\s+([\w./-]+)", line)
+        if checkout and checkout[1] not in (source, new.name) or named and "checkout" in line:
+            out.append(line)  # `git checkout other && flox build …` is about the other branch
             continue
         new_line = _this_branch(line, source, new, source_python, source_pins, torch_change, cuda_change,
                                 packages_only=bool(named))
