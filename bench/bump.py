@@ -34,17 +34,13 @@ WIDE = ("sm75", "sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm110", "sm12
 
 
 def real_sized_branches():
-    """The catalog's eight branches, with the 2.9-python313 and 2.10 matrices widened to the
-    real repository's CUDA groups (one pin per branch so `--all` needs no selector)."""
+    """The catalog's eight branches, with the 2.9-python313 matrix widened to the real
+    repository's CUDA groups (one pin per branch so `--all` needs no selector)."""
     cat = load_catalog()
     out = []
     for b in cat.branches.values():
-        if b.name == "pytorch-2.10-python313":
-            b = replace(b, cuda_groups=b.cuda_groups + (
-                CudaGroup("12.9", tuple(a for a in WIDE if a not in ("sm110", "sm121"))),
-                CudaGroup("12.8", tuple(a for a in WIDE if a not in ("sm103", "sm110", "sm121"))),
-                CudaGroup("13.1", WIDE),
-            ))
+        if b.name == "pytorch-2.10-python313":  # the real four CUDA groups, on one pin here
+            b = replace(b, cuda_groups=tuple(replace(g, pin=None) for g in b.cuda_groups))
         elif b.name == "pytorch-2.9-python313":
             b = replace(b, cuda_groups=b.cuda_groups + (
                 CudaGroup("12.8", tuple(a for a in WIDE if a not in ("sm103", "sm110", "sm121"))),

@@ -122,7 +122,7 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
     order = _isa_order(cat, hw, pt)
     found: list[tuple[tuple, Branch, Variant]] = []
     for rank, (_, b) in enumerate(_candidates(cat, pt)):
-        for v in b.variants:
+        for v in b.variants_for(None if pt.platform == "aarch64-darwin" else pt.gpu_arch):
             if _fits(v, kind, pt, order, hw):
                 isa_pos = order.index(v.cpu_isa) if v.cpu_isa in order else 0
                 cuda_key = (0 if v.cuda == pt.cuda else 1, tuple(-x for x in vtuple(v.cuda or "0")))

@@ -215,7 +215,7 @@ def _best_in_branch(
     driver ruled out."""
     ruled_out: list[str] = []
     by_isa: dict[str, list[Variant]] = {}
-    for v in b.variants:
+    for v in b.variants_for(arch.key if arch else None):
         if v.kind != "pytorch" or v.darwin:
             continue
         if arch is None and v.gpu_arch is not None:

@@ -29,6 +29,7 @@ PURPOSE_RANK = {
 }
 
 
+@lru_cache(maxsize=4096)
 def vtuple(version: str) -> tuple[int, ...]:
     """'12.9.1' -> (12, 9, 1); non-numeric parts stop the tuple ('TBD' -> ())."""
     out: list[int] = []
@@ -229,6 +230,17 @@ class Branch:
     @cached_property
     def by_package(self) -> dict[str, Variant]:
         return {v.package: v for v in self.variants}
+
+    @cached_property
+    def _by_arch(self) -> dict[str | None, tuple[Variant, ...]]:
+        out: dict[str | None, list[Variant]] = {}
+        for v in self.variants:
+            out.setdefault(v.gpu_arch, []).append(v)
+        return {k: tuple(vs) for k, vs in out.items()}
+
+    def variants_for(self, gpu_arch: str | None) -> tuple[Variant, ...]:
+        """The variants built for one GPU architecture (None: CPU-only and darwin), in order."""
+        return self._by_arch.get(gpu_arch, ())
 
     def pin_for(self, cuda: str | None) -> str:
         for g in self.cuda_groups:

@@ -21,7 +21,13 @@ class Context:
 
     @property
     def repositories(self) -> list[Path]:
-        return self.settings.repositories() if self.use_repo else []
+        if not self.use_repo or self.settings.repo_path is None:
+            return []
+        key = (self.settings.repo_path, tuple(self.settings.repo_paths))
+        cached = self.__dict__.get("_repos")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_repos"] = (key, self.settings.repositories())
+        return cached[1]
 
     @property
     def catalog(self) -> Catalog:
