@@ -48,13 +48,14 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     from release.context import Context
-    from config.settings import Settings
+    from config.settings import load_settings
 
     try:
-        ctx = Context(Settings())
+        ctx = Context(load_settings())
         return int(args.func(args, ctx) or 0)
     except TorchbotError as err:
-        print(f"torchbot: {err.message}", file=sys.stderr)
+        for line in err.message.splitlines() or [""]:
+            print(f"torchbot: {line}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         return 130
