@@ -82,13 +82,13 @@ def test_docs_check_reports_a_torchvision_branch_off_its_pair(repos, capsys):
 
 def test_one_confirmation_in_chat_applies_both(repos, tmp_path):
     pt, tv = repos
-    chat = Chat(ctx(admins=["UADMIN"], audit_log=tmp_path / "audit.log"))
+    chat = Chat(ctx(admins=["UADMIN"], audit_log=tmp_path / "audit.log", state_db=f"sqlite:///{tmp_path / 'state.sqlite'}"))
     plan = chat.command("bump", f"main {NEW_28} --with-companions", user="UADMIN")
     assert isinstance(plan, PlanReply), plan.text()
     assert "Companion in" in plan.text() and str(tv.path) in plan.text()
     before_pt, before_tv = refs(pt.path), refs(tv.path)
     assert before_tv == refs(tv.path)  # nothing until the confirmation
-    result = chat.confirm(plan.pending.id, "UADMIN")
+    result = chat.confirm(plan.pending.id, "UADMIN").wait(120)
     assert "build-torchvision" in result.text(), result.text()
     assert refs(pt.path)["refs/heads/main"] != before_pt["refs/heads/main"]
     assert refs(tv.path)["refs/heads/main"] != before_tv["refs/heads/main"]

@@ -12,7 +12,7 @@ from bot.cli import main as cli
 from release.context import Context
 from release.schedule import jobs as schedule
 from tests import fixtures_builds as fx
-from tests.fakes_slack_api import FakeSlackApi
+from tests.fakes_slack import FakeSlack
 from tests.fixtures_pins import git, refs
 from tests.fixtures_realshapes import PIN_13_0, PIN_13_1, PIN_12_X, make_pytorch_repo
 
@@ -91,17 +91,15 @@ def test_write_refuses_a_dirty_checked_out_branch_and_changes_nothing(pt, capsys
 
 
 def test_weekly_check_posts_drift_to_the_announce_channel(pt, tmp_path):
-    with FakeSlackApi() as slack:
-        ctx = fx.context(tmp_path, repo_path=pt.path, slack_bot_token="xoxb-test", slack_api_url=slack.api_url,
+    with FakeSlack() as slack:
+        ctx = fx.context(tmp_path, repo_path=pt.path, slack_bot_token=slack.token, slack_api_url=slack.url,
                          announce_channel="C0RELEASES")
         assert any(s.id == "docs-check" for s in schedule.job_specs(ctx))
         result = schedule.run_now(ctx, "docs-check")["result"]
         assert "8 stale rows" in result and "posted to C0RELEASES" in result
-        path, body = slack.posts[-1]
-        assert path.endswith("chat.postMessage") and body["channel"] == "C0RELEASES"
-        assert MULTI in body["text"] and "release docs --write" in body["text"]
+        (posted,) = slack.messages("C0RELEASES")
+        assert MULTI in posted["text"] and "release docs --write" in posted["text"]
         # after --write the weekly check is clean and posts nothing
         assert cli(docs("--write")) == 0
-        n = len(slack.posts)
         assert "clean" in schedule.run_now(Context(ctx.settings, use_repo=False), "docs-check")["result"]
-        assert len(slack.posts) == n
+        assert len(slack.messages("C0RELEASES")) == 1
