@@ -139,7 +139,7 @@ def docs_check(ctx, repo=None, torchvision=None) -> DocsResult:
     if vision is not None:
         from release.docs.pairing import check_pairing
 
-        result.pairing = check_pairing(model, vision)
+        result.pairing = check_pairing(model, vision, ctx.settings.docs_skip_branches)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -50,7 +50,7 @@ def _pins_by_cuda(doc: BranchDoc) -> dict[str, str]:
 
 def compare(vision: BranchDoc, pair: BranchDoc) -> list[Mismatch]:
     out = []
-    if not _agree(vision.pytorch, pair.pytorch):
+    if vision.pytorch != "unknown" and not _agree(vision.pytorch, pair.pytorch):
         out.append(Mismatch(vision.name, pair.name, "PyTorch", vision.pytorch, pair.pytorch))
     mine, theirs = _pins_by_cuda(vision), _pins_by_cuda(pair)
     for cuda in vision.cuda:
@@ -65,8 +65,10 @@ def compare(vision: BranchDoc, pair: BranchDoc) -> list[Mismatch]:
     return out
 
 
-def check_pairing(pytorch_model, vision_model) -> list[Mismatch]:
-    """Every torchvision branch whose PyTorch or pins differ from its build-pytorch pair."""
+def check_pairing(pytorch_model, vision_model, skip=()) -> list[Mismatch]:
+    """Every torchvision branch whose PyTorch or pins differ from its build-pytorch pair
+    (branches matching ``skip`` patterns, e.g. ``*-staging``, are not checked)."""
+    from release.docs.facts import skipped
     from release.recipes.repos import pair
 
     pt_docs = docs_from_model(pytorch_model)
@@ -74,7 +76,7 @@ def check_pairing(pytorch_model, vision_model) -> list[Mismatch]:
     candidates = [bm.branch for bm in pytorch_model.branches.values() if bm.branch is not None]
     out: list[Mismatch] = []
     for name, bm in vision_model.branches.items():
-        if bm.branch is None or name not in tv_docs:
+        if bm.branch is None or name not in tv_docs or skipped(name, skip):
             continue
         best, how = pair(bm.branch, candidates)
         if best is None:
