@@ -175,7 +175,7 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         bp.torch_old = client.torch_version(g.pin)
         bp.torch_new = client.torch_version(new_rev)
         recipes, readme = texts[bp.branch]
-        bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog))
+        bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog, repo_path=repo_path))
         bp.message = commit_message(g.pin, new_rev, bp.torch_new, g.cuda_attrs)
     data.branches = selected
     return data

@@ -102,14 +102,16 @@ def check_torch(promise: Promise, group_recipes: tuple[str, ...], new_rev: str, 
     return notes
 
 
-def check_cuda(branch: str, attrs: tuple[str, ...], users: dict[str, int], new_rev: str, has, available) -> None:
+def check_cuda(branch: str, attrs: tuple[str, ...], users, new_rev: str, has, available) -> None:
     """Refuse when a CUDA package set the moved recipes use is missing at ``new_rev``.
-    ``has(rev, attr) -> bool``; ``available(rev) -> list of sets`` (for the message)."""
+    ``has(rev, attr) -> bool``; ``available(rev) -> list of sets`` and ``users`` (attr -> recipe
+    count, or a function returning it) are for the message."""
     missing = [a for a in attrs if not has(new_rev, a)]
     if not missing:
         return
     there = available(new_rev)
-    used = ", ".join(f"{a} ({users.get(a, 0)} recipes)" for a in missing)
+    counts = users() if callable(users) else users
+    used = ", ".join(f"{a} ({counts.get(a, 0)} recipes)" for a in missing)
     raise RefusedError(
         f"Refusing to bump '{branch}': its recipes build with {used}, which nixpkgs {short(new_rev)} does not have "
         f"(it has {', '.join(there) or 'no cudaPackages sets'}). Nothing was changed."
