@@ -1,4 +1,4 @@
-"""Benchmark: bump the nixpkgs pin of every branch of a repository the size of the real
+"""Benchmark: bump the nixpkgs pin of every branch (each PyTorch line to a pin whose torch keeps its promise) of a repository the size of the real
 build-pytorch (eight branches, ~970 recipes of ~4.5 KB) with torchbot, against a plain
 ``git worktree`` + ``sed`` + ``git commit`` script doing the same edits, in one run.
 
