@@ -278,8 +278,9 @@ class Chat:
         jobs = self.runner.jobs()
         running = [j for j in jobs if j.state == "running"]
         lines = [
-            f"catalog: {self.ctx.catalog.source}, {len(self.ctx.catalog.branches)} branches",
-            f"repository: {s.repo_path or 'not configured'}",
+            f"catalog: {self.ctx.catalog.source}, {len(self.ctx.catalog.branches)} branches"
+            + (f" (+ {len(self.ctx.catalog.vision)} torchvision)" if self.ctx.catalog.vision else ""),
+            f"repository: {', '.join(map(str, s.repositories())) or 'not configured'}",
             f"announce channel: {s.announce_channel or 'not configured'}",
             f"admins: {len(s.admins)}; pending plans: {len(self.state.pending_plans())}",
             f"jobs: {len(running)} running, {len(jobs) - len(running)} queued ({self.runner.workers} workers)",

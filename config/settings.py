@@ -180,7 +180,7 @@ class Settings(BaseSettings):
     def repositories(self) -> list[Path]:
         """Every configured repository, ``repo_path`` first."""
         if self.repo_path is None:
-            return []
+            return [Path(p) for p in self.repo_paths]
         if self.repo_paths and Path(self.repo_paths[0]) == Path(self.repo_path):
             return [Path(p) for p in self.repo_paths]
         return [Path(self.repo_path)]

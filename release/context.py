@@ -21,7 +21,7 @@ class Context:
 
     @property
     def repositories(self) -> list[Path]:
-        if not self.use_repo or self.settings.repo_path is None:
+        if not self.use_repo or (self.settings.repo_path is None and not self.settings.repo_paths):
             return []
         key = (self.settings.repo_path, tuple(self.settings.repo_paths))
         cached = self.__dict__.get("_repos")

@@ -638,6 +638,16 @@ def _branch_29(name: str, python: str, summary: str) -> BranchFacts:
 # The build-torchvision fixture
 
 
+def _tv_cpu(b: BranchFacts, pin: str, isa: str) -> None:
+    """A CPU-only torchvision recipe over nixpkgs' torch, built inline."""
+    pkg = _pt_name("3.13", isa=isa, kind="torchvision")
+    b.add(RecipeFacts(pkg, "torchvision", "3.13", pin, None, None, isa, (isa_platform(isa),), pkg, None,
+                      big_parallel=True, torch_from="inline",
+                      shapes=frozenset({"pin-tarball", "inline-torch", "cpu-only", "cpu-flags", "platforms",
+                                        "big-parallel"})),
+          torchvision_inline(package=pkg, pin=pin, sm=None, isa=isa, inner_pname=None))
+
+
 def _tv_branch_main() -> BranchFacts:
     """torchvision main: nixpkgs' torch (2.8) built inline without a pname, CUDA from the name only,
     inherited platforms, a darwin recipe taking PyTorch from build-pytorch at a fixed commit."""
@@ -650,12 +660,7 @@ def _tv_branch_main() -> BranchFacts:
                                             "platforms-inherited", "big-parallel"})),
               torchvision_inline(package=pkg, pin=PIN_MAIN, sm=_arch_sm(arch), isa=isa, inner_pname=None,
                                  platforms_inherited=True))
-    pkg = _pt_name("3.13", isa="avx2", kind="torchvision")
-    b.add(RecipeFacts(pkg, "torchvision", "3.13", PIN_MAIN, None, None, "avx2", ("x86_64-linux",), pkg, None,
-                      big_parallel=True, torch_from="inline",
-                      shapes=frozenset({"pin-tarball", "inline-torch", "cpu-only", "cpu-flags", "platforms",
-                                        "big-parallel"})),
-          torchvision_inline(package=pkg, pin=PIN_MAIN, sm=None, isa="avx2", inner_pname=None))
+    _tv_cpu(b, PIN_MAIN, "avx2")
     pkg = _pt_name("3.13", darwin=True, kind="torchvision")
     b.add(RecipeFacts(pkg, "torchvision", "3.13", PIN_MAIN, None, None, None, ("aarch64-darwin",), pkg, None,
                       darwin=True, torch_from=f"remote:example-org/build-pytorch@{BUILD_PYTORCH_REV}:pytorch-python313-darwin-mps",
@@ -704,12 +709,7 @@ def _tv_branch_29() -> BranchFacts:
                           big_parallel=True, torch_from="inline", shapes=frozenset(s)),
               torchvision_inline(package=pkg, pin=PIN_12_X, sm=_arch_sm(arch), isa=isa, inner_pname=None,
                                  cuda_overlay="cudaPackages_12_9", sha256=sha))
-    pkg = _pt_name("3.13", isa="avx512", kind="torchvision")
-    b.add(RecipeFacts(pkg, "torchvision", "3.13", PIN_12_X, None, None, "avx512", ("x86_64-linux",), pkg, None,
-                      big_parallel=True, torch_from="inline",
-                      shapes=frozenset({"pin-tarball", "inline-torch", "cpu-only", "cpu-flags", "platforms",
-                                        "big-parallel"})),
-          torchvision_inline(package=pkg, pin=PIN_12_X, sm=None, isa="avx512", inner_pname=None))
+    _tv_cpu(b, PIN_12_X, "avx512")
     return b
 
 

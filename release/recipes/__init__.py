@@ -1,9 +1,14 @@
 """Recipes and the repository model.
 
-- ``render``  catalog -> file contents of a branch (pure; Jinja2 templates in release/templates)
-- ``reader``  a repository's branches, read from git objects -> the branch model
-- ``init``    create or bring up to date a repository from the catalog (one commit per branch)
-- ``cli``     ``release init`` / ``release render``
+- ``render``     catalog -> file contents of a branch (pure; Jinja2 templates in release/templates)
+- ``nixscan``    Nix source scanning: comments/strings out, expressions parsed on demand (pure)
+- ``facts``      one recipe's text -> what it builds: kind, pin, CUDA, GPU target, ISA, platforms,
+                 PyTorch source override, companion's PyTorch (pure)
+- ``factcache``  recipe facts kept on disk by git blob id
+- ``reader``     a repository's branches, read from git objects -> the branch model (cached by commit)
+- ``repos``      several repositories (build-pytorch + build-torchvision): kinds, pairing, the catalog
+- ``init``       create or bring up to date a repository from the catalog (one commit per branch)
+- ``cli``        ``release init`` / ``release render``
 
 May import: config, release.adapters.
 """
