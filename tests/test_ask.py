@@ -70,8 +70,8 @@ CASES = [
     # superchips and appliances
     ("GH200", "pytorch-python313-cuda12_9-sm90-armv9", REC, []),
     ("GB200 NVL72", "pytorch-python313-cuda12_9-sm100-armv9", REC, []),
-    ("DGX Spark", "pytorch-python313-cuda13_0-sm121-armv9", "pytorch-2.10-python313", ["580"]),
-    ("Jetson AGX Thor", "pytorch-python313-cuda13_0-sm110-armv9", "pytorch-2.10-python313", []),
+    ("DGX Spark", "pytorch-python313-cuda13_1-sm121-armv9", "pytorch-2.10-python313", ["580"]),
+    ("Jetson AGX Thor", "pytorch-python313-cuda13_1-sm110-armv9", "pytorch-2.10-python313", []),
     ("B300 with Grace", "pytorch-python313-cuda12_9-sm103-armv9", REC, []),
     ("DGX A100", "pytorch-python313-cuda12_9-sm80-avx2", REC, []),  # EPYC 7742 (Rome)
     # GPU names in many spellings
@@ -90,9 +90,11 @@ CASES = [
     ("A100, vLLM 0.15.1, Sapphire Rapids", "pytorch-python313-cuda12_9-sm80-avx512", "pytorch-2.9-vllm-0.15.1", []),
     ("B300 python 3.11", "pytorch-python311-cuda12_9-sm103-avx2", "pytorch-2.9-python311", []),
     ("V100 python 3.13", None, None, ["SM70"]),
-    ("RTX 5090 pytorch 2.10 with zen 4", "pytorch-python313-cuda13_0-sm120-avx512", "pytorch-2.10-python313", []),
+    ("RTX 5090 pytorch 2.10 with zen 4", "pytorch-python313-cuda13_1-sm120-avx512", "pytorch-2.10-python313", []),
     ("RTX 5090, driver 560", None, None, ["too old"]),
-    ("H100 driver 550.54.15 pytorch 2.10", None, None, ["too old"]),
+    # 2.10 holds CUDA 12.9/12.8 groups too: driver 550 runs those, not 13.x
+    ("H100 driver 550.54.15 pytorch 2.10", "pytorch-python313-cuda12_9-sm90-avx2", "pytorch-2.10-python313", []),
+    ("DGX Spark driver 570", None, None, ["too old"]),
     ("A100 cuda 12.8 python 3.13", "pytorch-python313-cuda12_8-sm80-avx2", "main", []),
     # CPU-only and macOS
     ("no GPU, Xeon Gold 6248 int8 inference", "pytorch-python313-cpu-avx512vnni", REC, []),

@@ -41,4 +41,4 @@ def test_torchbot_chat_console_script():
     r = subprocess.run([sys.executable, "-m", "bot.cli", "chat"], input="DGX Spark\n", capture_output=True,
                        text=True, cwd=ROOT, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
     assert r.returncode == 0, r.stderr
-    assert "pytorch-python313-cuda13_0-sm121-armv9" in r.stdout
+    assert "pytorch-python313-cuda13_1-sm121-armv9" in r.stdout

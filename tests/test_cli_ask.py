@@ -51,7 +51,7 @@ def test_usage_errors_exit_2_without_traceback():
 def test_flox_org_from_settings():
     r = run("ask", "--json", "DGX Spark", env={"TORCHBOT_FLOX_ORG": "ml-infra"})
     rec = json.loads(r.stdout)["recommendation"]
-    assert rec["install_command"] == "flox install ml-infra/pytorch-python313-cuda13_0-sm121-armv9"
+    assert rec["install_command"] == "flox install ml-infra/pytorch-python313-cuda13_1-sm121-armv9"
 
 
 def test_catalog_lists_branches_pins_and_counts(capsys, monkeypatch):
