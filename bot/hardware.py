@@ -143,14 +143,8 @@ def _matchers(cat: Catalog) -> _Matchers:
         if inst
         else None
     )
-    relevant: set[str] = set()
-    for isa in cat.isas.values():
-        relevant |= isa.requires
-    for u in cat.uarchs.values():
-        relevant |= u.flags
-    relevant |= {"avx_vnni", "amx_bf16", "amx_int8"}
     return _Matchers(
-        gpu, system, max_tokens, foreign, cpu, instance, tuple(i for i, _ in inst), frozenset(relevant),
+        gpu, system, max_tokens, foreign, cpu, instance, tuple(i for i, _ in inst), cat.relevant_flags,
     )
 
 

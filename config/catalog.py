@@ -107,8 +107,10 @@ class Uarch:
     vendor: str
     arch: str
     name: str
-    flags: frozenset[str]
+    flags: frozenset[str]  # relevant flags only (cpus.toml [flags] relevant)
     note: str = ""
+    archspec: str | None = None  # the archspec microarchitecture the flags come from
+    nearest: str | None = None  # for one archspec lacks: the archspec one its flags extend
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +242,7 @@ class Catalog:
     recommended: str
     all_isas: tuple[str, ...]
     source: str = "embedded"
+    relevant_flags: frozenset[str] = frozenset()  # the CPU flags selection reasons about
 
     def branch(self, name: str) -> Branch:
         try:
@@ -357,6 +360,28 @@ def _load(name: str, data_dir: Path) -> dict:
         raise CatalogError(f"Catalog file {path} is not valid TOML: {err}.") from None
 
 
+_VENDORS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
+
+
+def _uarch(key: str, raw: dict, relevant: frozenset[str]) -> Uarch:
+    """A microarchitecture: flags from archspec's database when it knows it, else from the data."""
+    name = raw.get("archspec")
+    if name is None:
+        try:
+            return Uarch(key, raw["vendor"], raw["arch"], raw["name"], frozenset(raw["flags"]) & relevant,
+                         raw.get("note", ""), None, raw.get("nearest"))
+        except KeyError as err:
+            raise CatalogError(f"Microarchitecture '{key}' needs `archspec` or `vendor`, `arch` and `flags` ({err}).") from None
+    from archspec.cpu import TARGETS  # imported when the catalog is built, not with this module
+
+    target = TARGETS.get(name)
+    if target is None:
+        raise CatalogError(f"Microarchitecture '{key}' names '{name}', which archspec does not know.")
+    vendor = _VENDORS.get(target.vendor, target.vendor)
+    return Uarch(key, vendor, target.family.name, raw["name"], frozenset(target.features) & relevant,
+                 raw.get("note", ""), name)
+
+
 def branch_from_dict(name: str, raw: dict) -> Branch:
     """A Branch (without variants) from its TOML table; used by the loader and by tools
     that add branches."""
@@ -462,10 +487,8 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         )
         for key, i in cpus["isa"].items()
     }
-    uarchs = {
-        key: Uarch(key, u["vendor"], u["arch"], u["name"], frozenset(u["flags"]), u.get("note", ""))
-        for key, u in cpus["uarch"].items()
-    }
+    relevant = frozenset(cpus.get("flags", {}).get("relevant", ()))
+    uarchs = {key: _uarch(key, u, relevant) for key, u in cpus["uarch"].items()}
     cpu_models = tuple(CpuModel(m["pattern"], m["name"], m["uarch"]) for m in cpus.get("model", []))
     for m in cpu_models:
         if m.uarch not in uarchs:
@@ -495,6 +518,7 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         branches={},
         recommended=defaults.get("recommended", ""),
         all_isas=tuple(defaults.get("all_isas", isas)),
+        relevant_flags=relevant | {f for i in isas.values() for f in i.requires},
     )
     branches = []
     for name, raw in raw_branches.items():
