@@ -124,8 +124,10 @@ class CpuModel:
 class Instance:
     pattern: str
     provider: str
-    gpu: str
+    gpu: str | None  # None: a CPU-only family
     cpu: str
+    families: tuple[str, ...] = ()  # bare family names ("m7g", "c4a")
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +245,8 @@ class Catalog:
     all_isas: tuple[str, ...]
     source: str = "embedded"
     relevant_flags: frozenset[str] = frozenset()  # the CPU flags selection reasons about
+    providers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cloud provider -> words naming it
+    cpu_brands: dict[str, str] = field(default_factory=dict)  # CPU brand word -> x86_64 | aarch64
 
     def branch(self, name: str) -> Branch:
         try:
@@ -497,7 +501,15 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
             re.compile(m.pattern)
         except re.error as err:
             raise CatalogError(f"CPU model pattern {m.pattern!r} is invalid: {err}.") from None
-    instances = tuple(Instance(i["pattern"], i["provider"], i["gpu"], i["cpu"]) for i in inst.get("instance", []))
+    instances = tuple(
+        Instance(i["pattern"], i["provider"], i.get("gpu"), i["cpu"], tuple(i.get("families", ())), i.get("note", ""))
+        for i in inst.get("instance", [])
+    )
+    for i in instances:
+        try:
+            re.compile(i.pattern)
+        except re.error as err:
+            raise CatalogError(f"Instance pattern {i.pattern!r} is invalid: {err}.") from None
     toolkits = {v: CudaToolkit(v, c["min_driver"], c["nix_attr"]) for v, c in cuda.items()}
 
     defaults = br.get("defaults", {})
@@ -519,6 +531,8 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         recommended=defaults.get("recommended", ""),
         all_isas=tuple(defaults.get("all_isas", isas)),
         relevant_flags=relevant | {f for i in isas.values() for f in i.requires},
+        providers={k: tuple(v) for k, v in inst.get("providers", {}).items()},
+        cpu_brands={w: arch for arch, words in cpus.get("brands", {}).items() for w in words},
     )
     branches = []
     for name, raw in raw_branches.items():
