@@ -425,7 +425,10 @@ def _parse_versions(hw: Hardware, low: str, folded: str) -> None:
     if vm:
         hw.vllm = vm.group(1) or "any"
     dm = _DRIVER_VERSION_RE.search(low) or _DRIVER_RE.search(low) or _DRIVER_RE.search(folded)
-    if dm:
+    csv_driver = next((r["driver_version"] for r in _smi_csv(low) if re.fullmatch(r"\d{3}(?:\.\d+){0,2}", r.get("driver_version", ""))), None)
+    if csv_driver:
+        hw.driver = csv_driver
+    elif dm:
         hw.driver = ".".join(g for g in dm.groups() if g)
         sm = _SMI_VERSION_RE.search(low)
         if sm and hw.driver.split(".")[0] != sm.group(1):
@@ -532,9 +535,29 @@ def _parse_gpu(cat: Catalog, m: _Matchers, hw: Hardware, folded: str, low: str, 
                 explicit[name] = explicit.get(name, 0) + n
         for name in order:
             counts[name] = explicit.get(name) or (occurrences.get(name, 0) if occurrences.get(name, 0) > 1 else None)
+    arch_of = dict(cat.gpu_models)
+    resolved: list[str] = []
+    if not inst_gpu:
+        # nvidia-smi CSV rows: a name torchbot does not know is still read by its compute_cap.
+        for row in _smi_csv(low):
+            fname = fold(row.get("name", ""))
+            key = _cc_key(row.get("compute_cap", ""))
+            if not fname or any(True for _ in _lookup(m.gpu, _tokens(fname), m)) or key not in cat.gpu_archs:
+                continue
+            label = row["name"].strip()
+            resolved.append(fname)
+            if label not in order:
+                order.append(label)
+                counts[label] = None
+                arch_of[label] = key
+                hw.notes.append(
+                    f"'{label}' is not in torchbot's GPU list; its compute capability {row['compute_cap'].strip()} "
+                    f"(from nvidia-smi) says {key.upper()}."
+                )
+            else:
+                counts[label] = (counts[label] or 1) + 1
     for name in order:
-        arch = cat.gpu_models.get(name)
-        hw.gpus.append(GpuSeen(name, arch, counts.get(name)))
+        hw.gpus.append(GpuSeen(name, arch_of.get(name), counts.get(name)))
     name = order[0] if order else None
     archs = {g.arch for g in hw.gpus if g.arch}
     if len(archs) > 1:
@@ -543,9 +566,9 @@ def _parse_gpu(cat: Catalog, m: _Matchers, hw: Hardware, folded: str, low: str, 
             + ", ".join(f"{g.name}: {g.arch.upper()}" for g in hw.gpus if g.arch)
             + ")."
         )
-    if name is not None and name in cat.gpu_models:
+    if name is not None and name in arch_of:
         hw.gpu = name
-        hw.gpu_arch = cat.gpu_models[name]
+        hw.gpu_arch = arch_of[name]
         hw.gpu_count = counts.get(name)
     elif name is not None:
         hw.gpu_foreign = name
@@ -574,10 +597,34 @@ def _parse_gpu(cat: Catalog, m: _Matchers, hw: Hardware, folded: str, low: str, 
     if not inst_gpu:
         for gm in _GPU_LIKE_RE.finditer(folded, 0, SCAN):
             s, e = gm.span()
-            if any(s < b and a < e for a, b in spans):
+            if any(s < b and a < e for a, b in spans) or any(gm.group(0) in r for r in resolved):
                 continue
             if gm.group(0) not in hw.unknown_gpu:
                 hw.unknown_gpu.append(gm.group(0))
+
+
+def _cc_key(cc: str) -> str | None:
+    cm = re.fullmatch(r"\s*(\d{1,2})\.(\d)\s*", cc)
+    return f"sm{cm.group(1)}{cm.group(2)}" if cm else None
+
+
+def _smi_csv(low: str) -> list[dict[str, str]]:
+    """Rows of ``nvidia-smi --query-gpu=... --format=csv`` output (header line first)."""
+    if "compute_cap" not in low and "driver_version" not in low:
+        return []
+    rows: list[dict[str, str]] = []
+    cols: list[str] | None = None
+    for line in low[:SCAN].splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if cols is None:
+            if len(cells) >= 2 and ("compute_cap" in cells or "driver_version" in cells):
+                cols = [c.split(" ")[0] for c in cells]
+            continue
+        if len(cells) != len(cols):
+            cols = None
+            continue
+        rows.append(dict(zip(cols, cells)))
+    return rows
 
 
 def _bare_cc(cat: Catalog, folded: str) -> str | None:
@@ -711,12 +758,13 @@ def _uarch_from_flags(cat: Catalog, low: str, pasted: set[str]) -> str | None:
     if vendor is None or "avx" not in pasted:
         return None
     from archspec.cpu import TARGETS
+    from archspec.cpu.detect import compatibility_check_for_x86_64, partial_uarch
 
+    info = partial_uarch(vendor=vendor, features=set(pasted))  # archspec's own reading of the flags
     by_archspec = {u.archspec: k for k, u in cat.uarchs.items() if u.archspec}
     best = None
     for name, t in TARGETS.items():
-        if t.vendor != vendor or t.family.name != "x86_64" or name not in by_archspec:
-            continue
-        if t.features <= pasted and (best is None or (len(t.ancestors), len(t.features)) > best[0]):
-            best = ((len(t.ancestors), len(t.features)), name)
+        if name in by_archspec and t.vendor == vendor and compatibility_check_for_x86_64(info, t):
+            if best is None or (len(t.ancestors), len(t.features)) > best[0]:
+                best = ((len(t.ancestors), len(t.features)), name)
     return by_archspec[best[1]] if best else None
