@@ -76,6 +76,7 @@ class Hardware:
     system_cpu: str | None = None  # the CPU a named system or superchip comes with
     no_gpu: bool = False
     unknown_gpu: list[str] = field(default_factory=list)  # GPU-like names torchbot does not know
+    gpu_suggestions: list[str] = field(default_factory=list)  # known models an unknown name may be ("A1OO": A100)
     unknown_cpu: list[str] = field(default_factory=list)
     unknown_instance: str | None = None
     corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, read as)
@@ -280,7 +281,7 @@ _WINDOWS_RE = re.compile(r"(?<![a-z0-9])(?:windows|wddm)(?![a-z0-9])")
 _WSL_RE = re.compile(r"(?<![a-z0-9])(?:wsl ?2?|microsoft standard wsl2|wsl2 kernel)(?![a-z0-9])")
 _LINUX_RE = re.compile(r"(?<![a-z0-9])(?:linux|ubuntu|debian|rhel|rocky|nixos|fedora)(?![a-z0-9])")
 _BF16_RE = re.compile(r"(?<![a-z0-9])(?:bf ?16|bfloat ?16|brain ?float)(?![a-z0-9])")
-_INT8_RE = re.compile(r"(?<![a-z0-9])(?:int ?8|int ?4|quantized|quantised|quantization|quantisation|q8)(?![a-z0-9])")
+_INT8_RE = re.compile(r"(?<![a-z0-9])(?:int ?8|int ?4|quanti[sz]\w*|q8)(?![a-z0-9])")
 _TRAIN_RE = re.compile(r"(?<![a-z0-9])(?:train\w*|fine ?tun\w*|pretrain\w*)")
 _INFER_RE = re.compile(r"(?<![a-z0-9])(?:inference|inferencing|serving|serve)(?![a-z0-9])")
 # GPU counts next to a model name: "8x H100", "8 x H100", "H100 x8", "a pair of 3090s", "dual 4090".
@@ -300,9 +301,11 @@ _GPU_LIKE_RE = re.compile(
     r"(?:geforce |nvidia |quadro |tesla |titan )*(?:rtx|gtx|gt) ?(?:a|pro )?\d{3,4}(?: ?(?:ti|super|ada))*"
     r"|(?:nvidia|tesla|quadro) [a-z]{1,2} ?\d{2,4}[a-z]{0,3}"
     r"|(?!h26[45])[abh]\d{3}[a-z]{0,2}"
+    r"|[abhlt]\d[\do]*o[\do]*[a-z]?"  # "A1OO": a letter O for a zero
     r"|g[bh]\d{2,3}"
     r")s?(?![a-z0-9])"
 )
+_DIGIT_LOOKALIKES = str.maketrans({"o": "0", "l": "1", "i": "1"})
 _CPU_LIKE_RE = re.compile(r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])")
 _INSTANCE_LIKE_RE = re.compile(
     r"(?<![a-z0-9.\-_])(?:"
@@ -601,6 +604,11 @@ def _parse_gpu(cat: Catalog, m: _Matchers, hw: Hardware, folded: str, low: str, 
                 continue
             if gm.group(0) not in hw.unknown_gpu:
                 hw.unknown_gpu.append(gm.group(0))
+                # A letter O or l typed for a digit is suggested, never assumed.
+                typed = gm.group(0).replace(" ", "")
+                guess = m.gpu.get(typed[0] + typed[1:].translate(_DIGIT_LOOKALIKES))
+                if guess and guess not in hw.gpu_suggestions:
+                    hw.gpu_suggestions.append(guess)
 
 
 def _cc_key(cc: str) -> str | None:
