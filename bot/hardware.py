@@ -76,7 +76,7 @@ class Hardware:
     system_cpu: str | None = None  # the CPU a named system or superchip comes with
     no_gpu: bool = False
     unknown_gpu: list[str] = field(default_factory=list)  # GPU-like names torchbot does not know
-    gpu_suggestions: list[str] = field(default_factory=list)  # known models an unknown name may be ("A1OO": A100)
+    gpu_suggestions: dict[str, str] = field(default_factory=dict)  # unknown name -> a model it may be ("a1oo": A100)
     unknown_cpu: list[str] = field(default_factory=list)
     unknown_instance: str | None = None
     corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, read as)
@@ -607,8 +607,8 @@ def _parse_gpu(cat: Catalog, m: _Matchers, hw: Hardware, folded: str, low: str, 
                 # A letter O or l typed for a digit is suggested, never assumed.
                 typed = gm.group(0).replace(" ", "")
                 guess = m.gpu.get(typed[0] + typed[1:].translate(_DIGIT_LOOKALIKES))
-                if guess and guess not in hw.gpu_suggestions:
-                    hw.gpu_suggestions.append(guess)
+                if guess:
+                    hw.gpu_suggestions[gm.group(0)] = guess
 
 
 def _cc_key(cc: str) -> str | None:

@@ -107,7 +107,9 @@ def _say_unknown(hw: Hardware, ans: Answer) -> bool:
     without guessing (an unknown GPU and no known one, or an unknown instance whose CPU may
     be ARM). Never drops the name silently, never answers CPU-only for an unknown GPU."""
     if hw.unknown_gpu:
-        names = _quoted(hw.unknown_gpu) + "".join(f" (did you mean {g}?)" for g in hw.gpu_suggestions)
+        names = ", ".join(
+            f"'{n}'" + (f" (the {hw.gpu_suggestions[n]}?)" if n in hw.gpu_suggestions else "") for n in hw.unknown_gpu
+        )
         if hw.gpu_arch is None and hw.gpu_foreign is None:
             ans.warnings.append(
                 f"I don't know the GPU {names}, so I won't guess its architecture or answer CPU-only for it."
