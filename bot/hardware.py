@@ -400,9 +400,14 @@ def parse(cat: Catalog, text: str) -> Hardware:
     return hw
 
 
+# Every instance name has one of these shapes: AWS "<family>.<size>", GCP "<family>-<kind>",
+# Azure "standard_..." or a "v<generation>" series. Text without any skips the big search.
+_INSTANCE_GATE_RE = re.compile(r"\.\d*[a-z]|[a-z]\d[a-z]?-[a-z]|standard_|[a-z _]v\d|hx\d")
+
+
 def _instance(cat: Catalog, m: _Matchers, low: str) -> tuple[int, int, int] | None:
     """(instance index, start, end) of a named cloud instance or family."""
-    if m.instance is not None:
+    if m.instance is not None and _INSTANCE_GATE_RE.search(low):
         im = m.instance.search(low)
         if im:
             return m.instance_idx[int(im.lastgroup[1:])], im.start(), im.end()

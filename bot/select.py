@@ -281,13 +281,7 @@ def _best_in_branch(
     driver ruled out."""
     ruled_out: list[str] = []
     by_isa: dict[str, list[Variant]] = {}
-    for v in b.variants:
-        if v.kind != "pytorch" or v.darwin:
-            continue
-        if arch is None and v.gpu_arch is not None:
-            continue
-        if arch is not None and v.gpu_arch != arch.key:
-            continue
+    for v in b.pytorch_by_arch.get(arch.key if arch else None, ()):
         if v.cpu_isa not in order:
             continue
         if v.cuda and hw.cuda and not cuda_matches(v.cuda, hw.cuda):

@@ -29,6 +29,7 @@ PURPOSE_RANK = {
 }
 
 
+@lru_cache(maxsize=512)
 def vtuple(version: str) -> tuple[int, ...]:
     """'12.9.1' -> (12, 9, 1); non-numeric parts stop the tuple ('TBD' -> ())."""
     out: list[int] = []
@@ -219,6 +220,15 @@ class Branch:
     @cached_property
     def by_package(self) -> dict[str, Variant]:
         return {v.package: v for v in self.variants}
+
+    @cached_property
+    def pytorch_by_arch(self) -> dict[str | None, tuple[Variant, ...]]:
+        """Linux pytorch variants by GPU architecture (None: CPU-only)."""
+        out: dict[str | None, list[Variant]] = {}
+        for v in self.variants:
+            if v.kind == "pytorch" and not v.darwin:
+                out.setdefault(v.gpu_arch, []).append(v)
+        return {k: tuple(v) for k, v in out.items()}
 
     def pin_for(self, cuda: str | None) -> str:
         for g in self.cuda_groups:

@@ -114,3 +114,16 @@ def test_an_unknown_gpu_never_gets_a_cpu_only_answer(ctx):
         d = ask(ctx, q).to_dict()
         assert d["recommendation"] is None, q
         assert any("nvidia-smi -L" in m for m in d["missing"]), q
+
+
+def test_every_instance_pattern_has_a_shape_the_gate_lets_through(cat):
+    """The cheap pre-check before the instance search must never hide a real instance name."""
+    from bot.hardware import _INSTANCE_GATE_RE
+
+    names = ["p5.48xlarge", "p6e-gb200.36xlarge", "g4dn.xlarge", "c7i-flex.large", "m8i.metal-48xl", "a1.medium",
+             "a3-highgpu-8g", "a4x-maxgpu-4g", "c4a-standard-8", "n2-custom-8-32768", "e2-medium", "g4-standard-48",
+             "standard_nd96isr_h100_v5", "standard_nc24ads_a100_v4", "nd gb200 v6", "standard_d8ps_v6", "dpsv6",
+             "d8ps v6", "dasv6", "e8s_v5", "esv5", "bpsv2", "fsv2", "hbv4", "hb176rs_v4", "hx176rs", "dv3"]
+    for name in names:
+        assert _INSTANCE_GATE_RE.search(name), name
+        assert parse(cat, name).instance == name, name
