@@ -45,16 +45,18 @@ def guard() -> frozenset[str]:
 
 def closest(word: str) -> str | None:
     """The one keyword ``word`` is a typo of, or None (ignores the guard list)."""
-    from rapidfuzz.distance import OSA
-
     words, by_initial = keywords()
     if len(word) < MIN_LEN or word in words:
         return None
     best: list[tuple[int, str]] = []
+    letters = set(word)
     for kw in by_initial.get(word[0], ()):
         limit = 2 if len(kw) >= 8 else 1
-        if abs(len(kw) - len(word)) > limit:
+        # Cheap necessary conditions first; most words never reach rapidfuzz (or import it).
+        if abs(len(kw) - len(word)) > limit or len(letters.symmetric_difference(kw)) > 2 * limit:
             continue
+        from rapidfuzz.distance import OSA
+
         d = OSA.distance(word, kw, score_cutoff=limit)
         if d <= limit:
             best.append((d, kw))

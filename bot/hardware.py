@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from bot import fuzzy
-from config.catalog import Catalog
+from config.catalog import Catalog, check_patterns
 
 MAX_INPUT = 100_000  # characters read at all (GPU rows, flag lines)
 SCAN = 16_000  # characters searched for model, instance and unknown names: a question, or pasted
@@ -121,7 +121,7 @@ class _Matchers:
     max_tokens: int
     foreign: re.Pattern | None
     cpu: re.Pattern | None  # every CPU model pattern, group "c<index into catalog.cpu_models>"
-    instance: re.Pattern | None
+    instance_source: str | None  # compiled on first use: most questions name no instance
     instance_idx: tuple[int, ...]
     families: dict[str, tuple[int, bool]]  # bare family -> (instance index, needs the provider named)
     providers: dict[str, re.Pattern]
@@ -185,6 +185,19 @@ def _lookup(table: dict[str, str], tokens: list[tuple[str, int, int]], m: _Match
             i += 1
 
 
+def _compile(source: str, kind: str, parts: list[str]) -> re.Pattern:
+    try:
+        return re.compile(source)
+    except re.error:
+        check_patterns(kind, parts)  # names the bad one
+        raise
+
+
+@lru_cache(maxsize=8)
+def _instance_re(cat: Catalog) -> re.Pattern:
+    return _compile(_matchers(cat).instance_source, "Instance", [x.pattern for x in cat.instances])
+
+
 @lru_cache(maxsize=8)
 def _matchers(cat: Catalog) -> _Matchers:
     gpu: dict[str, str] = {}
@@ -200,15 +213,15 @@ def _matchers(cat: Catalog) -> _Matchers:
     )
     # One search for every CPU model: the first named wins; at one position, the first in the data.
     cpu = (
-        re.compile(_bounded("|".join(f"(?P<c{i}>{m.pattern})" for i, m in enumerate(cat.cpu_models))))
+        _compile(_bounded("|".join(f"(?P<c{i}>{m.pattern})" for i, m in enumerate(cat.cpu_models))), "CPU model",
+                 [m.pattern for m in cat.cpu_models])
         if cat.cpu_models
         else None
     )
     inst = list(enumerate(cat.instances))
     instance = (
-        re.compile(  # one boundary around the alternation: far faster than one per alternative
-            r"(?<![a-z0-9.\-_])(?:" + "|".join(rf"(?P<i{n}>{x.pattern})" for n, (_, x) in enumerate(inst)) + r")(?![a-z0-9])"
-        )
+        # one boundary around the alternation: far faster than one per alternative
+        r"(?<![a-z0-9.\-_])(?:" + "|".join(rf"(?P<i{n}>{x.pattern})" for n, (_, x) in enumerate(inst)) + r")(?![a-z0-9])"
         if inst
         else None
     )
@@ -407,8 +420,8 @@ _INSTANCE_GATE_RE = re.compile(r"\.\d*[a-z]|[a-z]\d[a-z]?-[a-z]|standard_|[a-z _
 
 def _instance(cat: Catalog, m: _Matchers, low: str) -> tuple[int, int, int] | None:
     """(instance index, start, end) of a named cloud instance or family."""
-    if m.instance is not None and _INSTANCE_GATE_RE.search(low):
-        im = m.instance.search(low)
+    if m.instance_source is not None and _INSTANCE_GATE_RE.search(low):
+        im = _instance_re(cat).search(low)
         if im:
             return m.instance_idx[int(im.lastgroup[1:])], im.start(), im.end()
     if not m.families:

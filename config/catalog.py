@@ -396,6 +396,15 @@ def _uarch(key: str, raw: dict, relevant: frozenset[str]) -> Uarch:
                  raw.get("note", ""), name)
 
 
+def check_patterns(kind: str, patterns: Iterable[str]) -> None:
+    """CatalogError naming the first invalid regular expression."""
+    for p in patterns:
+        try:
+            re.compile(p)
+        except re.error as err:
+            raise CatalogError(f"{kind} pattern {p!r} in the catalog is invalid: {err}.") from None
+
+
 def branch_from_dict(name: str, raw: dict) -> Branch:
     """A Branch (without variants) from its TOML table; used by the loader and by tools
     that add branches."""
@@ -507,19 +516,13 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
     for m in cpu_models:
         if m.uarch not in uarchs:
             raise CatalogError(f"CPU model '{m.name}' names unknown microarchitecture '{m.uarch}'.")
-        try:
-            re.compile(m.pattern)
-        except re.error as err:
-            raise CatalogError(f"CPU model pattern {m.pattern!r} is invalid: {err}.") from None
+    # Patterns are compiled where they are used (bot/hardware.py), which reports a bad one with
+    # check_patterns: compiling 140 of them here would cost every process that never asks.
     instances = tuple(
         Instance(i["pattern"], i["provider"], i.get("gpu"), i["cpu"], tuple(i.get("families", ())), i.get("note", ""))
         for i in inst.get("instance", [])
     )
-    for i in instances:
-        try:
-            re.compile(i.pattern)
-        except re.error as err:
-            raise CatalogError(f"Instance pattern {i.pattern!r} is invalid: {err}.") from None
+
     toolkits = {v: CudaToolkit(v, c["min_driver"], c["nix_attr"]) for v, c in cuda.items()}
 
     defaults = br.get("defaults", {})

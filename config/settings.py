@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
+
+from config.defaults import FLOX_ORG
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -71,7 +73,7 @@ class Settings(BaseSettings):
 
     # Builds, publishing, state
     state_db: str = "sqlite:///torchbot-state.sqlite"
-    flox_org: str = "your-org"
+    flox_org: str = FLOX_ORG
     build_command: str = "flox build {package}"
     publish_command: str = "flox publish -o {org} {package}"
     build_timeout: float = 6 * 3600.0

@@ -7,15 +7,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from config.catalog import Catalog, load_catalog
 from config.errors import UsageError
-from config.settings import Settings
+
+if TYPE_CHECKING:
+    from config.settings import Settings
+
+
+def _settings() -> Settings:
+    from config.settings import Settings  # pydantic-settings: loaded only by those who need it
+
+    return Settings()
 
 
 @dataclass
 class Context:
-    settings: Settings = field(default_factory=Settings)
+    settings: Settings = field(default_factory=_settings)
     use_repo: bool = True  # answer from the repository's real branches when one is configured
 
     @cached_property

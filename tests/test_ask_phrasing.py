@@ -127,3 +127,17 @@ def test_every_instance_pattern_has_a_shape_the_gate_lets_through(cat):
     for name in names:
         assert _INSTANCE_GATE_RE.search(name), name
         assert parse(cat, name).instance == name, name
+
+
+def test_a_bad_pattern_in_the_data_is_a_sentence_not_a_traceback(tmp_path):
+    import shutil
+
+    from bot.hardware import _matchers
+    from config.catalog import DATA_DIR, build_catalog
+    from config.errors import CatalogError
+
+    shutil.copytree(DATA_DIR, tmp_path / "data")
+    cpus = tmp_path / "data" / "cpus.toml"
+    cpus.write_text(cpus.read_text().replace('pattern = "graviton ?4"', 'pattern = "graviton (4"', 1))
+    with pytest.raises(CatalogError, match=r"CPU model pattern 'graviton \(4' in the catalog is invalid"):
+        _matchers(build_catalog(tmp_path / "data"))
