@@ -8,12 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from bot.commands import ask
 from bot.host import gather
-from config.settings import Settings
-from release.context import Context
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,11 +76,6 @@ class FakeNvml:
 
     def nvmlDeviceGetCudaComputeCapability(self, handle):
         return self.gpus[handle][1]
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    return Context(Settings(repo_path=None))
 
 
 def write(tmp_path, name, text):

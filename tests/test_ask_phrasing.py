@@ -9,21 +9,8 @@ import pytest
 from bot import fuzzy
 from bot.commands import ask
 from bot.hardware import parse
-from config.catalog import load_catalog
-from config.settings import Settings
-from release.context import Context
 
 GUARD = [w for w in Path(__file__).with_name("guard_corpus.txt").read_text().split() if not w.startswith("#")]
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return load_catalog()
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    return Context(Settings(repo_path=None))
 
 
 @pytest.mark.parametrize("typo,word", [

@@ -4,12 +4,6 @@ microarchitecture, and agree with it where torchbot keeps its own."""
 import pytest
 from archspec.cpu import TARGETS
 
-from config.catalog import load_catalog
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return load_catalog()
 
 
 def archspec_flags(cat, name):
