@@ -1,11 +1,11 @@
 # `make run`  : set up the venv and answer a sample question.
-# `make test` : set up the venv (+ nix-bin when missing) and run the test suite.
+# `make test` : set up the venv (+ nix-bin and postgresql when missing) and run the test suite.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench nix clean
+.PHONY: run test bench nix postgres clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,14 @@ nix:
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq nix-bin >/dev/null; }
 
+# A PostgreSQL server binary (initdb, pg_ctl) for the state-store tests; the tests start
+# their own server in a temporary directory.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  echo "installing postgresql (needs root)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql >/dev/null; }
+
 run: $(STAMP)
 	$(BIN)/torchbot ask "which variant for an H100 with Graviton3"
 	@echo
@@ -29,7 +37,7 @@ run: $(STAMP)
 	@echo "Paste output:  nvidia-smi | $(BIN)/torchbot ask -"
 	@echo "Machine form:  $(BIN)/torchbot ask --json 'p5.48xlarge'"
 
-test: $(STAMP) nix
+test: $(STAMP) nix postgres
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

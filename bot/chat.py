@@ -2,23 +2,29 @@
 
 Parses slash commands (``/variant``, ``/pins``, ``/bump``, ``/build``, ``/publish``,
 ``/torchbot help|status``) and mentions, checks who may run mutating commands and where,
-turns a mutating command into a *pending plan* that only a Confirm applies, and writes an
-audit line for every mutating command. It returns result objects; rendering is the front
-end's job (text for the console, Block Kit in ``bot/slack_blocks.py``).
+turns a mutating command into a *pending plan* that only its asker's Confirm applies, and
+writes an audit line for every mutating command. Pending plans live in the state DB (with
+what they expect not to move, and an expiry), so a Confirm after a restart still works, and
+refuses, naming it, when something moved. A confirmed plan runs in the bounded job runner
+(``bot/jobs.py``), never on the caller's thread. It returns result objects; rendering is the
+front end's job (text for the console, Block Kit in ``bot/slack_blocks.py``).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import re
 import secrets
-import threading
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
+from bot import pending as plans
 from bot.commands import ask, catalog
+from bot.incidents import report
+from bot.jobs import Job, JobRunner
 from release.context import Context
 from config.errors import PermissionDenied, TorchbotError, UsageError
 from config.results import MessageResult
@@ -43,6 +49,9 @@ PLANNERS: dict[str, tuple[str, str]] = {
     "build": ("release.builds.commands", "plan_build"),
     "publish": ("release.publishing.commands", "plan_publish"),
 }
+USAGE = {"bump": "Usage: /bump <branch|all> [rev]", "build": "Usage: /build <branch> [glob]",
+         "publish": "Usage: /publish <branch>"}
+SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status."
 
 _MENTION_RE = re.compile(r"<@[A-Z0-9]+>")
 
@@ -55,6 +64,7 @@ class Pending:
     user: str
     channel: str
     plan: Any
+    expires: datetime | None = None
 
 
 @dataclass
@@ -70,6 +80,30 @@ class PlanReply:
 
     def text(self) -> str:
         return f"Plan for /{self.pending.command} {' '.join(self.pending.args)}:\n{self.pending.plan.text()}"
+
+
+@dataclass
+class JobReply:
+    """A confirmed plan, handed to the job runner; ``wait()`` gives its result."""
+
+    job: Job
+    position: int
+    running: int
+
+    exit_code = 0
+    ok = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"job": self.job.id, "title": self.job.title, "state": self.job.state, "position": self.position}
+
+    def text(self) -> str:
+        if self.position:
+            return (f"Confirmed {self.job.title}: queued as job {self.job.id}, number {self.position} in line "
+                    f"({self.running} job(s) running). It starts when a worker is free.")
+        return f"Confirmed {self.job.title}: running as job {self.job.id}."
+
+    def wait(self, timeout: float | None = None):
+        return self.job.wait(timeout)
 
 
 class PinsResult:
@@ -91,12 +125,26 @@ class PinsResult:
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
+def _job_key(command: str, args: list[str]) -> str:
+    """Jobs with one key run one after another: a branch's builds, the repository's bumps."""
+    return {"bump": "repository", "publish": "publish"}.get(command, f"{command} {args[0] if args else ''}")
+
+
 @dataclass
 class Chat:
     ctx: Context
     audit: Callable[[str], None] | None = None
-    pending: dict[str, Pending] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    runner: JobRunner | None = None
+
+    def __post_init__(self) -> None:
+        if self.runner is None:
+            self.runner = JobRunner(self.ctx.settings.job_workers)
+
+    @property
+    def state(self):
+        from release.state import state_for
+
+        return state_for(self.ctx)
 
     # -- entry points ------------------------------------------------------------------
 
@@ -121,12 +169,11 @@ class Chat:
                 return MessageResult(HELP)
             if name in PLANNERS:
                 return self._plan(name, args, user, channel)
-            raise UsageError(f"Unknown command /{name}. Try /torchbot help.")
+            return MessageResult(f"Unknown command /{name}. {SHORT_HELP}", ok=False)
         except TorchbotError as err:
             return MessageResult(err.message, ok=False)
-        except Exception:  # the traceback goes to the log, the user gets a sentence
-            log.exception("command /%s failed", name)
-            return MessageResult(f"/{name} failed unexpectedly; the details are in the bot's log.", ok=False)
+        except Exception:  # the traceback goes to the log under an id, the user gets a sentence
+            return MessageResult(report(log, f"/{name}"), ok=False)
 
     def mention(self, text: str, user: str = "console", channel: str = "console"):
         """`@torchbot …`: a command word routes to it, anything else is a /variant question."""
@@ -139,32 +186,36 @@ class Chat:
             return self.command(word, rest, user, channel)
         return self.command("variant", body or "help", user, channel)
 
-    def confirm(self, pending_id: str, user: str):
-        with self._lock:
-            p = self.pending.get(pending_id)
-            if p is None:
-                return MessageResult("That plan has expired or was already handled.", ok=False)
-            if p.user != user:
-                return MessageResult("Only the admin who asked can confirm this plan.", ok=False)
-            del self.pending[pending_id]
-        self._audit(user, p.channel, f"confirm /{p.command} {' '.join(p.args)}")
-        try:
-            return p.plan.apply()
-        except TorchbotError as err:
-            return MessageResult(err.message, ok=False)
-        except Exception:
-            log.exception("applying /%s failed", p.command)
-            return MessageResult(f"/{p.command} failed; nothing further was done. Details are in the bot's log.", ok=False)
+    def confirm(self, pending_id: str, user: str, on_start: Callable[[Job], None] | None = None,
+                on_done: Callable[[Job], None] | None = None):
+        """Claim the plan for its asker and hand it to the job runner (returns at once)."""
+        outcome, row = self.state.take_plan(pending_id, user, "confirmed")
+        if outcome != "ok":
+            return MessageResult(self._refusal(outcome, row), ok=False)
+        args = json.loads(row.args)
+        self._audit(user, row.channel, f"confirm /{row.command} {' '.join(args)}")
+        job = Job(f"/{row.command} {' '.join(args)}".strip(), lambda job: self._apply(row), key=_job_key(row.command, args),
+                  user=user, on_start=on_start, on_done=on_done)
+        self.runner.submit(job)
+        return JobReply(job, self.runner.position(job), self.runner.running())
 
     def cancel(self, pending_id: str, user: str):
-        with self._lock:
-            p = self.pending.pop(pending_id, None)
-        if p is None:
-            return MessageResult("That plan has expired or was already handled.", ok=False)
-        self._audit(user, p.channel, f"cancel /{p.command} {' '.join(p.args)}")
-        return MessageResult(f"Cancelled /{p.command} {' '.join(p.args)}. Nothing was changed.")
+        admin = user in self.ctx.settings.admins
+        outcome, row = self.state.take_plan(pending_id, user, "cancelled", others_may=admin)
+        if outcome != "ok":
+            return MessageResult(self._refusal(outcome, row), ok=False)
+        args = json.loads(row.args)
+        self._audit(user, row.channel, f"cancel /{row.command} {' '.join(args)}")
+        return MessageResult(f"Cancelled /{row.command} {' '.join(args)}. Nothing was changed.")
 
     # -- helpers -----------------------------------------------------------------------
+
+    def _refusal(self, outcome: str, row) -> str:
+        if row is None:
+            return plans.refusal(outcome, None, "", [])
+        return plans.refusal(outcome, row.state, row.command, json.loads(row.args), owner=row.user,
+                             expires=row.expires, handled=row.handled,
+                             ttl_seconds=int((row.expires - row.created).total_seconds()))
 
     def _authorize(self, user: str, channel: str, name: str) -> None:
         s = self.ctx.settings
@@ -173,40 +224,66 @@ class Chat:
         if s.allowed_channels and channel not in s.allowed_channels:
             raise PermissionDenied(f"/{name} is not allowed in this channel.")
 
+    def _make_plan(self, name: str, args: list[str]):
+        module, func = PLANNERS[name]
+        try:
+            planner = getattr(importlib.import_module(module), func)
+        except (ImportError, AttributeError):
+            raise UsageError(f"/{name} is not available in this installation.") from None
+        if name == "bump":
+            return planner(self.ctx, args[0], args[1] if len(args) > 1 else None)
+        if name == "build":
+            return planner(self.ctx, args[0], args[1:] or None)
+        return planner(self.ctx, args[0])
+
     def _plan(self, name: str, args: list[str], user: str, channel: str):
         try:
             self._authorize(user, channel, name)
         except PermissionDenied:
             self._audit(user, channel, f"refused /{name} {' '.join(args)}")
             raise
-        if name in ("bump", "build", "publish") and not args:
-            raise UsageError({"bump": "Usage: /bump <branch|all> [rev]", "build": "Usage: /build <branch> [glob]",
-                              "publish": "Usage: /publish <branch>"}[name])
-        module, func = PLANNERS[name]
-        try:
-            planner = getattr(importlib.import_module(module), func)
-        except (ImportError, AttributeError):
-            return MessageResult(f"/{name} is not available in this installation.", ok=False)
-        if name == "bump":
-            plan = planner(self.ctx, args[0], args[1] if len(args) > 1 else None)
-        elif name == "build":
-            plan = planner(self.ctx, args[0], args[1:] or None)
-        else:
-            plan = planner(self.ctx, args[0])
-        p = Pending(secrets.token_hex(8), name, args, user, channel, plan)
-        with self._lock:
-            self.pending[p.id] = p
+        if not args:
+            raise UsageError(USAGE[name])
+        plan = self._make_plan(name, args)
+        shape = plan.to_dict()
+        if plans.nothing_to_do(name, shape):
+            return MessageResult(plan.text())
+        from release.state import PendingPlan, utcnow
+
+        now = utcnow()
+        row = PendingPlan(
+            id=secrets.token_hex(8), command=name, args=json.dumps(args),
+            replay=json.dumps(plans.replay_args(name, args, shape)),
+            expected=json.dumps(plans.expected_refs(name, shape)), summary=plan.text()[:20000],
+            user=user, channel=channel, created=now,
+            expires=now + timedelta(seconds=self.ctx.settings.plan_ttl_seconds),
+        )
+        self.state.add_plan(row)
         self._audit(user, channel, f"plan /{name} {' '.join(args)}")
-        return PlanReply(p)
+        return PlanReply(Pending(row.id, name, args, user, channel, plan, row.expires.replace(tzinfo=timezone.utc)))
+
+    def _apply(self, row):
+        """In a job: make the plan again from the same arguments; apply it only if nothing it
+        was made from has moved since it was shown."""
+        args, replay = json.loads(row.args), json.loads(row.replay)
+        plan = self._make_plan(row.command, replay)
+        changes = plans.moved(json.loads(row.expected), plans.expected_refs(row.command, plan.to_dict()))
+        if changes:
+            return MessageResult(plans.refused_moved(row.command, args, changes), ok=False)
+        return plan.apply()
 
     def _status(self):
         s = self.ctx.settings
+        jobs = self.runner.jobs()
+        running = [j for j in jobs if j.state == "running"]
         lines = [
             f"catalog: {self.ctx.catalog.source}, {len(self.ctx.catalog.branches)} branches",
             f"repository: {s.repo_path or 'not configured'}",
             f"announce channel: {s.announce_channel or 'not configured'}",
-            f"admins: {len(s.admins)}; pending plans: {len(self.pending)}",
+            f"admins: {len(s.admins)}; pending plans: {len(self.state.pending_plans())}",
+            f"jobs: {len(running)} running, {len(jobs) - len(running)} queued ({self.runner.workers} workers)",
         ]
+        lines.extend(f"  {j.describe()}" for j in jobs)
         return MessageResult("\n".join(lines))
 
     def _audit(self, user: str, channel: str, what: str) -> None:

@@ -62,13 +62,14 @@ def main(argv: list[str] | None = None) -> int:
 
             settings = light_settings()
         if settings is None:
-            from config.settings import Settings
+            from config.settings import load_settings
 
-            settings = Settings()
+            settings = load_settings()
         ctx = Context(settings)
         return int(args.func(args, ctx) or 0)
     except TorchbotError as err:
-        print(f"torchbot: {err.message}", file=sys.stderr)
+        for line in err.message.splitlines() or [""]:
+            print(f"torchbot: {line}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         return 130

@@ -1,12 +1,13 @@
 """`torchbot chat`: the Slack commands and mentions in a terminal, with no Slack at all.
-Plans are confirmed by typing `confirm` (or `cancel`)."""
+Plans are confirmed by typing `confirm` (or `cancel`); a confirmed plan runs in the job
+runner like in Slack, and the console prints its result when it ends."""
 
 from __future__ import annotations
 
 import sys
 from typing import IO
 
-from bot.chat import Chat, PlanReply
+from bot.chat import Chat, JobReply, PlanReply
 from release.context import Context
 
 PROMPT = "torchbot> "
@@ -39,6 +40,10 @@ def run(ctx: Context, stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout, 
         else:
             result = chat.mention(line, user=user, channel="console")
         print(result.text(), file=stdout)
+        if isinstance(result, JobReply):
+            stdout.flush()
+            result = result.wait()
+            print(result.text(), file=stdout)
         if isinstance(result, PlanReply):
             waiting = result
             print("Type 'confirm' to apply or 'cancel'.", file=stdout)

@@ -1,4 +1,8 @@
-"""`torchbot serve` (Slack bot + schedule) and `torchbot chat` (console, no Slack)."""
+"""`torchbot serve` (Slack bot + schedule) and `torchbot chat` (console, no Slack).
+
+``serve`` checks everything it can before it answers anyone (bot/startup.py): tokens, the
+state DB, the port, Slack itself; then prints one line saying which bot it is connected as,
+to which workspace and in which mode."""
 
 from __future__ import annotations
 
@@ -8,8 +12,8 @@ def register(sub) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--socket", action="store_true", help="Socket Mode (default; no public URL needed)")
     mode.add_argument("--http", action="store_true", help="request-signed HTTP on /slack/events")
-    p.add_argument("--host", default="0.0.0.0")
-    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--host", default=None, help="HTTP mode: address to listen on (default TORCHBOT_HOST, 0.0.0.0)")
+    p.add_argument("--port", type=int, default=None, help="HTTP mode: port (default TORCHBOT_PORT, 3000)")
     p.add_argument("--no-schedule", action="store_true", help="do not run the release schedule")
     p.set_defaults(func=_serve)
 
@@ -17,31 +21,79 @@ def register(sub) -> None:
     c.set_defaults(func=_chat)
 
 
-def _serve(args, ctx) -> int:
-    from config.errors import UsageError
-    from bot.slack_app import create_app, serve_http, serve_socket
+def _say(line: str) -> None:
+    print(line, flush=True)
 
+
+def _serve(args, ctx) -> int:
+    from bot import startup
+    from bot.slack_app import create_app
+    from release.state import state_for
+
+    s = ctx.settings
+    mode = "http" if args.http else "socket"
+    startup.require_tokens(s, mode)
+    state_for(ctx)  # the state DB opens (or a one-line ConfigError)
     app = create_app(ctx)
+    server = None
+    if mode == "http":
+        from bot.slack_http import make_http_server
+
+        host, port = args.host or s.host, s.port if args.port is None else args.port
+        try:
+            server = make_http_server(app, host, port)
+        except OSError as err:
+            raise startup.bind_error(err, host, port) from None
+    who = startup.identity(s)
     scheduler = None
     if not args.no_schedule:
-        try:
-            from release.schedule.jobs import start_scheduler
-        except ImportError:
-            start_scheduler = None
-        if start_scheduler is not None:
-            scheduler = start_scheduler(ctx)
+        from release.schedule.jobs import start_scheduler
+
+        scheduler = start_scheduler(ctx)
     try:
-        if args.http:
-            serve_http(app, args.host, args.port)
+        if server is not None:
+            _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events"))
+            server.serve_forever()
         else:
-            token = ctx.settings.slack_app_token
-            if token is None:
-                raise UsageError("Socket Mode needs TORCHBOT_SLACK_APP_TOKEN (an xapp- token); or use --http.")
-            serve_socket(app, token.get_secret_value())
+            _serve_socket(app, s, who)
     finally:
         if scheduler is not None:
             scheduler.shutdown(wait=False)
+        app._torchbot_chat.runner.shutdown()
     return 0
+
+
+def _serve_socket(app, settings, who) -> None:
+    import logging
+    import threading
+
+    from slack_sdk.errors import SlackApiError, SlackClientError
+
+    from bot import startup
+    from bot.slack_socket import SocketHandler
+    from config.errors import ConfigError
+
+    log = logging.getLogger("torchbot.slack")
+
+    def on_hello(n: int) -> None:
+        if n > 1:
+            log.warning("Socket Mode connection %d is up (reconnected)", n)
+
+    handler = SocketHandler(app, settings.slack_app_token.get_secret_value(), settings.socket_ping_seconds, on_hello)
+    try:
+        handler.connect()
+    except (SlackApiError, SlackClientError, OSError) as err:
+        handler.client.close()
+        raise startup.slack_error(err, settings, "TORCHBOT_SLACK_APP_TOKEN") from None
+    if not handler.wait_hello(30):
+        handler.client.close()
+        raise ConfigError("Socket Mode did not connect within 30 s: Slack gave a WebSocket URL but never said "
+                          "hello (a proxy or firewall in the way?); or use `torchbot serve --http`.")
+    _say(startup.connected_line(who, f"Socket Mode (pings every {settings.socket_ping_seconds:g} s)"))
+    try:
+        threading.Event().wait()
+    finally:
+        handler.client.close()
 
 
 def _chat(args, ctx) -> int:

@@ -1,21 +1,98 @@
-"""Block Kit for result objects: the only place that knows Slack formatting."""
+"""Block Kit for result objects: the only place that knows Slack formatting.
+
+Long output goes Slack's way and is never cut silently: summary, counts and failures come
+first; the full text follows as code sections of at most ``MAX_TEXT`` characters each, split
+at line ends (each with its own fences), up to ``MAX_PAGES`` of them. Where the reply can
+carry a file (a job's thread), a full list longer than ``ATTACH_OVER`` pages is attached as a
+text file instead (``Rendered.file``, uploaded with ``files_upload_v2``); where it cannot (an
+ephemeral reply), the message says how much it shows and how to see the rest."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from bot.answer import Answer
-from bot.chat import PlanReply
+from bot.chat import JobReply, PlanReply
 
 MAX_TEXT = 2900  # a section's text limit is 3000 characters
+MAX_PAGES = 12  # code sections in one message (Slack allows 50 blocks)
+ATTACH_OVER = 2  # with a thread to put it in, more pages than this go in a file
+FENCE = "```"
+
+
+@dataclass
+class Rendered:
+    text: str  # the notification text: a summary, complete in itself
+    blocks: list[dict[str, Any]]
+    file: tuple[str, str] | None = None  # (filename, full text) to upload next to the message
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:MAX_TEXT]}}
+    if len(text) > MAX_TEXT:  # callers page long text; this only guards a runaway single line
+        text = text[: MAX_TEXT - 40] + "… (line shortened for Slack)"
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
 def _code(text: str) -> str:
-    return "```" + text.replace("```", "ˋˋˋ")[: MAX_TEXT - 6] + "```"
+    return FENCE + text.replace(FENCE, "ˋˋˋ") + FENCE
+
+
+def pages(text: str, limit: int = MAX_TEXT - 2 * len(FENCE)) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, split at line ends (a longer line
+    is split where it must be)."""
+    out: list[str] = []
+    cur: list[str] = []
+    size = 0
+    for line in text.replace(FENCE, "ˋˋˋ").split("\n"):
+        while len(line) > limit:
+            if cur:
+                out.append("\n".join(cur))
+                cur, size = [], 0
+            out.append(line[:limit])
+            line = line[limit:]
+        if cur and size + 1 + len(line) > limit:
+            out.append("\n".join(cur))
+            cur, size = [], 0
+        cur.append(line)
+        size += len(line) + (1 if size else 0)
+    if cur:
+        out.append("\n".join(cur))
+    return out
+
+
+def paged(text: str, can_attach: bool, name: str) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+    """Code sections for ``text``, or a note and a file when it is too long for a message."""
+    parts = pages(text)
+    if can_attach and len(parts) > ATTACH_OVER:
+        lines = text.count("\n") + 1
+        return [_section(f"_The full text ({lines} lines) is attached as `{name}`._")], (name, text)
+    if len(parts) <= MAX_PAGES:
+        return [_section(_code(p)) for p in parts], None
+    shown = parts[:MAX_PAGES]
+    shown_lines = sum(p.count("\n") + 1 for p in shown)
+    total = text.count("\n") + 1
+    note = (f"_Showing lines 1-{shown_lines} of {total}: the rest does not fit in one Slack message. "
+            "The same command in the CLI (`torchbot release …`) prints all of it._")
+    return [_section(_code(p)) for p in shown] + [_section(note)], None
+
+
+def summary_of(result: Any) -> tuple[str, list[str]]:
+    """A one-line summary and the failure lines of a result (build/publish results are
+    summarised by their counts)."""
+    data = result.to_dict() if hasattr(result, "to_dict") else {}
+    rows = data.get("builds") if "builds" in data else data.get("publishes")
+    if isinstance(rows, list) and data.get("action"):
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r.get("state", "?")] = counts.get(r.get("state", "?"), 0) + 1
+        tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to do"
+        failed = [f"{r['package']}: {r.get('state')}" + (f" ({r['message']})" if r.get("message") else "")
+                  for r in rows if r.get("state") in ("failed", "interrupted")]
+        return f"{data['action'].capitalize()}: {tally} ({len(rows)} variant(s)).", failed
+    text = result.text()
+    first = text.split("\n", 1)[0]
+    return (first if len(first) <= 300 else first[:297] + "…"), []
 
 
 def answer_blocks(a: Answer, shareable: bool = True) -> list[dict[str, Any]]:
@@ -45,8 +122,13 @@ def answer_blocks(a: Answer, shareable: bool = True) -> list[dict[str, Any]]:
 
 def plan_blocks(reply: PlanReply) -> list[dict[str, Any]]:
     p = reply.pending
+    text = p.plan.text()
+    summary = text.split("\n", 1)[0]
+    until = f" Confirm by {p.expires:%H:%M} UTC." if p.expires else ""
+    body, _ = paged(text, can_attach=False, name="plan.txt")
     return [
-        _section(f"*Plan for* `/{p.command} {' '.join(p.args)}`\n" + _code(p.plan.text())),
+        _section(f"*Plan for* `/{p.command} {' '.join(p.args)}`: {summary}{until}"),
+        *body,
         {"type": "actions", "elements": [
             {"type": "button", "style": "primary", "action_id": "confirm_plan", "value": p.id,
              "text": {"type": "plain_text", "text": "Confirm"}},
@@ -56,9 +138,30 @@ def plan_blocks(reply: PlanReply) -> list[dict[str, Any]]:
     ]
 
 
-def blocks_for(result: Any) -> list[dict[str, Any]]:
+def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.txt") -> Rendered:
+    """Any result as a message: text (summary), blocks, and maybe a file to attach."""
     if isinstance(result, Answer):
-        return answer_blocks(result)
+        r = result.recommendation
+        return Rendered(f"Use {r.package}" if r else "No variant to recommend.", answer_blocks(result))
     if isinstance(result, PlanReply):
-        return plan_blocks(result)
-    return [_section(_code(result.text()))]
+        p = result.pending
+        return Rendered(f"Plan for /{p.command} {' '.join(p.args)} (Confirm or Cancel)", plan_blocks(result))
+    if isinstance(result, JobReply):
+        return Rendered(result.text(), [_section(result.text())])
+    summary, failures = summary_of(result)
+    text = result.text()
+    if "\n" not in text and len(text) <= MAX_TEXT:
+        return Rendered(text, [_section(text)])
+    blocks: list[dict[str, Any]] = []
+    if summary != text.split("\n", 1)[0]:  # a structured result: its counts first
+        blocks.append(_section(f"*{summary}*"))
+    if failures:
+        head = failures[:20]
+        more = f"\n…and {len(failures) - 20} more (in the full list below)" if len(failures) > 20 else ""
+        blocks.append(_section("*Failed*\n" + "\n".join(f"• {f}" for f in head) + more))
+    body, file = paged(text, can_attach, name)
+    return Rendered(summary, blocks + body, file)
+
+
+def blocks_for(result: Any) -> list[dict[str, Any]]:
+    return render(result).blocks

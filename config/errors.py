@@ -39,3 +39,9 @@ class ExternalError(TorchbotError):
 
 class PermissionDenied(TorchbotError):
     """The user may not run this command here."""
+
+
+class ConfigError(TorchbotError):
+    """A setting is missing or wrong; the message names the ``TORCHBOT_`` variable."""
+
+    exit_code = 2

@@ -2,10 +2,11 @@
 pydantic-settings, which costs more than the rest of an answer. Imports nothing of torchbot
 but config.defaults.
 
-Used only when the environment alone could set them: no ``.env`` in the working directory and
-no ``torchbot.toml`` (or ``$TORCHBOT_CONFIG``). With either file, or with a repository to read
-(``TORCHBOT_REPO_PATH``), the caller loads the full :class:`config.settings.Settings`. Variable
-names are matched case-insensitively, as pydantic-settings does.
+Used only when nothing but ``TORCHBOT_FLOX_ORG`` could set any setting: no ``.env`` in the
+working directory, no ``torchbot.toml`` (or ``$TORCHBOT_CONFIG``) and no other ``TORCHBOT_``
+variable, so there is nothing :func:`config.settings.load_settings` would have to check. In every
+other case the caller loads the full settings. Variable names are matched case-insensitively, as
+pydantic-settings does.
 """
 
 from __future__ import annotations
@@ -27,6 +28,6 @@ def light_settings() -> LightSettings | None:
     """LightSettings, or None when the full Settings must be loaded."""
     env = {k.upper(): v for k, v in os.environ.items() if k.upper().startswith("TORCHBOT_")}
     config = env.get("TORCHBOT_CONFIG", "torchbot.toml")
-    if Path(".env").exists() or Path(config).exists() or "TORCHBOT_REPO_PATH" in env:
+    if set(env) - {"TORCHBOT_FLOX_ORG"} or Path(".env").exists() or Path(config).exists():
         return None
     return LightSettings(flox_org=env.get("TORCHBOT_FLOX_ORG", FLOX_ORG))

@@ -4,17 +4,22 @@ Sources, highest priority first: constructor arguments, ``TORCHBOT_*`` environme
 variables, a ``.env`` file, an optional ``torchbot.toml`` (path overridable with
 ``TORCHBOT_CONFIG``), then the defaults below. The environment names are a contract
 used by deployments and tests; secrets are ``SecretStr`` so they never print.
+
+Values are checked when settings load (token kinds, Slack IDs, the state DB URL, numbers);
+``load_settings()`` turns every mistake into a :class:`~config.errors.ConfigError` with one line
+per mistake naming its ``TORCHBOT_`` variable.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, SecretStr, field_validator
-
-from config.defaults import FLOX_ORG
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -24,16 +29,67 @@ from pydantic_settings import (
 )
 
 
+from config.defaults import FLOX_ORG
+from config.errors import ConfigError
+
+USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
+CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]+$")
+CONSOLE_USER = "console"  # the terminal user of `torchbot chat`
+TOKEN_KINDS = {"xoxb-": "a bot token", "xapp-": "an app-level token", "xoxp-": "a user token"}
+
+
 def _csv(value: object) -> object:
     """Accept "a,b c" as well as JSON lists for list settings from the environment."""
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("["):
-            import json
-
-            return json.loads(text)
+            try:
+                return json.loads(text)
+            except ValueError as err:
+                raise ValueError(f"not a valid JSON list ({err.args[0].split(':')[0]}); "
+                                 'write ["U0123ABCD", "U0456EFGH"] or U0123ABCD,U0456EFGH') from None
         return [part for part in text.replace(",", " ").split() if part]
     return value
+
+
+def _check_ids(values: list[str], pattern: re.Pattern, what: str, extra: tuple[str, ...] = ()) -> list[str]:
+    for v in values:
+        if not isinstance(v, str) or not (pattern.match(v) or v in extra):
+            raise ValueError(f"{v!r} is not a Slack {what}")
+    return values
+
+
+def _token(value: SecretStr | None, prefix: str, where: str) -> SecretStr | None:
+    if value is None:
+        return None
+    raw = value.get_secret_value().strip()
+    if not raw:
+        return None
+    if not raw.startswith(prefix):
+        kind = next((k for p, k in TOKEN_KINDS.items() if raw.startswith(p)), None)
+        said = f"this is {kind}" if kind else "this does not look like a Slack token"
+        raise ValueError(f"{said}; it must be {TOKEN_KINDS[prefix]} starting with {prefix} ({where})")
+    return SecretStr(raw)
+
+
+def state_db_url(value: str) -> str:
+    """A SQLAlchemy URL from what users write: a URL as is, a plain path as a SQLite file,
+    ``postgresql://``/``postgres://`` as PostgreSQL through psycopg 3."""
+    text = value.strip()
+    if not text:
+        raise ValueError("empty; give a path for a SQLite file or a postgresql:// URL")
+    if "://" not in text:
+        return "sqlite:///" + str(Path(text).expanduser().resolve())
+    scheme, _, rest = text.partition("://")
+    scheme = scheme.lower()
+    if scheme in ("postgres", "postgresql"):
+        scheme = "postgresql+psycopg"
+    if scheme == "postgresql+psycopg" and importlib.util.find_spec("psycopg") is None:
+        raise ValueError("PostgreSQL needs the psycopg driver, which is not installed: "
+                         "pip install 'torchbot[postgres]'")
+    if not re.match(r"^[a-z0-9]+(\+[a-z0-9_]+)?$", scheme):
+        raise ValueError(f"'{scheme}://' is not a database URL scheme")
+    return f"{scheme}://{rest}"
 
 
 class Settings(BaseSettings):
@@ -49,6 +105,7 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
+    socket_ping_seconds: float = Field(1.0, gt=0, le=30)  # Socket Mode ping period; a dead link is noticed in ~3 of them
     admins: Annotated[list[str], NoDecode] = Field(default_factory=list)  # "U1,U2" or a JSON list
     admin_usergroup: str | None = None
     allowed_channels: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -79,6 +136,12 @@ class Settings(BaseSettings):
     build_timeout: float = 6 * 3600.0
     build_jobs: int = 1
     log_dir: Path = Path("torchbot-logs")
+    job_workers: int = Field(2, ge=1, le=64)  # confirmed builds/publishes/bumps running at once; more wait in a queue
+    plan_ttl_seconds: int = Field(3600, ge=1)  # how long a shown plan can be confirmed
+
+    # `torchbot serve --http` (the --host/--port options override these)
+    host: str = "0.0.0.0"
+    port: int = Field(3000, ge=0, le=65535)
 
     # Schedule (cron expressions, APScheduler crontab syntax)
     bump_cron: str = "0 6 * * 1"
@@ -102,6 +165,49 @@ class Settings(BaseSettings):
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _csv(value)
+
+    @field_validator("admins")
+    @classmethod
+    def _admin_ids(cls, value: list[str]) -> list[str]:
+        return _check_ids(value, USER_ID, "user ID (U… or W…, from the profile's ⋮ > Copy member ID)",
+                          (CONSOLE_USER,))
+
+    @field_validator("allowed_channels")
+    @classmethod
+    def _channel_ids(cls, value: list[str]) -> list[str]:
+        return _check_ids(value, CHANNEL_ID, "channel ID (C… or G…, from the channel's details)")
+
+    @field_validator("announce_channel", mode="before")
+    @classmethod
+    def _announce_id(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip() or None
+            if value is not None:
+                _check_ids([value], CHANNEL_ID, "channel ID (C… or G…, from the channel's details)")
+        return value
+
+    @field_validator("slack_bot_token")
+    @classmethod
+    def _bot_token(cls, value: SecretStr | None) -> SecretStr | None:
+        return _token(value, "xoxb-", "OAuth & Permissions > Bot User OAuth Token")
+
+    @field_validator("slack_app_token")
+    @classmethod
+    def _app_token(cls, value: SecretStr | None) -> SecretStr | None:
+        return _token(value, "xapp-", "Basic Information > App-Level Tokens, scope connections:write")
+
+    @field_validator("slack_signing_secret", "github_token")
+    @classmethod
+    def _strip_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        raw = value.get_secret_value().strip()
+        return SecretStr(raw) if raw else None
+
+    @field_validator("state_db")
+    @classmethod
+    def _state_db(cls, value: str) -> str:
+        return state_db_url(value)
 
     @field_validator("slack_api_url", "github_api_url", "channels_url")
     @classmethod
@@ -127,5 +233,30 @@ class Settings(BaseSettings):
         )
 
 
+def env_name(field: str) -> str:
+    return "TORCHBOT_" + field.upper()
+
+
 def load_settings(**overrides: object) -> Settings:
-    return Settings(**overrides)
+    """Settings, or a ConfigError with one line per mistake naming its TORCHBOT_ variable."""
+    import tomllib
+
+    try:
+        return Settings(**overrides)
+    except ValidationError as err:
+        lines = []
+        for e in err.errors():
+            field = str(e["loc"][0]) if e["loc"] else "?"
+            msg = str(e["msg"]).removeprefix("Value error, ")
+            if e["type"] not in ("value_error", "assertion_error"):
+                shown = e.get("input")
+                secret = "token" in field or "secret" in field
+                msg = f"{msg[0].lower()}{msg[1:]}" + ("" if secret or shown is None else f" (got {shown!r})")
+            lines.append(f"{env_name(field)}: {msg}")
+        raise ConfigError("\n".join(lines)) from None
+    except tomllib.TOMLDecodeError as err:
+        path = os.environ.get("TORCHBOT_CONFIG", "torchbot.toml")
+        raise ConfigError(f"{path} (TORCHBOT_CONFIG) is not valid TOML: {err}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        path = os.environ.get("TORCHBOT_CONFIG", "torchbot.toml")
+        raise ConfigError(f"{path} (TORCHBOT_CONFIG) cannot be read: {err}") from None

@@ -1,5 +1,5 @@
-"""The state DB: builds, publishes, releases (Slack threads), the announcement outbox and
-job-run locks. SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
+"""The state DB: builds, publishes, releases (Slack threads), the announcement outbox,
+job-run locks and the pending plans of chat commands (waiting for Confirm). SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
 default, PostgreSQL works the same). ``open_state(url)`` gives a :class:`State` whose
 ``session()`` is a context manager committing on success and rolling back on error.
 """
@@ -11,6 +11,7 @@ import socket
 import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Iterator
 
 from sqlalchemy import (
@@ -25,8 +26,10 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from config.errors import ConfigError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 STATES = ("queued", "running", "succeeded", "failed", "interrupted")
@@ -147,16 +150,44 @@ class JobRun(Base):
     result: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+class PendingPlan(Base):
+    """A plan shown in chat and waiting for its Confirm: what to run again (``replay``), what
+    must not have moved when it is confirmed (``expected``: name -> value), who may confirm it
+    and until when. ``state``: pending | confirmed | cancelled | expired."""
+
+    __tablename__ = "pending_plans"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    command: Mapped[str] = mapped_column(String(40))
+    args: Mapped[str] = mapped_column(Text, default="[]")  # JSON list, as typed
+    replay: Mapped[str] = mapped_column(Text, default="[]")  # JSON list, with resolved revisions
+    expected: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
+    summary: Mapped[str] = mapped_column(Text, default="")
+    user: Mapped[str] = mapped_column(String(64))
+    channel: Mapped[str] = mapped_column(String(64))
+    created: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    expires: Mapped[datetime] = mapped_column(DateTime, index=True)
+    state: Mapped[str] = mapped_column(String(20), default="pending", index=True)
+    handled: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    handled_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
 class State:
     def __init__(self, url: str):
         self.url = url
         kwargs: dict = {}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
-        self.engine: Engine = create_engine(url, **kwargs)
-        if url.startswith("sqlite"):
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-        Base.metadata.create_all(self.engine)
+            _sqlite_dir(url)
+        else:
+            kwargs["pool_pre_ping"] = True  # a restarted PostgreSQL server does not break the bot
+        try:
+            self.engine: Engine = create_engine(url, **kwargs)
+            if url.startswith("sqlite"):
+                event.listen(self.engine, "connect", _sqlite_pragmas)
+            _create_tables(self.engine)
+        except (ImportError, SQLAlchemyError) as err:
+            raise ConfigError(f"TORCHBOT_STATE_DB: cannot open {_shown(url)}: {_reason(err)}") from None
         self._factory = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
@@ -215,6 +246,42 @@ class State:
                 changed += 1
         return changed
 
+    # -- pending plans --------------------------------------------------------------------
+
+    def add_plan(self, plan: PendingPlan) -> None:
+        with self.session() as s:
+            s.add(plan)
+
+    def take_plan(self, plan_id: str, user: str, action: str = "confirmed",
+                  others_may: bool = False) -> tuple[str, PendingPlan | None]:
+        """Claim a pending plan for ``action`` (confirmed | cancelled) by ``user`` (only its asker
+        unless ``others_may``), at most once across processes. Returns (outcome, row):
+        ok | unknown | handled | expired | not_owner."""
+        now = utcnow()
+        with self.session() as s:
+            row = s.get(PendingPlan, plan_id)
+            if row is None:
+                return "unknown", None
+            if row.state != "pending":
+                return "handled", row
+            if row.user != user and not others_may:
+                return "not_owner", row
+            if row.expires <= now:
+                s.execute(update(PendingPlan).where(PendingPlan.id == plan_id, PendingPlan.state == "pending")
+                          .values(state="expired", handled=now))
+                return "expired", row
+            done = s.execute(update(PendingPlan).where(PendingPlan.id == plan_id, PendingPlan.state == "pending")
+                             .values(state=action, handled=now, handled_by=user))
+            if done.rowcount != 1:
+                return "handled", s.get(PendingPlan, plan_id)
+            row.state, row.handled, row.handled_by = action, now, user
+            return "ok", row
+
+    def pending_plans(self) -> list[PendingPlan]:
+        with self.session() as s:
+            return list(s.scalars(select(PendingPlan).where(PendingPlan.state == "pending",
+                                                            PendingPlan.expires > utcnow()).order_by(PendingPlan.created)))
+
     # -- job locks ----------------------------------------------------------------------
 
     def claim_run(self, job_id: str, slot: str) -> int | None:
@@ -253,6 +320,50 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _shown(url: str) -> str:
+    """The URL with any password hidden (secrets never reach logs or chat)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url.split("://", 1)[0] + "://…"
+
+
+def _reason(err: BaseException) -> str:
+    orig = getattr(err, "orig", None) or err
+    text = " ".join(str(orig).split())
+    if isinstance(err, ImportError) or type(err).__name__ == "NoSuchModuleError":
+        return f"its driver is not installed ({text}); torchbot supports sqlite:/// and postgresql+psycopg://"
+    return text[:300] or type(orig).__name__
+
+
+def _sqlite_dir(url: str) -> None:
+    """Create the SQLite file's directory, or say in one line why it cannot be."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    directory = Path(database).expanduser().parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"TORCHBOT_STATE_DB: cannot create the directory {directory}: "
+                          f"{err.strerror or err}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"TORCHBOT_STATE_DB: the directory {directory} is not writable") from None
+
+
+def _create_tables(engine: Engine) -> None:
+    """Create missing tables; two processes starting at once on one PostgreSQL DB may race,
+    and the loser only has to see the winner's tables."""
+    try:
+        Base.metadata.create_all(engine)
+    except IntegrityError:
+        Base.metadata.create_all(engine)
+    except SQLAlchemyError as err:
+        if "already exists" not in str(err):
+            raise
+        Base.metadata.create_all(engine)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

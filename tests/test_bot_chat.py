@@ -21,12 +21,12 @@ def test_build_then_publish_through_chat(tmp_path: Path):
     assert fx.OK[0] in plan.text()
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").rglob("*.log"))  # nothing built yet
 
-    result = chat.confirm(plan.pending.id, "UADMIN")
+    result = chat.confirm(plan.pending.id, "UADMIN").wait(120)
     assert "succeeded" in result.text() and fx.OK[0] in result.text()
 
     pub = chat.command("publish", fx.BRANCH, user="UADMIN")
     assert isinstance(pub, PlanReply)
-    done = chat.confirm(pub.pending.id, "UADMIN")
+    done = chat.confirm(pub.pending.id, "UADMIN").wait(120)
     assert fx.OK[0] in done.text()
     audit = (tmp_path / "audit.log").read_text()
     for line in ("refused /build", "plan /build", "confirm /build", "plan /publish", "confirm /publish"):

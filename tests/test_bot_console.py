@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_console_session(tmp_path):
-    ctx = Context(Settings(repo_path=None, audit_log=tmp_path / "audit.log"))
+    ctx = Context(Settings(repo_path=None, audit_log=tmp_path / "audit.log", state_db=str(tmp_path / "s.sqlite")))
     out = io.StringIO()
     script = "/variant H100 with Graviton3\n@torchbot p5.48xlarge\n/pins\n/bump all\n/nonsense\n/torchbot help\n"
     assert run(ctx, io.StringIO(script), out) == 0
@@ -29,7 +29,8 @@ def test_console_session(tmp_path):
 
 
 def test_chat_errors_are_sentences_not_tracebacks(tmp_path):
-    ctx = Context(Settings(repo_path=None, admins=["console"], audit_log=tmp_path / "a.log"))
+    ctx = Context(Settings(repo_path=None, admins=["console"], audit_log=tmp_path / "a.log",
+                           state_db=str(tmp_path / "state.sqlite")))
     chat = Chat(ctx)
     r = chat.command("bump", "main")  # admin, but no repository configured
     assert r.ok is False and "TORCHBOT_REPO_PATH" in r.text()

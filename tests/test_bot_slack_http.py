@@ -1,6 +1,7 @@
 """The Slack bot through real HTTP: bolt's request-signed HTTP mode on 127.0.0.1, requests
 signed exactly as Slack signs them, replies read from a fake Web API / response_url
-server, and /bump against a real git repository with a bare origin."""
+server, and /bump against a real git repository with a bare origin. A Confirm runs the plan
+as a job that reports in a thread of the channel."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ import urllib.request
 
 import pytest
 
-from release.context import Context
-from bot.slack_app import create_app, make_http_server, start_in_thread
+from bot.slack_app import create_app
+from bot.slack_http import make_http_server, start_in_thread
 from config.settings import Settings
+from release.context import Context
 from tests.fakes_nixpkgs import FakeNixpkgs
-from tests.fakes_slack_api import FakeSlackApi
+from tests.fakes_slack import FakeSlack
 from tests.fixtures_pins import NEW, PIN_A, PIN_B, PIN_C, build_repo, refs, small_catalog_branches
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -34,7 +36,7 @@ def sign(body: str, ts: int | None = None, secret: str = SECRET) -> dict[str, st
 
 @pytest.fixture
 def world(tmp_path):
-    with FakeSlackApi() as slack, FakeNixpkgs() as nix:
+    with FakeSlack(token="xoxb-test-token") as slack, FakeNixpkgs() as nix:
         for rev, torch in ((PIN_A, "2.8.0"), (PIN_B, "2.9.1"), (PIN_C, "2.9.1"), (NEW, "2.8.4"),
                            ("0182a361324364ae3f436a63005877674cf45efb", "2.9.1")):
             nix.add_rev(rev, torch, CUDA_ALL)
@@ -49,7 +51,9 @@ def world(tmp_path):
         server = make_http_server(app, "127.0.0.1", 0)
         start_in_thread(server)
         url = f"http://127.0.0.1:{server.server_port}/slack/events"
-        yield {"url": url, "slack": slack, "work": work, "origin": origin, "audit": tmp_path / "audit.log"}
+        yield {"url": url, "slack": slack, "work": work, "origin": origin, "audit": tmp_path / "audit.log",
+               "chat": app._torchbot_chat}
+        app._torchbot_chat.runner.shutdown()
         server.shutdown()
         server.server_close()
 
@@ -102,7 +106,7 @@ def test_bad_signatures_get_401_and_change_nothing(world, kind):
     status, _ = post(world["url"], body, headers)
     assert status == 401
     time.sleep(0.3)
-    assert world["slack"].posts == []
+    assert [p for p, _ in world["slack"].posts if p != "/api/auth.test"] == []
     assert (refs(world["origin"]), refs(world["work"])) == before
     assert not world["audit"].exists()
 
@@ -139,7 +143,13 @@ def test_admin_bump_shows_the_plan_and_only_confirm_commits(world):
 
     status, _ = click(world, "confirm_plan", pid, n=3)
     assert status == 200
-    world["slack"].wait_for(lambda p, b: p == "/response/3" and "nixpkgs: bump pin" in b.get("text", ""))
+    world["slack"].wait_for(lambda p, b: p == "/response/3" and "Confirmed /bump main" in b.get("text", ""))
+    # the job reports in a thread: its parent edited in place, the result as a reply
+    world["slack"].wait_for(lambda p, b: p == "/api/chat.postMessage" and b.get("thread_ts")
+                            and "nixpkgs: bump pin" in json.dumps(b), timeout=30)
+    parent = world["slack"].messages("CREL")[0]
+    assert parent["text"].startswith("`/bump main` (job ") and "done after" in parent["text"]
+    assert "edited" in parent
     after = refs(world["work"])
     assert after["refs/heads/main"] != before["refs/heads/main"]
     assert {k: v for k, v in after.items() if k != "refs/heads/main"} == {
@@ -148,7 +158,7 @@ def test_admin_bump_shows_the_plan_and_only_confirm_commits(world):
     assert "plan /bump main" in audit and "confirm /bump main" in audit
 
     click(world, "confirm_plan", pid, n=4)  # a second click cannot apply twice
-    world["slack"].wait_for(lambda p, b: p == "/response/4" and "expired" in b.get("text", ""))
+    world["slack"].wait_for(lambda p, b: p == "/response/4" and "already confirmed" in b.get("text", ""))
 
 
 def test_cancel_changes_nothing(world):
@@ -188,3 +198,73 @@ def test_help_and_unknown_input_are_sentences(world):
     assert status == 200 and "/variant" in json.loads(body)["text"]
     status, body = slash(world, "/variant", "")
     assert status == 200 and "Usage" in json.loads(body)["text"]
+
+
+def sign_bytes(body: bytes, ts: str | None = None, secret: str = SECRET) -> dict[str, str]:
+    ts = str(int(time.time())) if ts is None else ts
+    sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256).hexdigest()
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig}
+
+
+def post_bytes(url: str, body: bytes, headers: dict[str, str], ctype: str):
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": ctype, **headers}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+FORM = "application/x-www-form-urlencoded"
+BUTTON = {"type": "block_actions", "user": {"id": "UADMIN"}, "response_url": "http://127.0.0.1:9/r", "actions": []}
+MALFORMED = {
+    "invalid UTF-8": (b"command=/variant&text=\xff\xfe\xfa", FORM, None),
+    "payload not JSON": (b"payload=%7Bnot+json", FORM, None),
+    "payload a JSON array": (urllib.parse.urlencode({"payload": "[1, 2]"}).encode(), FORM, None),
+    "actions: []": (urllib.parse.urlencode({"payload": json.dumps(BUTTON)}).encode(), FORM, None),
+    "non-integer timestamp": (b"command=/variant&text=H100", FORM, "12345abc"),
+    "form body, JSON type": (b"command=/variant&text=H100", "application/json", None),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_requests_get_400_when_signed_and_401_when_not_never_5xx(world, case):
+    body, ctype, ts = MALFORMED[case]
+    status, _ = post_bytes(world["url"], body, {}, ctype)
+    assert status == 401
+    headers = sign_bytes(body, ts) if ts is None else {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": "v0=00"}
+    status, text = post_bytes(world["url"], body, headers, ctype)
+    assert status == 400, text
+    assert text.strip()  # says what is wrong
+
+
+def test_unknown_commands_and_buttons_are_acked_with_a_short_help(world):
+    status, body = slash(world, "/deploy", "everything")
+    assert status == 200
+    assert "does not know /deploy" in json.loads(body)["text"]
+    status, _ = click(world, "launch_rocket", "x", n=7)
+    assert status == 200
+    world["slack"].wait_for(lambda p, b: p == "/response/7" and "no button 'launch_rocket'" in b.get("text", ""))
+
+
+def test_a_handler_error_after_the_ack_is_an_apology_with_an_id_in_the_log(world, tmp_path, caplog):
+    import re
+    import sqlite3
+
+    slash(world, "/bump", "main")
+    posts = world["slack"].wait_for(lambda p, b: "confirm_plan" in json.dumps(b.get("blocks", [])))
+    plan = next(b for _, b in posts if "confirm_plan" in json.dumps(b.get("blocks", [])))
+    pid = next(e["value"] for blk in plan["blocks"] if blk["type"] == "actions" for e in blk["elements"]
+               if e["action_id"] == "confirm_plan")
+    with sqlite3.connect(tmp_path / "s.db") as db:  # an operator restores an old state DB...
+        db.execute("DROP TABLE pending_plans")
+    before = refs(world["work"])
+    status, _ = click(world, "confirm_plan", pid, n=8)
+    assert status == 200  # acked first
+    posts = world["slack"].wait_for(lambda p, b: p == "/response/8" and "error id" in b.get("text", ""))
+    text = next(b["text"] for p, b in posts if p == "/response/8" and "error id" in b.get("text", ""))
+    error_id = re.search(r"error id (E[0-9A-F]{8})", text).group(1)
+    assert text.startswith("Sorry, Confirm failed unexpectedly")
+    logged = [r for r in caplog.records if error_id in r.getMessage()]
+    assert logged and logged[0].exc_info  # the traceback is in the log under that id
+    assert refs(world["work"]) == before

@@ -33,7 +33,7 @@ def test_defaults_and_environment_agree_with_settings(clean, monkeypatch):
     assert light_settings().repo_path is None
 
 
-@pytest.mark.parametrize("setup", ["dotenv", "toml", "config_env", "repo"])
+@pytest.mark.parametrize("setup", ["dotenv", "toml", "config_env", "repo", "other_variable"])
 def test_files_or_a_repository_need_the_full_settings(clean, monkeypatch, setup):
     if setup == "dotenv":
         (clean / ".env").write_text("TORCHBOT_FLOX_ORG=from-dotenv\n")
@@ -42,8 +42,10 @@ def test_files_or_a_repository_need_the_full_settings(clean, monkeypatch, setup)
     elif setup == "config_env":
         (clean / "other.toml").write_text('flox_org = "from-other"\n')
         monkeypatch.setenv("TORCHBOT_CONFIG", str(clean / "other.toml"))
-    else:
+    elif setup == "repo":
         monkeypatch.setenv("TORCHBOT_REPO_PATH", str(clean))
+    else:  # anything load_settings would check (here a malformed one) is left to it
+        monkeypatch.setenv("TORCHBOT_STATE_DB", "not a url")
     assert light_settings() is None
 
 

@@ -61,6 +61,7 @@ class BranchPlan:
         g = self.edit.group
         return {
             "branch": self.branch,
+            "tip": self.tip,
             "old_pin": g.pin,
             "new_pin": self.edit.new_pin,
             "up_to_date": self.edit.up_to_date,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -240,13 +241,30 @@ def _make(ctx, store_only: bool = False):
             return None
 
     state_for(ctx)  # our tables exist
+    store = SQLAlchemyJobStore(url=ctx.settings.state_db, tablename=JOBS_TABLE)
+    _create_store_table(store)
     cls = _StoreOnly if store_only else BackgroundScheduler
     return cls(
-        jobstores={"default": SQLAlchemyJobStore(url=ctx.settings.state_db, tablename=JOBS_TABLE)},
+        jobstores={"default": store},
         executors={"default": {"type": "threadpool", "max_workers": 4}},
         job_defaults={"coalesce": True, "max_instances": 1},
         timezone=timezone.utc,
     )
+
+
+def _create_store_table(store) -> None:
+    """The job table, created once even when two processes start together on one
+    PostgreSQL database (the loser of that race sees the winner's table)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    for attempt in range(3):
+        try:
+            store.jobs_t.create(store.engine, checkfirst=True)
+            return
+        except SQLAlchemyError:
+            if attempt == 2:
+                raise
+            time.sleep(0.2)
 
 
 def sync_jobs(sched, ctx) -> None:
@@ -261,10 +279,18 @@ def sync_jobs(sched, ctx) -> None:
         job = stored.get(spec.id)
         if job is not None and str(job.trigger) == str(spec.trigger) and job.misfire_grace_time == spec.grace:
             continue
-        sched.add_job(
-            "release.schedule.jobs:run_job", spec.trigger, args=[spec.id], id=spec.id, name=spec.description,
-            replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=spec.grace,
-        )
+        from apscheduler.jobstores.base import ConflictingIdError
+
+        for attempt in (1, 2):  # another process starting at the same time may insert it first
+            try:
+                sched.add_job(
+                    "release.schedule.jobs:run_job", spec.trigger, args=[spec.id], id=spec.id, name=spec.description,
+                    replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=spec.grace,
+                )
+                break
+            except ConflictingIdError:
+                if attempt == 2:
+                    raise
 
 
 def start_scheduler(ctx):

@@ -1,0 +1,84 @@
+"""Pending plans as data: what a shown plan expects not to move, how to make it again, and
+what to say when a Confirm cannot apply it. Pure functions over a plan's ``to_dict()``
+(no Slack, git or database here; ``bot.chat`` stores the rows in the state DB)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+
+def expected_refs(command: str, plan: dict) -> dict[str, str]:
+    """name -> value of everything the plan was made from that must still hold at Confirm."""
+    if command == "bump":
+        out = {f"branch {b['branch']}": b.get("tip") or "" for b in plan.get("branches", [])}
+        out["nixpkgs"] = plan.get("new_rev") or ""
+        return out
+    if command == "build":
+        return {f"branch {plan.get('branch')}": plan.get("commit") or ""}
+    if command == "publish":
+        rows = sorted(f"{r['package']}@{(r.get('pin') or 'unpinned')[:12]}" for r in plan.get("publish", []))
+        return {"to publish": " ".join(rows)}
+    return {}
+
+
+def replay_args(command: str, args: list[str], plan: dict) -> list[str]:
+    """The arguments that make the same plan again: a bump pins the nixpkgs revision it
+    resolved, so a channel that moved since is not silently taken."""
+    if command == "bump" and args and plan.get("new_rev"):
+        return [args[0], plan["new_rev"]]
+    return list(args)
+
+
+def moved(then: dict[str, str], now: dict[str, str]) -> list[str]:
+    """Sentences naming what changed between the plan and now (empty: nothing moved)."""
+    out = []
+    for name in sorted(set(then) | set(now)):
+        old, new = then.get(name), now.get(name)
+        if old == new:
+            continue
+        if name == "to publish":
+            before, after = set((old or "").split()), set((new or "").split())
+            parts = [f"+{x}" for x in sorted(after - before)] + [f"-{x}" for x in sorted(before - after)]
+            out.append("the variants waiting to publish changed (" + ", ".join(parts) + ")")
+        elif old is None:
+            out.append(f"{name} is now part of it (at {new[:12]})")
+        elif new is None:
+            out.append(f"{name} is no longer part of it")
+        else:
+            out.append(f"{name} moved from {old[:12]} to {new[:12]}")
+    return out
+
+
+def _hhmm(when: datetime | None) -> str:
+    return when.strftime("%Y-%m-%d %H:%M UTC") if when else "an earlier time"
+
+
+def refusal(outcome: str, state: str | None, command: str, args: list[str], *, owner: str = "",
+            expires: datetime | None = None, handled: datetime | None = None, ttl_seconds: int = 0) -> str:
+    """What a Confirm (or Cancel) that cannot proceed answers."""
+    again = f"/{command} {' '.join(args)}".strip()
+    if outcome == "unknown":
+        return "That plan is not known here (it may have been cleaned up); run the command again for a new plan."
+    if outcome == "expired" or state == "expired":
+        mins = max(1, ttl_seconds // 60)
+        return f"That plan expired at {_hhmm(expires)} (plans last {mins} min). Run {again} again for a new one."
+    if outcome == "not_owner":
+        return f"Only the admin who asked (<@{owner}>) can confirm this plan."
+    verb = {"confirmed": "confirmed", "cancelled": "cancelled"}.get(state or "", "handled")
+    return f"That plan was already {verb} at {_hhmm(handled)}; nothing more was done."
+
+
+def refused_moved(command: str, args: list[str], changes: list[str]) -> str:
+    return (f"Refused /{command} {' '.join(args)}: since the plan was shown, " + "; ".join(changes)
+            + f". Nothing was changed. Run /{command} {' '.join(args)} again for a new plan.")
+
+
+def nothing_to_do(command: str, plan: dict) -> bool:
+    """True when confirming the plan would change nothing (no Confirm button then)."""
+    if command == "bump":
+        return not any(not b.get("up_to_date") and b.get("files_changed") for b in plan.get("branches", []))
+    if command == "build":
+        return not plan.get("build")
+    if command == "publish":
+        return not plan.get("publish")
+    return False

@@ -1,0 +1,120 @@
+"""Settings mistakes through the real CLI: each is one line on stderr naming the TORCHBOT_
+variable and what is wrong, with no traceback (issue 13's matrix)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from config.settings import Settings
+from tests.fakes_slack import FakeSlack
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def torchbot(tmp: Path, args: list[str], **env: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TORCHBOT_")}
+    base.update(PYTHONPATH=str(ROOT), TORCHBOT_STATE_DB=str(tmp / "state" / "s.db"),
+                TORCHBOT_AUDIT_LOG=str(tmp / "audit.log"))
+    base.update(env)
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=tmp, env=base, capture_output=True,
+                          text=True, timeout=60)
+
+
+def one_line(r: subprocess.CompletedProcess, *needles: str) -> str:
+    assert r.returncode != 0, r.stdout
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+SERVE = ["serve", "--http", "--host", "127.0.0.1", "--no-schedule"]
+SLACK = {"TORCHBOT_SLACK_BOT_TOKEN": "xoxb-test", "TORCHBOT_SLACK_SIGNING_SECRET": "s3cr3t"}
+
+
+@pytest.mark.parametrize("env, needles", [
+    ({"TORCHBOT_SLACK_APP_TOKEN": "xoxb-really-a-bot-token"}, ["TORCHBOT_SLACK_APP_TOKEN", "bot token", "xapp-"]),
+    ({"TORCHBOT_SLACK_BOT_TOKEN": "xapp-1-A1-2-abc"}, ["TORCHBOT_SLACK_BOT_TOKEN", "app-level token", "xoxb-"]),
+    ({"TORCHBOT_ADMINS": "@alice"}, ["TORCHBOT_ADMINS", "'@alice' is not a Slack user ID"]),
+    ({"TORCHBOT_ADMINS": "U1;U2"}, ["TORCHBOT_ADMINS", "'U1;U2' is not a Slack user ID"]),
+    ({"TORCHBOT_ADMINS": '["U1", "U2"'}, ["TORCHBOT_ADMINS", "not a valid JSON list"]),
+    ({"TORCHBOT_ALLOWED_CHANNELS": "#releases"}, ["TORCHBOT_ALLOWED_CHANNELS", "not a Slack channel ID"]),
+    ({"TORCHBOT_ANNOUNCE_CHANNEL": "releases"}, ["TORCHBOT_ANNOUNCE_CHANNEL", "not a Slack channel ID"]),
+    ({"TORCHBOT_JOB_WORKERS": "0"}, ["TORCHBOT_JOB_WORKERS", "greater than or equal to 1"]),
+    ({"TORCHBOT_STATE_DB": "postgresql+pg8000://bot:pw@127.0.0.1/db"}, ["TORCHBOT_STATE_DB", "driver", "postgresql+psycopg"]),
+])
+def test_each_settings_mistake_is_one_line(tmp_path, env, needles):
+    line = one_line(torchbot(tmp_path, ["release", "status"], **env), *needles)
+    assert "pw" not in line and "really-a-bot-token" not in line  # secrets never printed
+
+
+def test_postgresql_url_without_driver_uses_psycopg_and_says_why_it_cannot_connect(tmp_path):
+    line = one_line(torchbot(tmp_path, ["release", "status"],
+                             TORCHBOT_STATE_DB=f"postgresql://bot:hunter2@127.0.0.1:{closed_port()}/torchbot"),
+                    "TORCHBOT_STATE_DB", "postgresql+psycopg://bot:***@127.0.0.1", "Connection refused")
+    assert "hunter2" not in line
+
+
+def test_plain_path_state_db_is_accepted_and_its_directory_created(tmp_path):
+    r = torchbot(tmp_path, ["release", "status"], TORCHBOT_STATE_DB=str(tmp_path / "new" / "dir" / "state.db"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "new" / "dir" / "state.db").exists()
+
+
+def test_a_state_directory_that_cannot_be_made_is_one_line(tmp_path):
+    (tmp_path / "afile").write_text("")
+    one_line(torchbot(tmp_path, ["release", "status"], TORCHBOT_STATE_DB=str(tmp_path / "afile" / "sub" / "s.db")),
+             "TORCHBOT_STATE_DB", "cannot create the directory", "Not a directory")
+
+
+def test_bad_torchbot_toml_is_one_line(tmp_path):
+    (tmp_path / "torchbot.toml").write_text('flox_org = "acme"\nadmins = [\n')
+    one_line(torchbot(tmp_path, ["catalog"]), "torchbot.toml (TORCHBOT_CONFIG) is not valid TOML")
+
+
+def test_serve_without_a_bot_token_names_torchbots_variable(tmp_path):
+    line = one_line(torchbot(tmp_path, SERVE, TORCHBOT_SLACK_SIGNING_SECRET="s3cr3t"), "TORCHBOT_SLACK_BOT_TOKEN")
+    assert " SLACK_BOT_TOKEN" not in line
+
+
+def test_serve_with_the_port_in_use_is_one_line(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        one_line(torchbot(tmp_path, [*SERVE, "--port", str(port)], **SLACK), "TORCHBOT_PORT", f"port {port}", "in use")
+
+
+def test_serve_with_slack_unreachable_is_one_line(tmp_path):
+    api = f"http://127.0.0.1:{closed_port()}/api/"
+    one_line(torchbot(tmp_path, [*SERVE, "--port", "0"], TORCHBOT_SLACK_API_URL=api, **SLACK),
+             "Slack is unreachable", "TORCHBOT_SLACK_API_URL", "Connection refused")
+
+
+def test_serve_with_a_token_slack_refuses_is_one_line(tmp_path):
+    with FakeSlack(token="xoxb-the-right-one") as slack:
+        one_line(torchbot(tmp_path, [*SERVE, "--port", "0"], TORCHBOT_SLACK_API_URL=slack.url, **SLACK),
+                 "TORCHBOT_SLACK_BOT_TOKEN was refused by Slack: invalid_auth")
+
+
+def test_tokens_are_stripped_of_whitespace():
+    s = Settings(slack_bot_token=" xoxb-abc\n", slack_app_token="xapp-def\n", slack_signing_secret=" sec \n",
+                 _env_file=None)
+    assert s.slack_bot_token.get_secret_value() == "xoxb-abc"
+    assert s.slack_app_token.get_secret_value() == "xapp-def"
+    assert s.slack_signing_secret.get_secret_value() == "sec"
+    assert Settings(state_db="rel/state.db", _env_file=None).state_db.startswith("sqlite:////")
