@@ -128,3 +128,8 @@ def test_a_bad_pattern_in_the_data_is_a_sentence_not_a_traceback(tmp_path):
     cpus.write_text(cpus.read_text().replace('pattern = "graviton ?4"', 'pattern = "graviton (4"', 1))
     with pytest.raises(CatalogError, match=r"CPU model pattern 'graviton \(4' in the catalog is invalid"):
         _matchers(build_catalog(tmp_path / "data"))
+
+
+def test_a_gpu_that_only_comes_with_an_arm_host_gets_an_arm_build(ctx):
+    d = ask(ctx, "T4G, int8 inference").to_dict()
+    assert d["recommendation"]["package"] == "pytorch-python313-cuda12_9-sm75-armv8_2"  # g5g: T4G + Graviton2
