@@ -392,6 +392,15 @@ def parse(cat: Catalog, text: str) -> Hardware:
         if inst.note:
             hw.notes.append(inst.note)
         low = low[:start] + " " + low[end:]
+        others = []  # further instances named: said, not silently dropped
+        while len(others) < 4 and (more := _instance(cat, m, low[:SCAN])) is not None:
+            others.append(low[more[1] : more[2]])
+            low = low[: more[1]] + " " + low[more[2] :]
+        if others:
+            hw.notes.append(
+                f"The question names several instances ({', '.join([hw.instance, *others])}); this answer is for "
+                f"{hw.instance}. Ask again with {' or '.join(others)} alone for {'its' if len(others) == 1 else 'their'} build."
+            )
     else:
         im = _INSTANCE_LIKE_RE.search(low, 0, SCAN)
         if im:

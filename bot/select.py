@@ -88,9 +88,9 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
         return ans
 
     ans.missing.append(
-        "Which NVIDIA GPU, if any (paste `nvidia-smi --query-gpu=name,compute_cap --format=csv`, or say 'no GPU')."
+        f"Which NVIDIA GPU, if any (paste {ASK_GPU}, or say 'no GPU')."
     )
-    ans.missing.append("Which CPU (paste `lscpu`, or name the model or cloud instance).")
+    ans.missing.append(f"Which CPU (paste {ASK_CPU}, or name the model or cloud instance).")
     return ans
 
 
