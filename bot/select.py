@@ -254,7 +254,7 @@ def _driver_ok(cat: Catalog, hw: Hardware, cuda: str, arch: GpuArch | None) -> b
 
 
 def cuda_matches(have: str, asked: str) -> bool:
-    """"13.1" asks for 13.1; a bare major ("13") for any 13.x."""
+    """A request for "13.1" matches 13.1 only; a bare major ("13") any 13.x."""
     return have == asked or ("." not in asked and have.split(".")[0] == asked)
 
 

@@ -177,3 +177,10 @@ def test_cli_ask_here_with_nvidia_smi_and_cpuinfo(tmp_path):
     assert d["recommendation"]["package"] == "pytorch-python312-cuda12_8-sm90-avx512"  # the words still count
     r = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("This machine:") and "Use pytorch-python313-cuda12_9-sm90-avx512" in r.stdout
+
+
+def test_the_chat_help_asks_for_what_ask_here_reads():
+    from bot.chat import HELP
+    from bot.host import SMI_QUERY
+
+    assert f"nvidia-smi {' '.join(SMI_QUERY)}" in HELP and "lscpu" in HELP and "torchbot ask --here" in HELP
