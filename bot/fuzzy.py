@@ -81,11 +81,15 @@ def corrections(text: str) -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _typos_re(typos: tuple[str, ...]) -> re.Pattern:
+    return re.compile(r"(?<![a-z])(?:" + "|".join(sorted(map(re.escape, typos), key=len, reverse=True)) + r")(?![a-z])")
+
+
 def apply(text: str, fixes: dict[str, str]) -> str:
     if not fixes:
         return text
-    pattern = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(map(re.escape, fixes), key=len, reverse=True)) + r")(?![a-z])")
-    return pattern.sub(lambda m: fixes[m.group(0)], text)
+    return _typos_re(tuple(sorted(fixes))).sub(lambda m: fixes[m.group(0)], text)
 
 
 def _guard_list(dictionary: str) -> list[str]:
