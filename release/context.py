@@ -8,22 +8,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from config.catalog import Catalog, load_catalog
 from config.errors import UsageError
-from config.settings import Settings
+
+if TYPE_CHECKING:
+    from config.settings import Settings
+
+
+def _settings() -> Settings:
+    from config.settings import Settings  # pydantic-settings: loaded only by those who need it
+
+    return Settings()
 
 
 @dataclass
 class Context:
-    settings: Settings = field(default_factory=Settings)
+    settings: Settings = field(default_factory=_settings)
     use_repo: bool = True  # answer from the repositories' real branches when some are configured
 
     @property
     def repositories(self) -> list[Path]:
-        if not self.use_repo or (self.settings.repo_path is None and not self.settings.repo_paths):
+        repo_paths = getattr(self.settings, "repo_paths", ())  # LightSettings (ask) has no repo_paths
+        if not self.use_repo or (self.settings.repo_path is None and not repo_paths):
             return []
-        key = (self.settings.repo_path, tuple(self.settings.repo_paths))
+        key = (self.settings.repo_path, tuple(repo_paths))
         cached = self.__dict__.get("_repos")
         if cached is None or cached[0] != key:
             cached = self.__dict__["_repos"] = (key, self.settings.repositories())
