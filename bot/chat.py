@@ -33,6 +33,9 @@ log = logging.getLogger("torchbot.chat")
 
 HELP = """\
 /variant <anything>          which variant for this hardware (names, nvidia-smi or lscpu output, instance types)
+                             for exact facts paste the output of
+                             `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv` and `lscpu`
+                             (what `torchbot ask --here` reads on the machine itself)
 /pins                        branches with PyTorch / CUDA / Python and their nixpkgs pins
 /bump <branch|all> [rev]     move branches to a newer nixpkgs (admins; shows the plan first)
 /build <branch> [glob]       build variants of a branch (admins; shows the plan first)

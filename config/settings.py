@@ -29,6 +29,7 @@ from pydantic_settings import (
 )
 
 
+from config.defaults import FLOX_ORG
 from config.errors import ConfigError
 
 USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
@@ -132,7 +133,7 @@ class Settings(BaseSettings):
 
     # Builds, publishing, state
     state_db: str = "sqlite:///torchbot-state.sqlite"
-    flox_org: str = "your-org"
+    flox_org: str = FLOX_ORG
     build_command: str = "flox build {package}"
     publish_command: str = "flox publish -o {org} {package}"
     build_timeout: float = 6 * 3600.0
