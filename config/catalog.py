@@ -29,7 +29,7 @@ PURPOSE_RANK = {
 }
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)
 def vtuple(version: str) -> tuple[int, ...]:
     """'12.9.1' -> (12, 9, 1); non-numeric parts stop the tuple ('TBD' -> ())."""
     out: list[int] = []
@@ -236,17 +236,6 @@ class Branch:
         return {v.package: v for v in self.variants}
 
     @cached_property
-    def _by_arch(self) -> dict[str | None, tuple[Variant, ...]]:
-        out: dict[str | None, list[Variant]] = {}
-        for v in self.variants:
-            out.setdefault(v.gpu_arch, []).append(v)
-        return {k: tuple(vs) for k, vs in out.items()}
-
-    def variants_for(self, gpu_arch: str | None) -> tuple[Variant, ...]:
-        """The variants built for one GPU architecture (None: CPU-only and darwin), in order."""
-        return self._by_arch.get(gpu_arch, ())
-
-    @cached_property
     def pytorch_by_arch(self) -> dict[str | None, tuple[Variant, ...]]:
         """Linux pytorch variants by GPU architecture (None: CPU-only)."""
         out: dict[str | None, list[Variant]] = {}
@@ -254,6 +243,17 @@ class Branch:
             if v.kind == "pytorch" and not v.darwin:
                 out.setdefault(v.gpu_arch, []).append(v)
         return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def _by_arch(self) -> dict[str | None, tuple[Variant, ...]]:
+        out: dict[str | None, list[Variant]] = {}
+        for v in self.variants:
+            out.setdefault(v.gpu_arch, []).append(v)
+        return {k: tuple(vs) for k, vs in out.items()}
+
+    def variants_for(self, gpu_arch: str | None) -> tuple[Variant, ...]:
+        """Every variant (any kind) built for one GPU architecture (None: CPU-only and darwin), in order."""
+        return self._by_arch.get(gpu_arch, ())
 
     def pin_for(self, cuda: str | None) -> str:
         for g in self.cuda_groups:
@@ -279,10 +279,10 @@ class Catalog:
     recommended: str
     all_isas: tuple[str, ...]
     source: str = "embedded"
-    vision: dict[str, Branch] = field(default_factory=dict)  # build-torchvision branches (with repositories)
     relevant_flags: frozenset[str] = frozenset()  # the CPU flags selection reasons about
     providers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cloud provider -> words naming it
     cpu_brands: dict[str, str] = field(default_factory=dict)  # CPU brand word -> x86_64 | aarch64
+    vision: dict[str, Branch] = field(default_factory=dict)  # build-torchvision branches (with repositories)
 
     def branch(self, name: str) -> Branch:
         try:

@@ -28,6 +28,7 @@ def light_settings() -> LightSettings | None:
     """LightSettings, or None when the full Settings must be loaded."""
     env = {k.upper(): v for k, v in os.environ.items() if k.upper().startswith("TORCHBOT_")}
     config = env.get("TORCHBOT_CONFIG", "torchbot.toml")
-    if set(env) - {"TORCHBOT_FLOX_ORG"} or Path(".env").exists() or Path(config).exists():
+    # TORCHBOT_CACHE_DIR is not a setting (the recipe reader's cache location, read from the environment)
+    if set(env) - {"TORCHBOT_FLOX_ORG", "TORCHBOT_CACHE_DIR"} or Path(".env").exists() or Path(config).exists():
         return None
     return LightSettings(flox_org=env.get("TORCHBOT_FLOX_ORG", FLOX_ORG))

@@ -30,13 +30,17 @@ class Context:
 
     @property
     def repositories(self) -> list[Path]:
-        repo_paths = getattr(self.settings, "repo_paths", ())  # LightSettings (ask) has no repo_paths
-        if not self.use_repo or (self.settings.repo_path is None and not repo_paths):
+        """Every configured repository (build-pytorch first); none with ask's light settings."""
+        s = self.settings
+        repo_path = getattr(s, "repo_path", None)
+        repo_paths = tuple(getattr(s, "repo_paths", ()) or ())
+        if not self.use_repo or (repo_path is None and not repo_paths):
             return []
-        key = (self.settings.repo_path, tuple(repo_paths))
+        key = (repo_path, repo_paths)
         cached = self.__dict__.get("_repos")
         if cached is None or cached[0] != key:
-            cached = self.__dict__["_repos"] = (key, self.settings.repositories())
+            paths = s.repositories() if hasattr(s, "repositories") else [Path(repo_path)]
+            cached = self.__dict__["_repos"] = (key, paths)
         return cached[1]
 
     @property

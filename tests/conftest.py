@@ -1,19 +1,27 @@
-"""Test-wide settings and shared fixtures.
+"""Fixtures shared by the tests.
 
-- The persistent recipe-facts cache goes to a temporary directory (tests never read or write
-  the user's cache), and repositories are re-checked on every call (a test that moves a branch
-  sees it at once).
-- The `ask` tests share the embedded catalog and a context that answers from it (no
-  repository, the default Flox organisation).
+- The `ask` tests: the embedded catalog, and a context that answers from it (no repository, the
+  default Flox organisation).
+- Test-wide: the persistent recipe-facts cache goes to a temporary directory (tests never read or
+  write the user's cache), and repositories are re-checked on every call (a test that moves a
+  branch sees it at once).
 """
-
-from __future__ import annotations
 
 import pytest
 
 from config.catalog import load_catalog
 from config.settings import Settings
 from release.context import Context
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return Context(Settings(repo_path=None))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -25,13 +33,3 @@ def _isolated_reader_cache(tmp_path_factory):
     mp.setattr(repos, "RECHECK_SECONDS", 0.0)
     yield
     mp.undo()
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return load_catalog()
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    return Context(Settings(repo_path=None))

@@ -95,7 +95,7 @@ CASES = [
     ("H100 with Sapphire Rapids, CUDA 13.1", "pytorch-python313-cuda13_1-sm90-avx512", "pytorch-2.10-python313", ["580"]),
     ("GB200 pytorch 2.10 cuda 13.1", "pytorch-python313-cuda13_1-sm100-armv9", "pytorch-2.10-python313", []),
     ("RTX 5090, driver 560", None, None, ["too old"]),
-    # the 2.10 branch's CUDA 12.9 group runs on a 550 driver; its CUDA 13.x groups do not
+    # 2.10 holds CUDA 12.9/12.8 groups too: driver 550 runs those, not 13.x
     ("H100 driver 550.54.15 pytorch 2.10", "pytorch-python313-cuda12_9-sm90-avx2", "pytorch-2.10-python313", []),
     ("H100 driver 550.54.15 cuda 13.1", None, None, ["too old"]),
     ("DGX Spark driver 570", None, None, ["too old"]),
