@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,12 +32,15 @@ def corpus() -> list[str]:
             "Ryzen 9 5950X", "i7-2600K", "Xeon Gold 6248", "", "Neoverse N1"]
     extras = ["", "python 3.12", "bf16 training", "int8 inference", "vllm 0.14", "driver 535", "python 3.11"]
     instances = ["p5.48xlarge", "p4d.24xlarge", "g5.xlarge", "g6e.12xlarge", "a3-highgpu-8g", "g2-standard-8",
-                 "Standard_ND96isr_H100_v5", "p3.2xlarge", "g5g.xlarge", "DGX Spark"]
+                 "Standard_ND96isr_H100_v5", "p3.2xlarge", "g5g.xlarge", "DGX Spark", "m7g.4xlarge", "c4a-standard-8",
+                 "Standard_D8ps_v6", "r7iz.large"]
     qs = [f"{g} with {c} {e}".strip() for g, c, e in itertools.product(gpus, cpus, extras)]
     qs = qs[:: max(1, len(qs) // 470)][:470]
     qs += [f"which variant for a {i}?" for i in instances]
     qs += ["no GPU, " + c for c in cpus if c] + ["MacBook Pro M3", "Tesla K80", "hello", "sm_86", "compute capability 9.0"]
     qs += ["Flags: fpu avx avx2 fma f16c avx512f avx512dq avx512vl avx512bw avx512_vnni\n| 0 NVIDIA A100-SXM4-80GB |"] * 20
+    # The real-phrasing corpus: plurals, typos, model numbers, cloud families, unknown names, WSL.
+    qs += [c["q"] for c in tomllib.loads((ROOT / "tests" / "ask_corpus.toml").read_text())["case"]]
     return qs
 
 

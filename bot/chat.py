@@ -33,8 +33,11 @@ log = logging.getLogger("torchbot.chat")
 
 HELP = """\
 /variant <anything>          which variant for this hardware (names, nvidia-smi or lscpu output, instance types)
+                             for exact facts paste the output of
+                             `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv` and `lscpu`
+                             (what `torchbot ask --here` reads on the machine itself)
 /pins                        branches with PyTorch / CUDA / Python and their nixpkgs pins
-/bump <branch|all> [rev]     move branches to a newer nixpkgs (admins; shows the plan first)
+/bump <branch|all> [rev] [--with-companions]  move branches (and their torchvision pairs) to a newer nixpkgs (admins; plan first)
 /build <branch> [glob]       build variants of a branch (admins; shows the plan first)
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
@@ -46,7 +49,7 @@ PLANNERS: dict[str, tuple[str, str]] = {
     "build": ("release.builds.commands", "plan_build"),
     "publish": ("release.publishing.commands", "plan_publish"),
 }
-USAGE = {"bump": "Usage: /bump <branch|all> [rev]", "build": "Usage: /build <branch> [glob]",
+USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--with-companions]", "build": "Usage: /build <branch> [glob]",
          "publish": "Usage: /publish <branch>"}
 SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status."
 
@@ -228,7 +231,11 @@ class Chat:
         except (ImportError, AttributeError):
             raise UsageError(f"/{name} is not available in this installation.") from None
         if name == "bump":
-            return planner(self.ctx, args[0], args[1] if len(args) > 1 else None)
+            rest = [a for a in args if a != "--with-companions"]
+            if not rest:
+                raise UsageError(USAGE["bump"])
+            extra = {"with_companions": True} if len(rest) < len(args) else {}
+            return planner(self.ctx, rest[0], rest[1] if len(rest) > 1 else None, **extra)
         if name == "build":
             return planner(self.ctx, args[0], args[1:] or None)
         return planner(self.ctx, args[0])

@@ -25,11 +25,15 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Commands whose registrar is imported alone when the command line names them (a quick `ask`).
+QUICK = {"ask": "bot.cli_ask", "catalog": "bot.cli_ask"}
+
+
+def build_parser(registrars: tuple[str, ...] = REGISTRARS) -> argparse.ArgumentParser:
     parser = _Parser(prog="torchbot", description="ChatOps bot and release manager for build-pytorch.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debugging detail to stderr")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name in REGISTRARS:
+    for name in registrars:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as err:
@@ -41,17 +45,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    command = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser((QUICK[command],) if command in QUICK else REGISTRARS)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     from release.context import Context
-    from config.settings import load_settings
 
     try:
-        ctx = Context(load_settings())
+        settings = None
+        if getattr(args, "light_settings", False):  # `ask`: skip pydantic-settings when nothing but the env sets it
+            from config.light_settings import light_settings
+
+            settings = light_settings()
+        if settings is None:
+            from config.settings import load_settings
+
+            settings = load_settings()
+        ctx = Context(settings)
         return int(args.func(args, ctx) or 0)
     except TorchbotError as err:
         for line in err.message.splitlines() or [""]:

@@ -9,8 +9,13 @@ import sys
 def register(sub) -> None:
     p = sub.add_parser("ask", help="which variant for this hardware? (free text, or '-' to read pasted output from stdin)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("question", nargs="+", help="e.g. 'H100 with Graviton3', 'p5.48xlarge', or - for stdin")
-    p.set_defaults(func=_ask)
+    p.add_argument("--here", action="store_true",
+                   help="answer for this machine: GPUs from NVML (or nvidia-smi), CPU from /proc/cpuinfo")
+    p.add_argument("--nvidia-smi", default="nvidia-smi", metavar="CMD", help="with --here: the nvidia-smi to run when NVML is not usable")
+    p.add_argument("--no-nvml", action="store_true", help="with --here: skip NVML and run nvidia-smi")
+    p.add_argument("--cpuinfo", default="/proc/cpuinfo", metavar="PATH", help="with --here: where to read the CPU from")
+    p.add_argument("question", nargs="*", help="e.g. 'H100 with Graviton3', 'p5.48xlarge', or - for stdin")
+    p.set_defaults(func=_ask, parser=p, light_settings=True)
 
     c = sub.add_parser("catalog", help="branches, pins and variant counts")
     c.add_argument("--json", action="store_true")
@@ -31,7 +36,20 @@ def _ask(args, ctx) -> int:
     from bot.commands import ask
 
     words = args.question
+    if not words and not args.here:
+        args.parser.error("ask needs a question, '-' to read it from stdin, or --here")
     text = sys.stdin.read() if words == ["-"] else " ".join(words)
+    if args.here:
+        from pathlib import Path
+
+        from bot.host import gather
+
+        facts = gather(nvidia_smi=args.nvidia_smi, cpuinfo=Path(args.cpuinfo), use_nvml=not args.no_nvml)
+        if not args.json:
+            print("This machine:")
+            print("\n".join(f"  {line}" for line in facts.summary))
+            print()
+        text = facts.text + text
     _emit(ask(ctx, text), args.json)
     return 0
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 
 from bot.answer import Answer, Pick
 from bot.hardware import Hardware
@@ -65,17 +66,23 @@ def _fits(v: Variant, kind: str, pt: Pick, order: tuple[str, ...], hw: Hardware)
 
 
 def _candidates(cat: Catalog, pt: Pick) -> list[tuple[int, Branch]]:
+    return _ranked_branches(cat, pt.branch, pt.pytorch, pt.python)
+
+
+@lru_cache(maxsize=256)
+def _ranked_branches(cat: Catalog, branch: str, pytorch: str, python: str) -> list[tuple[int, Branch]]:
     """Branches to look in, best pairing first: build-torchvision branches paired with the
-    PyTorch branch, that branch itself, then branches with the same PyTorch, then the rest."""
-    same = vtuple(pt.pytorch)[:2]
+    PyTorch branch, that branch itself, then branches with the same PyTorch, then the rest
+    (cached per catalog: a catalog is replaced, not changed, when a branch moves)."""
+    same = vtuple(pytorch)[:2]
     out: list[tuple[int, Branch]] = []
     for b in cat.vision.values():
-        rank = 0 if b.pairs_with == pt.branch else (2 if vtuple(b.pytorch)[:2] == same else 4)
+        rank = 0 if b.pairs_with == branch else (2 if vtuple(b.pytorch)[:2] == same else 4)
         out.append((rank, b))
     for b in cat.branches.values():
-        rank = 1 if b.name == pt.branch else (3 if vtuple(b.pytorch)[:2] == same else 5)
+        rank = 1 if b.name == branch else (3 if vtuple(b.pytorch)[:2] == same else 5)
         out.append((rank, b))
-    return sorted(out, key=lambda rb: (rb[0], rb[1].python != pt.python, rb[1].rank, rb[1].name))
+    return sorted(out, key=lambda rb: (rb[0], rb[1].python != python, rb[1].rank, rb[1].name))
 
 
 def _paired_pytorch(cat: Catalog, b: Branch, v: Variant) -> dict:
@@ -88,7 +95,7 @@ def _paired_pytorch(cat: Catalog, b: Branch, v: Variant) -> dict:
         partner = cat.branches.get(b.pairs_with or "")
         match = None
         if partner is not None:
-            match = next((x for x in partner.variants if x.kind == "pytorch" and x.gpu_arch == v.gpu_arch
+            match = next((x for x in partner.variants_for(v.gpu_arch) if x.kind == "pytorch" and x.gpu_arch == v.gpu_arch
                           and x.cpu_isa == v.cpu_isa and x.cuda == v.cuda and x.darwin == v.darwin), None)
         how = (f"builds PyTorch {b.pytorch} inline" if v.torch_from == "inline"
                else f"takes PyTorch from {v.torch_from}" if v.torch_from else f"uses nixpkgs' torch ({b.pytorch})")
@@ -98,6 +105,13 @@ def _paired_pytorch(cat: Catalog, b: Branch, v: Variant) -> dict:
                 "repository": partner.repository if partner else None, "pytorch": b.pytorch, "how": how}
     return {"package": v.pytorch_package, "branch": b.name, "repository": b.repository, "pytorch": b.pytorch,
             "how": "built against the same branch's PyTorch"}
+
+
+@lru_cache(maxsize=64)
+def _carriers(cat: Catalog, kind: str) -> list[str]:
+    """Where recipes of a kind exist: "branch (target-isa)" (for the answer that has none)."""
+    return sorted({f"{b.name} ({v.gpu_arch or ('darwin' if v.darwin else 'cpu')}-{v.cpu_isa or 'mps'})"
+                   for b in (*cat.vision.values(), *cat.branches.values()) for v in b.variants if v.kind == kind})
 
 
 def _pick(cat: Catalog, b: Branch, v: Variant, org: str, note: str = "") -> Pick:
@@ -129,8 +143,7 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
                 found.append(((rank, isa_pos, cuda_key, v.package), b, v))
     if not found:
         target = f"{pt.gpu_arch.upper()}" if pt.gpu_arch else ("Apple Silicon (MPS)" if pt.platform == "aarch64-darwin" else "CPU-only")
-        carriers = sorted({f"{b.name} ({v.gpu_arch or ('darwin' if v.darwin else 'cpu')}-{v.cpu_isa or 'mps'})"
-                           for _, b in _candidates(cat, pt) for v in b.variants if v.kind == kind})
+        carriers = _carriers(cat, kind)
         ans.warnings.append(
             f"No {kind} recipe for {target} with a CPU ISA this CPU runs ({', '.join(order) or 'any'})"
             + (f"; {kind} recipes exist for: {', '.join(carriers[:8])}" + (" …" if len(carriers) > 8 else "")

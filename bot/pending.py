@@ -11,6 +11,8 @@ def expected_refs(command: str, plan: dict) -> dict[str, str]:
     """name -> value of everything the plan was made from that must still hold at Confirm."""
     if command == "bump":
         out = {f"branch {b['branch']}": b.get("tip") or "" for b in plan.get("branches", [])}
+        for c in plan.get("companions", []):  # the paired build-torchvision branches (--with-companions)
+            out.update({f"branch {c['repo']}:{b['branch']}": b.get("tip") or "" for b in c.get("branches", [])})
         out["nixpkgs"] = plan.get("new_rev") or ""
         return out
     if command == "build":
@@ -25,7 +27,8 @@ def replay_args(command: str, args: list[str], plan: dict) -> list[str]:
     """The arguments that make the same plan again: a bump pins the nixpkgs revision it
     resolved, so a channel that moved since is not silently taken."""
     if command == "bump" and args and plan.get("new_rev"):
-        return [args[0], plan["new_rev"]]
+        flags = [a for a in args if a == "--with-companions"]
+        return [next(a for a in args if a not in flags), plan["new_rev"], *flags]
     return list(args)
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from bot.answer import Answer, Pick
-from bot.hardware import Hardware
+from bot.hardware import GpuSeen, Hardware
 from config.catalog import Branch, Catalog, GpuArch, Variant, vtuple
 
 GREP_X86 = "grep -o -w -E 'avx2|avx512f|avx512_vnni|avx512_bf16' /proc/cpuinfo | sort -u"
 GREP_ARM = "grep -o -w -E 'asimddp|sve|sve2' /proc/cpuinfo | sort -u"
+ASK_GPU = "`nvidia-smi -L` (or `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv`)"
+ASK_CPU = "`lscpu` (or `grep -m1 -E 'model name|flags|Features|CPU part' /proc/cpuinfo`)"
 
 
 @dataclass(frozen=True)
@@ -29,12 +31,15 @@ class CpuPlan:
 def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
     ans = Answer(hardware=hw)
     ans.warnings.extend(hw.notes)
-    if hw.gpu_arch:
-        for c in cat.gpu_archs[hw.gpu_arch].corrections:
-            if hw.gpu and fold_eq(c.model, hw.gpu):
-                ans.warnings.append(f"{c.says}, but {c.truth}.")
+    for g in hw.gpus or [GpuSeen(hw.gpu or "", hw.gpu_arch)]:
+        if g.arch in cat.gpu_archs:
+            for c in cat.gpu_archs[g.arch].corrections:
+                if g.name and fold_eq(c.model, g.name):
+                    ans.warnings.append(f"{c.says}, but {c.truth}.")
     if hw.cpu_uarch and cat.uarchs[hw.cpu_uarch].note:
         ans.warnings.append(cat.uarchs[hw.cpu_uarch].note)
+    if not _say_unknown(hw, ans):
+        return ans
 
     if hw.os == "macos":
         return _darwin(cat, hw, ans, org)
@@ -56,6 +61,8 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
             "check `nvidia-smi --query-gpu=name,compute_cap --format=csv`."
         )
         return ans
+    if len({g.arch for g in hw.gpus if g.arch}) > 1:
+        return _mixed(cat, hw, ans, org)
     if hw.gpu_arch:
         arch = cat.gpu_archs[hw.gpu_arch]
         name = hw.gpu or arch.upper
@@ -67,18 +74,74 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
         return _gpu(cat, hw, arch, ans, org)
 
     if hw.no_gpu or hw.cpu_flags is not None or hw.cpu:
-        ans.reasons.append("No NVIDIA GPU named: a CPU-only build.")
+        if hw.instance_gpu_less:
+            ans.reasons.append(f"{hw.instance} ({hw.instance_provider}) has no GPU: a CPU-only build.")
+        else:
+            ans.reasons.append("No NVIDIA GPU named: a CPU-only build.")
+        if hw.cuda:
+            ans.warnings.append(f"CPU-only builds have no CUDA; the CUDA {hw.cuda} asked for does not apply to them.")
         return _cpu_only(cat, hw, ans, org)
+    if hw.cpu_arch == "aarch64":
+        ans.missing.append(
+            f"Which NVIDIA GPU, if any (paste {ASK_GPU}, or say 'no GPU'); the CPU is ARM."
+        )
+        return ans
 
     ans.missing.append(
-        "Which NVIDIA GPU, if any (paste `nvidia-smi --query-gpu=name,compute_cap --format=csv`, or say 'no GPU')."
+        f"Which NVIDIA GPU, if any (paste {ASK_GPU}, or say 'no GPU')."
     )
-    ans.missing.append("Which CPU (paste `lscpu`, or name the model or cloud instance).")
+    ans.missing.append(f"Which CPU (paste {ASK_CPU}, or name the model or cloud instance).")
     return ans
 
 
 def fold_eq(a: str, b: str) -> bool:
     return a.lower().replace(" ", "") == b.lower().replace(" ", "")
+
+
+def _quoted(names: list[str]) -> str:
+    return ", ".join(f"'{n}'" for n in names)
+
+
+def _say_unknown(hw: Hardware, ans: Answer) -> bool:
+    """Say what was named but is not known, and ask; False when no answer can be given
+    without guessing (an unknown GPU and no known one, or an unknown instance whose CPU may
+    be ARM). Never drops the name silently, never answers CPU-only for an unknown GPU."""
+    if hw.unknown_gpu:
+        names = ", ".join(
+            f"'{n}'" + (f" (the {hw.gpu_suggestions[n]}?)" if n in hw.gpu_suggestions else "") for n in hw.unknown_gpu
+        )
+        if hw.gpu_arch is None and hw.gpu_foreign is None:
+            ans.warnings.append(
+                f"I don't know the GPU {names}, so I won't guess its architecture or answer CPU-only for it."
+            )
+            ans.missing.append(f"Which GPU {names} is: paste {ASK_GPU}, or give its compute capability.")
+            return False
+        ans.warnings.append(
+            f"I don't know the GPU {names}; this answer is for the {hw.gpu or hw.gpu_foreign} only. "
+            f"If {names} is in this machine, paste {ASK_GPU}."
+        )
+    if hw.unknown_instance:
+        if hw.cpu_flags is None and not hw.cpu and hw.cpu_arch is None:
+            ans.warnings.append(
+                f"I don't know the instance type '{hw.unknown_instance}': its CPU may be x86-64 or ARM, "
+                "so I won't guess a build."
+            )
+            ans.missing.append(f"Run {ASK_CPU} and {ASK_GPU} on it and paste the output, or name its CPU and GPU.")
+            return False
+        ans.warnings.append(
+            f"I don't know the instance type '{hw.unknown_instance}'; this answer follows the hardware named."
+        )
+    if hw.unknown_cpu:
+        names = _quoted(hw.unknown_cpu)
+        if hw.cpu_uarch:
+            ans.warnings.append(f"I don't know the CPU {names}; this answer is for the {hw.cpu}.")
+        else:
+            arch = {"aarch64": "an ARM (aarch64) CPU", "x86_64": "an x86-64 CPU"}.get(hw.cpu_arch or "", "a CPU")
+            ans.warnings.append(
+                f"I don't know the CPU {names}; this answer assumes {arch} of unknown generation. "
+                f"Paste {ASK_CPU} for an exact answer."
+            )
+    return True
 
 
 # ---------------------------------------------------------------------------------------
@@ -190,6 +253,11 @@ def _driver_ok(cat: Catalog, hw: Hardware, cuda: str, arch: GpuArch | None) -> b
     return all(vtuple(hw.driver) >= vtuple(n) for n in need)
 
 
+def cuda_matches(have: str, asked: str) -> bool:
+    """A request for "13.1" matches 13.1 only; a bare major ("13") any 13.x."""
+    return have == asked or ("." not in asked and have.split(".")[0] == asked)
+
+
 def _pick(cat: Catalog, b: Branch, v: Variant, org: str, note: str = "") -> Pick:
     return Pick(
         package=v.package,
@@ -215,16 +283,10 @@ def _best_in_branch(
     driver ruled out."""
     ruled_out: list[str] = []
     by_isa: dict[str, list[Variant]] = {}
-    for v in b.variants_for(arch.key if arch else None):
-        if v.kind != "pytorch" or v.darwin:
-            continue
-        if arch is None and v.gpu_arch is not None:
-            continue
-        if arch is not None and v.gpu_arch != arch.key:
-            continue
+    for v in b.pytorch_by_arch.get(arch.key if arch else None, ()):
         if v.cpu_isa not in order:
             continue
-        if v.cuda and hw.cuda and v.cuda != hw.cuda:
+        if v.cuda and hw.cuda and not cuda_matches(v.cuda, hw.cuda):
             continue
         if v.cuda and not _driver_ok(cat, hw, v.cuda, arch):
             if v.cuda not in ruled_out:
@@ -253,7 +315,18 @@ def _choose(
     if not found:
         what = f"{arch.upper}" if arch else "CPU-only"
         where = [b.name for b in candidates if any(v.gpu_arch == (arch.key if arch else None) for v in b.variants)]
-        if driver_blocked:
+        held = _cuda_held(candidates, arch) if hw.cuda and arch else {}
+        if hw.cuda and arch and held and not any(cuda_matches(c, hw.cuda) for c in held):
+            ans.warnings.append(
+                f"No branch that fits the question holds {arch.upper} builds for CUDA {hw.cuda}. "
+                f"{arch.upper} is built for: "
+                + "; ".join(
+                    f"CUDA {c} on {', '.join(bs) if len(bs) <= 2 else f'{len(bs)} branches'}"
+                    for c, bs in sorted(held.items(), key=lambda x: vtuple(x[0]))
+                )
+                + "."
+            )
+        elif driver_blocked:
             cudas = sorted(set(driver_blocked), key=vtuple)
             ans.warnings.append(
                 f"Driver {hw.driver} is too old for every {what} build that fits (CUDA {', '.join(cudas)}). "
@@ -278,7 +351,9 @@ def _choose(
     ans.reasons.append(_branch_reason(cat, hw, best_branch, arch, candidates))
     if best.cuda:
         cudas = sorted({v.cuda for v in best_branch.variants if v.gpu_arch == best.gpu_arch and v.cuda}, key=vtuple)
-        if len(cudas) > 1:
+        if hw.cuda:
+            ans.reasons.append(f"CUDA {best.cuda}: you asked for CUDA {hw.cuda} ({best_branch.name} carries {', '.join(cudas)}).")
+        elif len(cudas) > 1:
             ans.reasons.append(
                 f"{best_branch.name} carries {best.gpu_arch.upper()} for CUDA {', '.join(cudas)}; CUDA {best.cuda} is the newest your setup allows."
             )
@@ -309,6 +384,16 @@ def _choose(
     return ans
 
 
+def _cuda_held(branches: list[Branch], arch: GpuArch) -> dict[str, list[str]]:
+    """CUDA version -> branches holding builds of this architecture for it."""
+    held: dict[str, list[str]] = {}
+    for b in branches:
+        for g in b.cuda_groups:
+            if arch.key in g.archs and b.name not in held.setdefault(g.version, []):
+                held[g.version].append(b.name)
+    return held
+
+
 def _driver_need(cat: Catalog, arch: GpuArch | None, cudas: list[str]) -> str:
     parts = [f"CUDA {v}: {cat.cuda[v].min_driver}+" for v in cudas if v in cat.cuda]
     floor = f" {arch.upper} GPUs need {arch.min_driver}+." if arch and arch.min_driver else ""
@@ -327,6 +412,10 @@ def _branch_reason(cat: Catalog, hw: Hardware, b: Branch, arch: GpuArch | None, 
     if hw.pytorch:
         why.append(f"you asked for PyTorch {hw.pytorch}")
     rec = cat.branches.get(cat.recommended)
+    if hw.cuda and arch and rec and not any(
+        v.cuda and v.gpu_arch == arch.key and cuda_matches(v.cuda, hw.cuda) for v in rec.variants
+    ):
+        why.append(f"you asked for CUDA {hw.cuda}")
     if arch and rec and not any(v.gpu_arch == arch.key for v in rec.variants):
         carriers = [x.name for x in cat.branches.values() if any(v.gpu_arch == arch.key for v in x.variants)]
         why.append(f"{arch.upper} is only built on {', '.join(carriers)}")
@@ -401,6 +490,70 @@ def _gpu(cat: Catalog, hw: Hardware, arch: GpuArch, ans: Answer, org: str) -> An
     if order != plan.order and not plan.assumed:
         ans.reasons.append(f"{arch.upper} is built only with {', '.join(sorted(allowed))}: the best of those this CPU runs is {order[0]}.")
     return _choose(cat, hw, ans, arch, CpuPlan(plan.arch, order, plan.assumed), org)
+
+
+def _mixed(cat: Catalog, hw: Hardware, ans: Answer, org: str) -> Answer:
+    """GPUs of different architectures in one question: one answer per architecture. The
+    recommendation is for the lowest compute capability; when every GPU shares its major
+    version that build runs on all of them (a GPU runs code built for a lower minor version of
+    its own major), otherwise no single build does and each architecture gets its own."""
+    by_arch: dict[str, list[GpuSeen]] = {}
+    for g in hw.gpus:
+        if g.arch:
+            by_arch.setdefault(g.arch, []).append(g)
+    for key in list(by_arch):
+        arch = cat.gpu_archs[key]
+        if not arch.served:
+            names = ", ".join(g.name for g in by_arch.pop(key))
+            ans.warnings.append(f"No variant supports the {names} (compute capability {arch.cc}): {arch.reason}")
+    if not by_arch:
+        _cpu_alternative(cat, hw, ans, org, "CPU-only build; the GPUs would not be used")
+        return ans
+    keys = sorted(by_arch, key=lambda k: vtuple(cat.gpu_archs[k].cc))
+    low = cat.gpu_archs[keys[0]]
+
+    def one(key: str) -> Answer:
+        gpus = by_arch[key]
+        sub = replace(hw, gpu=gpus[0].name, gpu_arch=key, gpu_count=gpus[0].count, gpus=gpus, notes=[])
+        part = Answer(hardware=sub)
+        arch = cat.gpu_archs[key]
+        part.reasons.append(f"{', '.join(g.name for g in gpus)}: {arch.family}, compute capability {arch.cc} -> {arch.upper}.")
+        return _gpu(cat, sub, arch, part, org)
+
+    first = one(keys[0])
+    ans.recommendation = first.recommendation
+    ans.reasons.extend(first.reasons)
+    ans.warnings.extend(w for w in first.warnings if w not in ans.warnings)
+    ans.missing.extend(first.missing)
+    majors = {cat.gpu_archs[k].cc.split(".")[0] for k in keys}
+    names = {k: ", ".join(g.name for g in by_arch[k]) for k in keys}
+    if len(keys) == 1:
+        pass
+    elif len(majors) == 1:
+        ans.reasons.append(
+            f"One build for all of them: {low.upper} code runs on "
+            + ", ".join(f"the {names[k]} ({cat.gpu_archs[k].cc})" for k in keys[1:])
+            + f" too, since they share compute capability major {low.cc.split('.')[0]}; "
+            "the other architectures' builds are listed for a box with only those GPUs."
+        )
+    else:
+        ans.warnings.append(
+            "No single variant runs on all of these GPUs: "
+            + ", ".join(f"{names[k]} is {cat.gpu_archs[k].upper}" for k in keys)
+            + ". Builds target one architecture and a GPU of another major version cannot run them; "
+            "use one environment per GPU type (choose the GPUs with CUDA_VISIBLE_DEVICES). "
+            f"The recommendation is for the {names[keys[0]]}; the alternatives give one build per other architecture."
+        )
+    picks = []
+    for k in keys[1:]:
+        other = one(k)
+        if other.recommendation:
+            r = other.recommendation
+            picks.append(replace(r, note=f"for the {names[k]} ({cat.gpu_archs[k].upper})"))
+        else:
+            ans.warnings.extend(f"{names[k]}: {w}" for w in other.warnings if w not in ans.warnings)
+    ans.alternatives = picks + first.alternatives
+    return ans
 
 
 def _cpu_only(cat: Catalog, hw: Hardware, ans: Answer, org: str) -> Answer:

@@ -29,7 +29,7 @@ PURPOSE_RANK = {
 }
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)
 def vtuple(version: str) -> tuple[int, ...]:
     """'12.9.1' -> (12, 9, 1); non-numeric parts stop the tuple ('TBD' -> ())."""
     out: list[int] = []
@@ -108,8 +108,10 @@ class Uarch:
     vendor: str
     arch: str
     name: str
-    flags: frozenset[str]
+    flags: frozenset[str]  # relevant flags only (cpus.toml [flags] relevant)
     note: str = ""
+    archspec: str | None = None  # the archspec microarchitecture the flags come from
+    nearest: str | None = None  # for one archspec lacks: the archspec one its flags extend
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +125,10 @@ class CpuModel:
 class Instance:
     pattern: str
     provider: str
-    gpu: str
+    gpu: str | None  # None: a CPU-only family
     cpu: str
+    families: tuple[str, ...] = ()  # bare family names ("m7g", "c4a")
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +236,15 @@ class Branch:
         return {v.package: v for v in self.variants}
 
     @cached_property
+    def pytorch_by_arch(self) -> dict[str | None, tuple[Variant, ...]]:
+        """Linux pytorch variants by GPU architecture (None: CPU-only)."""
+        out: dict[str | None, list[Variant]] = {}
+        for v in self.variants:
+            if v.kind == "pytorch" and not v.darwin:
+                out.setdefault(v.gpu_arch, []).append(v)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
     def _by_arch(self) -> dict[str | None, tuple[Variant, ...]]:
         out: dict[str | None, list[Variant]] = {}
         for v in self.variants:
@@ -239,7 +252,7 @@ class Branch:
         return {k: tuple(vs) for k, vs in out.items()}
 
     def variants_for(self, gpu_arch: str | None) -> tuple[Variant, ...]:
-        """The variants built for one GPU architecture (None: CPU-only and darwin), in order."""
+        """Every variant (any kind) built for one GPU architecture (None: CPU-only and darwin), in order."""
         return self._by_arch.get(gpu_arch, ())
 
     def pin_for(self, cuda: str | None) -> str:
@@ -266,6 +279,9 @@ class Catalog:
     recommended: str
     all_isas: tuple[str, ...]
     source: str = "embedded"
+    relevant_flags: frozenset[str] = frozenset()  # the CPU flags selection reasons about
+    providers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cloud provider -> words naming it
+    cpu_brands: dict[str, str] = field(default_factory=dict)  # CPU brand word -> x86_64 | aarch64
     vision: dict[str, Branch] = field(default_factory=dict)  # build-torchvision branches (with repositories)
 
     def branch(self, name: str) -> Branch:
@@ -384,6 +400,37 @@ def _load(name: str, data_dir: Path) -> dict:
         raise CatalogError(f"Catalog file {path} is not valid TOML: {err}.") from None
 
 
+_VENDORS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
+
+
+def _uarch(key: str, raw: dict, relevant: frozenset[str]) -> Uarch:
+    """A microarchitecture: flags from archspec's database when it knows it, else from the data."""
+    name = raw.get("archspec")
+    if name is None:
+        try:
+            return Uarch(key, raw["vendor"], raw["arch"], raw["name"], frozenset(raw["flags"]) & relevant,
+                         raw.get("note", ""), None, raw.get("nearest"))
+        except KeyError as err:
+            raise CatalogError(f"Microarchitecture '{key}' needs `archspec` or `vendor`, `arch` and `flags` ({err}).") from None
+    from archspec.cpu import TARGETS  # imported when the catalog is built, not with this module
+
+    target = TARGETS.get(name)
+    if target is None:
+        raise CatalogError(f"Microarchitecture '{key}' names '{name}', which archspec does not know.")
+    vendor = _VENDORS.get(target.vendor, target.vendor)
+    return Uarch(key, vendor, target.family.name, raw["name"], frozenset(target.features) & relevant,
+                 raw.get("note", ""), name)
+
+
+def check_patterns(kind: str, patterns: Iterable[str]) -> None:
+    """CatalogError naming the first invalid regular expression."""
+    for p in patterns:
+        try:
+            re.compile(p)
+        except re.error as err:
+            raise CatalogError(f"{kind} pattern {p!r} in the catalog is invalid: {err}.") from None
+
+
 def branch_from_dict(name: str, raw: dict) -> Branch:
     """A Branch (without variants) from its TOML table; used by the loader and by tools
     that add branches."""
@@ -489,19 +536,19 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         )
         for key, i in cpus["isa"].items()
     }
-    uarchs = {
-        key: Uarch(key, u["vendor"], u["arch"], u["name"], frozenset(u["flags"]), u.get("note", ""))
-        for key, u in cpus["uarch"].items()
-    }
+    relevant = frozenset(cpus.get("flags", {}).get("relevant", ()))
+    uarchs = {key: _uarch(key, u, relevant) for key, u in cpus["uarch"].items()}
     cpu_models = tuple(CpuModel(m["pattern"], m["name"], m["uarch"]) for m in cpus.get("model", []))
     for m in cpu_models:
         if m.uarch not in uarchs:
             raise CatalogError(f"CPU model '{m.name}' names unknown microarchitecture '{m.uarch}'.")
-        try:
-            re.compile(m.pattern)
-        except re.error as err:
-            raise CatalogError(f"CPU model pattern {m.pattern!r} is invalid: {err}.") from None
-    instances = tuple(Instance(i["pattern"], i["provider"], i["gpu"], i["cpu"]) for i in inst.get("instance", []))
+    # Patterns are compiled where they are used (bot/hardware.py), which reports a bad one with
+    # check_patterns: compiling 140 of them here would cost every process that never asks.
+    instances = tuple(
+        Instance(i["pattern"], i["provider"], i.get("gpu"), i["cpu"], tuple(i.get("families", ())), i.get("note", ""))
+        for i in inst.get("instance", [])
+    )
+
     toolkits = {v: CudaToolkit(v, c["min_driver"], c["nix_attr"]) for v, c in cuda.items()}
 
     defaults = br.get("defaults", {})
@@ -522,6 +569,9 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         branches={},
         recommended=defaults.get("recommended", ""),
         all_isas=tuple(defaults.get("all_isas", isas)),
+        relevant_flags=relevant | {f for i in isas.values() for f in i.requires},
+        providers={k: tuple(v) for k, v in inst.get("providers", {}).items()},
+        cpu_brands={w: arch for arch, words in cpus.get("brands", {}).items() for w in words},
     )
     branches = []
     for name, raw in raw_branches.items():

@@ -29,6 +29,7 @@ from pydantic_settings import (
 )
 
 
+from config.defaults import FLOX_ORG
 from config.errors import ConfigError
 
 USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
@@ -157,6 +158,8 @@ class Settings(BaseSettings):
     repo_remote: str = "origin"
     git_author_name: str = "torchbot"
     git_author_email: str = "torchbot@localhost"
+    # branches the README cross-branch tables need not list (fnmatch patterns)
+    docs_skip_branches: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["*-staging", "bump/*"])
 
     # GitHub and nixpkgs endpoints (base URLs so tests can point them at 127.0.0.1)
     github_api_url: str = "https://api.github.com/"
@@ -170,7 +173,7 @@ class Settings(BaseSettings):
 
     # Builds, publishing, state
     state_db: str = "sqlite:///torchbot-state.sqlite"
-    flox_org: str = "your-org"
+    flox_org: str = FLOX_ORG
     build_command: str = "flox build {package}"
     publish_command: str = "flox publish -o {org} {package}"
     build_timeout: float = 6 * 3600.0
@@ -189,6 +192,7 @@ class Settings(BaseSettings):
     poll_interval_seconds: int = 300
     publish_interval_seconds: int = 900
     flush_interval_seconds: int = 60
+    docs_cron: str = "0 7 * * 1"  # weekly README cross-branch tables check, drift to the announce channel
 
     # Builds, publishing and announcements (issue 5)
     build_backend: str = "local"  # local | github: what scheduled builds after a bump use
@@ -223,7 +227,7 @@ class Settings(BaseSettings):
     def repositories(self) -> list[Path]:
         """Every configured repository, ``repo_path`` first."""
         if self.repo_path is None:
-            return []
+            return [Path(p) for p in self.repo_paths]
         if self.repo_paths and Path(self.repo_paths[0]) == Path(self.repo_path):
             return [Path(p) for p in self.repo_paths]
         return [Path(self.repo_path)]
@@ -243,7 +247,7 @@ class Settings(BaseSettings):
             return {**{k: list(v) for k, v in DEFAULT_RUNNERS.items()}, **parsed}
         return parsed
 
-    @field_validator("admins", "allowed_channels", "build_platforms", mode="before")
+    @field_validator("admins", "allowed_channels", "docs_skip_branches", "build_platforms", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _csv(value)

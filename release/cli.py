@@ -1,6 +1,6 @@
 """`torchbot release ...`: each part of the release manager registers its own verbs
 (release.recipes.cli: init/render; release.pins.cli: bump-pins; release.branches.cli: branch;
-release.builds.cli: build, status, workflow; release.publishing.cli: publish), and the output helpers they share.
+release.docs.cli: docs; release.builds.cli: build, status, workflow; release.publishing.cli: publish), and the output helpers they share.
 Missing parts are skipped."""
 
 from __future__ import annotations
@@ -9,7 +9,14 @@ import importlib
 import json
 import sys
 
-PARTS = ("release.recipes.cli", "release.pins.cli", "release.branches.cli", "release.builds.cli", "release.publishing.cli")
+PARTS = (
+    "release.recipes.cli",
+    "release.pins.cli",
+    "release.branches.cli",
+    "release.docs.cli",
+    "release.builds.cli",
+    "release.publishing.cli",
+)
 
 
 def register(sub) -> None:

@@ -8,25 +8,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from config.catalog import Catalog, load_catalog
 from config.errors import UsageError
-from config.settings import Settings
+
+if TYPE_CHECKING:
+    from config.settings import Settings
+
+
+def _settings() -> Settings:
+    from config.settings import Settings  # pydantic-settings: loaded only by those who need it
+
+    return Settings()
 
 
 @dataclass
 class Context:
-    settings: Settings = field(default_factory=Settings)
+    settings: Settings = field(default_factory=_settings)
     use_repo: bool = True  # answer from the repositories' real branches when some are configured
 
     @property
     def repositories(self) -> list[Path]:
-        if not self.use_repo or self.settings.repo_path is None:
+        """Every configured repository (build-pytorch first); none with ask's light settings."""
+        s = self.settings
+        repo_path = getattr(s, "repo_path", None)
+        repo_paths = tuple(getattr(s, "repo_paths", ()) or ())
+        if not self.use_repo or (repo_path is None and not repo_paths):
             return []
-        key = (self.settings.repo_path, tuple(self.settings.repo_paths))
+        key = (repo_path, repo_paths)
         cached = self.__dict__.get("_repos")
         if cached is None or cached[0] != key:
-            cached = self.__dict__["_repos"] = (key, self.settings.repositories())
+            paths = s.repositories() if hasattr(s, "repositories") else [Path(repo_path)]
+            cached = self.__dict__["_repos"] = (key, paths)
         return cached[1]
 
     @property
@@ -58,3 +72,20 @@ def repo_path(ctx: Context, repo: str | Path | None) -> Path:
     if not (path / ".git").exists() and not (path / "HEAD").exists():
         raise UsageError(f"{path} is not a git repository.")
     return path
+
+
+def torchvision_model(ctx: Context, repo: str | Path | None = None):
+    """The build-torchvision repository as read: ``repo`` (checked to be one), else the first
+    repository of ``TORCHBOT_REPO_PATH`` whose recipes build torchvision; None when there is none."""
+    from release.recipes.reader import VISION_REPO, read_repository
+
+    if repo:
+        model = read_repository(repo_path(ctx, repo), load_catalog())
+        if model.kind != VISION_REPO:
+            raise UsageError(f"{repo} is a {model.kind} repository, not a build-torchvision one.")
+        return model
+    for path in ctx.settings.repositories()[1:]:
+        model = read_repository(path, load_catalog())
+        if model.kind == VISION_REPO:
+            return model
+    return None

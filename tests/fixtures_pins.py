@@ -40,6 +40,15 @@ def recipe_text(branch: Branch, v: Variant, pad: int = 0) -> str:
     cuda = ""
     if v.cuda:
         cuda = f"      (final: prev: {{ cudaPackages = final.cudaPackages_{cuda_tag(v.cuda)}; }})\n"
+    if branch.torch_source:  # the real 2.10 recipes build torch from source over nixpkgs' older torch
+        src = branch.torch_source
+        cuda += (
+            "      (final: prev: { python3Packages = prev.python3Packages.override { overrides = pfinal: pprev: {\n"
+            f'        torch = pprev.torch.overrideAttrs (old: rec {{ version = "{src.version}";\n'
+            '          src = prev.fetchFromGitHub { owner = "pytorch"; repo = "pytorch"; rev = "v${version}";\n'
+            f'            hash = "{src.hash}"; fetchSubmodules = true; }}; }});\n'
+            "      }; }; })\n"
+        )
     return f"""# PyTorch {branch.pytorch} ({v.package})
 # Package name: {v.package}
 

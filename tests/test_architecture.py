@@ -25,15 +25,16 @@ ALLOWED: dict[str, set[str]] = {
     "release.cli": {"config"},
     "release.pins": {"config", "release.adapters", "release.recipes", "release.context", "release.cli"},
     "release.branches": {"config", "release.adapters", "release.recipes", "release.context", "release.pins",
-                         "release.cli"},
+                         "release.docs", "release.cli"},
+    "release.docs": {"config", "release.adapters", "release.recipes", "release.context", "release.cli"},
     "release.builds": {"config", "release.adapters", "release.state", "release.context", "release.recipes",
                        "release.cli"},
     "release.publishing": {"config", "release.adapters", "release.state", "release.context", "release.builds",
                            "release.cli"},
     "release.schedule": {"config", "release.adapters", "release.state", "release.context", "release.recipes",
-                         "release.pins", "release.branches", "release.builds", "release.publishing"},
+                         "release.pins", "release.branches", "release.docs", "release.builds", "release.publishing"},
     "release": {"config"},  # release/__init__.py
-    "bot": {"config", "release.context", "release.recipes", "release.pins", "release.branches",
+    "bot": {"config", "release.context", "release.recipes", "release.pins", "release.branches", "release.docs",
             "release.builds", "release.publishing", "release.schedule", "release.cli", "release.state"},
 }
 COMMAND_LAYERS = ("commands", "cli")

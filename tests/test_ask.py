@@ -95,9 +95,10 @@ CASES = [
     ("H100 with Sapphire Rapids, CUDA 13.1", "pytorch-python313-cuda13_1-sm90-avx512", "pytorch-2.10-python313", ["580"]),
     ("GB200 pytorch 2.10 cuda 13.1", "pytorch-python313-cuda13_1-sm100-armv9", "pytorch-2.10-python313", []),
     ("RTX 5090, driver 560", None, None, ["too old"]),
-    # the 2.10 branch's CUDA 12.9 group runs on a 550 driver; its CUDA 13.x groups do not
+    # 2.10 holds CUDA 12.9/12.8 groups too: driver 550 runs those, not 13.x
     ("H100 driver 550.54.15 pytorch 2.10", "pytorch-python313-cuda12_9-sm90-avx2", "pytorch-2.10-python313", []),
     ("H100 driver 550.54.15 cuda 13.1", None, None, ["too old"]),
+    ("DGX Spark driver 570", None, None, ["too old"]),
     ("A100 cuda 12.8 python 3.13", "pytorch-python313-cuda12_8-sm80-avx2", "main", []),
     # CPU-only and macOS
     ("no GPU, Xeon Gold 6248 int8 inference", "pytorch-python313-cpu-avx512vnni", REC, []),

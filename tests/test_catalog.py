@@ -15,7 +15,8 @@ SEED_COUNTS = {
     "pytorch-2.9-vllm-0.15.1": 117,
     "pytorch-2.9-vllm-0.14.0": 131,
     "pytorch-2.9-python311": 131,
-    "pytorch-2.10-python313": 237,  # the real branch: seed 003's 68 (CUDA 13.0) + CUDA 13.1, 12.9 and 12.8 groups
+    # the seeds' 68 (CUDA 13.0) plus the CUDA 13.1, 12.9 and 12.8 groups the real branch holds
+    "pytorch-2.10-python313": 237,
 }
 
 

@@ -3,10 +3,7 @@
 import pytest
 
 from bot.commands import ask
-from release.context import Context
 from bot.hardware import parse
-from config.catalog import load_catalog
-from config.settings import Settings
 
 NVIDIA_SMI = """\
 Tue Nov 18 10:02:11 2025
@@ -48,16 +45,6 @@ CPUINFO_ALDERLAKE = """\
 model name\t: 12th Gen Intel(R) Core(TM) i9-12900K
 flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov sse sse2 ss ht syscall nx pdpe1gb rdtscp lm constant_tsc fma cx16 sse4_1 sse4_2 movbe popcnt aes xsave avx f16c rdrand avx2 bmi1 bmi2 avx_vnni
 """
-
-
-@pytest.fixture(scope="module")
-def cat():
-    return load_catalog()
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    return Context(Settings(repo_path=None))
 
 
 def test_nvidia_smi_table_gives_gpu_count_and_driver_not_a_cuda_request(cat):

@@ -1,5 +1,6 @@
 """`torchbot release branch create`: validation against the catalog, a real git repo with a
-bare origin, the recipe generator, the local catalog file, and a read-back."""
+bare origin, nixpkgs facts from a real HTTP server on 127.0.0.1, the local catalog file, and a
+read-back. (Derivation from real recipe shapes: tests/test_release_branch_derive.py.)"""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from bot.cli import main as cli
 from config.catalog import branch_from_dict, load_catalog
+from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import NEW, build_repo, git, refs, small_catalog_branches, tree_files
 
 
@@ -18,6 +20,11 @@ from tests.fixtures_pins import NEW, build_repo, git, refs, small_catalog_branch
 def env(tmp_path, monkeypatch):
     work, origin = build_repo(tmp_path / "repo", small_catalog_branches())
     local = tmp_path / "branches.toml"
+    fake = FakeNixpkgs().__enter__()
+    fake.add_rev(NEW, "2.9.1", {"cudaPackages_12_8", "cudaPackages_12_9"})
+    monkeypatch.setenv("TORCHBOT_CHANNELS_URL", fake.channels_url)
+    monkeypatch.setenv("TORCHBOT_GITHUB_API_URL", fake.api_url)
+    monkeypatch.setenv("TORCHBOT_HTTP_RETRIES", "1")
     monkeypatch.setenv("TORCHBOT_REPO_PATH", str(work))
     monkeypatch.setenv("TORCHBOT_LOCAL_BRANCHES", str(local))
     monkeypatch.setenv("TORCHBOT_GIT_AUTHOR_NAME", "torchbot")
@@ -25,6 +32,7 @@ def env(tmp_path, monkeypatch):
     load_catalog.cache_clear()
     yield work, origin, local
     load_catalog.cache_clear()
+    fake.__exit__(None, None, None)
 
 
 ARGS = ["release", "branch", "create"]
@@ -68,7 +76,7 @@ def test_existing_name_and_bad_input_refused(env, capsys):
 
 
 CREATE = ["pytorch-2.9-python312", "--pytorch", "2.9.1", "--python", "3.12", "--cuda", "12.9,12.8",
-          "--gpu", "sm90,sm120", "--cpu", "avx2,armv9", "--pin", NEW, "--from", "main"]
+          "--gpu", "sm61,sm75", "--pin", NEW, "--from", "main"]
 
 
 def test_create_branch(env, tmp_path, capsys):
@@ -95,8 +103,11 @@ def test_create_branch(env, tmp_path, capsys):
     recipes = tree_files(work, "pytorch-2.9-python312")
     names = {p.rsplit("/", 1)[1][:-4] for p in recipes}
     assert names == set(data["packages"])
-    assert "pytorch-python312-cuda12_9-sm90-avx2" in names and "pytorch-python312-cuda12_8-sm120-armv9" in names
-    assert "pytorch-python313-cpu-avx2" not in names  # main's recipes were replaced
+    # main's recipes under the new names: CUDA 12.9 derived from main's 12.8 recipes
+    main_names = {p.rsplit("/", 1)[1][:-4] for p in tree_files(work, "main")}
+    assert names == {n.replace("python313", "python312") for n in main_names} | {
+        n.replace("python313", "python312").replace("cuda12_8", "cuda12_9") for n in main_names if "cuda12_8" in n}
+    assert not any("python313" in n for n in names)
     assert all(NEW in text for text in recipes.values())
     d = tmp_path / "parse"
     d.mkdir()
@@ -135,5 +146,5 @@ def test_reader_reads_created_branch_back(env, capsys):
     assert set(got.pins) == {NEW}
     b = got.branch  # the catalog model the reader rebuilt from the branch
     assert b.python == "3.12" and b.pytorch == "2.9.1" and set(b.cuda_versions) == {"12.9", "12.8"}
-    assert set(b.cpu_isas) == {"avx2", "armv9"} and b.pin == NEW
+    assert set(b.cpu_isas) == set(load_catalog().branches["main"].cpu_isas[:2]) and b.pin == NEW
     assert not got.problems

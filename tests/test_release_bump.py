@@ -156,8 +156,7 @@ def test_bump_one_branch(env, fake, tmp_path, capsys):
 def test_bump_all_from_channel(env, tmp_path, capsys):
     work = env
     dirty(work)
-    index_before = git(work, "ls-files", "-s")
-    readme_before = (work / "README.md").read_text()
+    before_user = user_state(work)
     before = refs(work)
     vllm = tree_files(work, "pytorch-2.9-vllm-0.15.1", ".")
     multi = tree_files(work, "pytorch-2.10-python313", ".")
@@ -166,8 +165,16 @@ def test_bump_all_from_channel(env, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "pytorch-2.10-python313" in err and "fe5e41d" in err and "6a030d5" in err and "2017d6d" in err
     assert refs(work) == before
-    # with --cuda 12.8: main, 2.8-python312 and the 12.8 group of the 2.10 branch move; vLLM is skipped
-    rc = cli(["release", "bump-pins", "--all", "--cuda", "12.8", "--channel", "nixos-unstable", "--json"])
+    # main is checked out with uncommitted changes: moving it would leave an index that reverts
+    # the bump, so the whole run is refused and nothing moves
+    args = ["release", "bump-pins", "--all", "--cuda", "12.8", "--channel", "nixos-unstable", "--json"]
+    rc = cli(args)
+    captured = capsys.readouterr()
+    assert rc == 1 and "checked out" in captured.err and "uncommitted changes" in captured.err
+    assert refs(work) == before and user_state(work) == before_user
+    # a clean checkout (untracked files are fine) is fast-forwarded together with its work tree
+    git(work, "reset", "-q", "--hard")
+    rc = cli(args)
     out = json.loads(capsys.readouterr().out)
     assert rc == 0, out
     assert sorted(out["commits"]) == ["main", "pytorch-2.10-python313", "pytorch-2.8-python312"]
@@ -188,12 +195,12 @@ def test_bump_all_from_channel(env, tmp_path, capsys):
         else:
             assert text == multi[path] or path == "README.md"
     assert tree_files(work, "pytorch-2.9-vllm-0.15.1", ".") == vllm
-    # main is checked out and was bumped: HEAD still names it, index and files are untouched
+    # main was checked out: HEAD still names it, and index and files hold the bump (nothing staged)
     assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
-    assert git(work, "ls-files", "-s") == index_before
-    assert (work / "README.md").read_text() == readme_before
+    assert git(work, "status", "--porcelain=v1", "--untracked-files=no") == ""
+    assert all(NEW in (work / p).read_text() for p in tree_files(work, "main"))
     assert (work / "scratch.txt").read_text() == "untracked work\n"
-    assert any("checked out" in n for n in out["notes"])
+    assert any("fast-forwarded" in n for n in out["notes"])
 
 
 def test_multi_pin_from_pin_and_dry_run(env, fake, tmp_path, capsys):

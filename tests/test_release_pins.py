@@ -175,9 +175,10 @@ def test_readme_rows_without_branch_cell_and_metadata():
         "| PyTorch | Python | CUDA | Nixpkgs |\n|---|---|---|---|\n"
         f"| 2.9.1 | 3.13 | 12.9 | [`{PIN_A[:7]}`](https://github.com/NixOS/nixpkgs/tree/{PIN_A}) |\n"
         f"| `other` | 2.9.1 | 12.9 | [`{PIN_A[:7]}`](https://github.com/NixOS/nixpkgs/tree/{PIN_A}) |\n"
-        f"Prose mentioning {PIN_A} stays.\n"
+        f"Prose mentioning {PIN_A} moves.\n"
     )
-    out = pins.rewrite_readme(text, "b", PIN_A, NEW).splitlines()
+    out = pins.rewrite_readme(text, "b", PIN_A, NEW, branches={"b", "other"}).splitlines()
     assert NEW in out[0] and PIN_A not in out[0]
     assert f"[`{NEW[:7]}`](https://github.com/NixOS/nixpkgs/tree/{NEW})" in out[3]
-    assert PIN_A in out[4] and PIN_A in out[5]
+    assert PIN_A in out[4]  # another branch's row keeps its pin
+    assert NEW in out[5]  # prose of b's own README about its pin follows the bump

@@ -199,3 +199,13 @@ def test_a_missing_repository_in_the_list_is_one_clear_sentence(repos, tmp_path)
     env = {"TORCHBOT_REPO_PATH": f"{pt.path},{tmp_path / 'nope'}", "PATH": "/usr/bin:/bin", "TORCHBOT_CACHE_DIR": "off"}
     r = subprocess.run([sys.executable, "-m", "bot.cli", "ask", "H100"], capture_output=True, text=True, env=env)
     assert r.returncode == 1 and "does not exist" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_torchbot_repo_path_takes_comma_separated_repositories_the_first_one_for_release_commands(monkeypatch, tmp_path):
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", f"{tmp_path / 'bp'}, {tmp_path / 'tv'}")
+    s = Settings()
+    assert s.repo_path == tmp_path / "bp" and s.repositories() == [tmp_path / "bp", tmp_path / "tv"]
+    s.repo_path = tmp_path / "other"  # e.g. --repo on a release command: that one only
+    assert s.repositories() == [tmp_path / "other"]
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", str(tmp_path / "one"))
+    assert Settings().repositories() == [tmp_path / "one"]

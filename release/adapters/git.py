@@ -321,29 +321,9 @@ def list_recipes(repo: Path, commit: str) -> dict[str, str]:
 
 
 def read_blobs(repo: Path, shas: Iterable[str]) -> dict[str, str]:
-    """Blob contents in one ``git cat-file --batch`` call."""
-    shas = list(dict.fromkeys(shas))
-    if not shas:
-        return {}
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "cat-file", "--batch"],
-        input=("\n".join(shas) + "\n").encode(), capture_output=True,
-    )
-    if proc.returncode != 0:
-        raise ExternalError(f"git cat-file failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")
-    data = proc.stdout
-    out: dict[str, str] = {}
-    pos = 0
-    for sha in shas:
-        nl = data.index(b"\n", pos)
-        header = data[pos:nl].decode().split()
-        pos = nl + 1
-        if len(header) < 3 or header[1] == "missing":
-            continue
-        size = int(header[2])
-        out[sha] = data[pos : pos + size].decode(errors="replace")
-        pos += size + 1
-    return out
+    """Blob contents in one ``git cat-file --batch`` call (undecodable bytes replaced)."""
+    out = read_paths(repo, list(shas))
+    return {k: v.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for k, v in out.items() if v is not None}
 
 
 @contextmanager
@@ -358,3 +338,112 @@ def worktree(repo: Path, commit: str) -> Iterator[Path]:
         subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(path)], capture_output=True)
         subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
         subprocess.run(["rm", "-rf", str(tmp)], capture_output=True)
+
+
+# --- branches checked out in a work tree (moving them without leaving a reverting index) ---
+
+
+def checkouts(repo) -> dict[str, Path]:
+    """Branch name -> the work tree (main or linked) that has it checked out. A bare
+    repository has none."""
+    try:
+        listing = repo.git.worktree("list", "--porcelain")
+    except Exception:  # pragma: no cover - very old git
+        return {}
+    out: dict[str, Path] = {}
+    path: Path | None = None
+    bare = False
+    for line in listing.splitlines() + [""]:
+        if line.startswith("worktree "):
+            path, bare = Path(line[len("worktree "):]), False
+        elif line == "bare":
+            bare = True
+        elif line.startswith("branch refs/heads/") and path is not None and not bare:
+            out[line[len("branch refs/heads/"):]] = path
+        elif not line:
+            path = None
+    return out
+
+
+def _dirty(worktree_path: Path) -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(worktree_path), "status", "--porcelain=v1", "--untracked-files=no"],
+        capture_output=True, text=True,
+    )
+    if proc.returncode:
+        return proc.stderr.strip() or "git status failed"
+    return proc.stdout.strip()
+
+
+def check_checkouts(repo, moves: dict[str, tuple[str, str]]) -> dict[str, Path]:
+    """Before moving ``moves`` ({branch: (new, old)}): every moved branch that is checked out
+    must have a clean work tree and index (else RefusedError, nothing changed) and the
+    fast-forward of its work tree must be possible (no untracked file in the way). Returns
+    the branches to fast-forward with their work trees."""
+    found = {b: p for b, p in checkouts(repo).items() if b in moves}
+    for branch, path in found.items():
+        dirty = _dirty(path)
+        if dirty:
+            first = dirty.splitlines()[0].strip()
+            raise RefusedError(
+                f"Branch '{branch}' is checked out in {path} with uncommitted changes ({first}); commit or "
+                "stash them, or check out another branch. Nothing was changed."
+            )
+        new, old = moves[branch]
+        proc = subprocess.run(
+            ["git", "-C", str(path), "read-tree", "-n", "-m", "-u", old, new], capture_output=True, text=True
+        )
+        if proc.returncode:
+            raise RefusedError(
+                f"Branch '{branch}' is checked out in {path} and its work tree cannot be fast-forwarded "
+                f"({_first_line(proc.stderr)}). Nothing was changed."
+            )
+    return found
+
+
+def advance_branches(repo, moves: dict[str, tuple[str, str]], *, checked: dict[str, Path] | None = None) -> list[str]:
+    """Move branches ({branch: (new, old)}) in one transaction; a branch checked out in a
+    clean work tree is fast-forwarded together with its index and files (a dirty one is
+    refused before anything moves). Returns notes for the user."""
+    found = check_checkouts(repo, moves) if checked is None else checked
+    move_refs(repo, moves)
+    notes = []
+    for branch, path in found.items():
+        new, old = moves[branch]
+        proc = subprocess.run(["git", "-C", str(path), "read-tree", "-m", "-u", old, new], capture_output=True, text=True)
+        if proc.returncode:
+            raise ExternalError(
+                f"Branch '{branch}' moved to {new[:7]}, but its work tree in {path} could not follow "
+                f"({_first_line(proc.stderr)}); run `git -C {path} reset --keep {new}` to bring it up to date."
+            )
+        notes.append(f"Branch '{branch}' is checked out in {path}: its work tree was fast-forwarded to {new[:7]}.")
+    return notes
+
+
+def read_paths(repo: Path, names: list[str]) -> dict[str, str | None]:
+    """Exact text of ``rev:path`` object names (one ``git cat-file --batch``); None when absent.
+    Bytes that are not UTF-8 survive a round trip (surrogateescape)."""
+    names = list(dict.fromkeys(names))
+    if not names:
+        return {}
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch"], input=("\n".join(names) + "\n").encode(), capture_output=True
+    )
+    if proc.returncode != 0:
+        raise ExternalError(f"git cat-file failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")
+    data = proc.stdout
+    out: dict[str, str | None] = {}
+    pos = 0
+    for name in names:
+        nl = data.index(b"\n", pos)
+        header = data[pos:nl].decode(errors="replace").split()
+        pos = nl + 1
+        if len(header) < 3 or header[-1] == "missing" or header[1] != "blob":
+            out[name] = None
+            if len(header) >= 3 and header[1] != "blob":
+                pos += int(header[2]) + 1
+            continue
+        size = int(header[2])
+        out[name] = data[pos : pos + size].decode("utf-8", errors="surrogateescape")
+        pos += size + 1
+    return out

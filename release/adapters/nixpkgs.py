@@ -223,3 +223,12 @@ class NixpkgsClient:
         if not seen:
             raise ExternalError(f"nixpkgs {short(rev)} has none of the files defining CUDA package sets ({', '.join(CUDA_SET_FILES)}).")
         return False
+
+    def cuda_sets(self, rev: str) -> list[str]:
+        """Every ``cudaPackages_X[_Y]`` set defined at ``rev`` (for messages), newest first."""
+        found: set[str] = set()
+        for path in CUDA_SET_FILES:
+            text = self.file(rev, path)
+            if text:
+                found.update(re.findall(r"\b(cudaPackages_\d+(?:_\d+)?)\s*=", text))
+        return sorted(found, key=lambda a: tuple(int(x) for x in a.split("_")[1:]), reverse=True)

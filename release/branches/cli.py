@@ -13,16 +13,22 @@ def _csv(value: str) -> list[str]:
 def register(verbs) -> None:
     b = verbs.add_parser("branch", help="manage branches of the repository")
     bsub = b.add_subparsers(dest="branch_command", required=True, parser_class=type(b))
-    c = bsub.add_parser("create", help="create a branch for a new PyTorch / CUDA / Python combination")
+    c = bsub.add_parser("create", help="derive a branch for a new PyTorch / CUDA / Python combination from an existing one")
     c.add_argument("name")
     c.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
-    c.add_argument("--pytorch", required=True, help="PyTorch version X.Y[.Z]")
-    c.add_argument("--python", required=True, help="Python version 3.NN")
-    c.add_argument("--cuda", required=True, type=_csv, help="CUDA versions A.B[,C.D]")
-    c.add_argument("--pin", required=True, help="nixpkgs commit (40 hex characters)")
-    c.add_argument("--from", dest="from_branch", help="start from this branch (history and defaults)")
-    c.add_argument("--gpu", type=_csv, help="GPU architectures smNN,... (default: every one the CUDA versions support)")
-    c.add_argument("--cpu", type=_csv, help="CPU ISAs isa,... (default: those of --from, else all)")
+    c.add_argument("--from", dest="from_branch",
+                   help="the branch to derive from (default: one of the name's PyTorch line, else the recommended one)")
+    c.add_argument("--pytorch", required=True, help="PyTorch version X.Y[.Z] the branch builds (checked against nixpkgs)")
+    c.add_argument("--python", help="Python version 3.NN (default: the source's)")
+    c.add_argument("--cuda", type=_csv, help="CUDA versions A.B[,C.D] (default: the source's)")
+    c.add_argument("--pin", required=True, help="nixpkgs commit (40 hex characters; must exist in nixpkgs)")
+    c.add_argument("--torch-src", dest="torch_src", metavar="REV,HASH",
+                   help="build PyTorch from this source (git tag or commit, SRI hash) in the source override")
+    c.add_argument("--gpu", type=_csv, help="GPU architectures smNN,... among those the source builds (default: all of them)")
+    c.add_argument("--cpu", type=_csv, help="CPU ISAs isa,... among the source's (default: all of them)")
+    c.add_argument("--purpose", help="the branch's purpose for the catalog (default: python-variant on the source's "
+                                     "PyTorch line, else bleeding-edge)")
+    c.add_argument("--summary", help="one line for the README's branch list and tables (default: the source's)")
     c.add_argument("--push", action="store_true", help="push the new branch to the configured remote")
     c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.set_defaults(func=_create)
@@ -45,6 +51,9 @@ def _create(args, ctx) -> int:
             gpu=args.gpu,
             cpu=args.cpu,
             push=args.push,
+            torch_src=args.torch_src,
+            purpose=args.purpose,
+            summary=args.summary,
         )
     except TorchbotError as err:
         return _refusal(err, args.json)

@@ -1,89 +1,23 @@
-"""`torchbot release branch create NAME`: a new branch for a PyTorch / CUDA / Python
-combination. Validated against the catalog, rendered by the recipe generator, committed
-without touching the user's checkout, optionally pushed, and recorded in the local catalog
-file the bot answers from."""
+"""`torchbot release branch create NAME --from SOURCE`: a new branch for a PyTorch / CUDA /
+Python combination, derived from an existing branch (release.branches.derive: the source's
+recipes and README with the branch's facts changed, every other line kept), checked against
+nixpkgs (the pin exists, every CUDA package set is there, the recipes build the PyTorch the
+name promises), committed without touching the user's checkout, optionally pushed, and
+recorded in the local catalog file the bot answers from."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from config.errors import CatalogError, ExternalError, RefusedError, ValidationError
 from config.results import MessageResult
-from config.catalog import Branch, Catalog, CudaGroup, branch_to_dict, local_branches_file, vtuple
+from config.catalog import Branch, CudaGroup, branch_to_dict, local_branches_file, vtuple
 from release.adapters import git as gitops
-from release.pins.rules import RECIPES_DIR, short, validate_rev
+from config.naming import parse_package_name
+from release.pins.rules import README, RECIPES_DIR, short, validate_rev
 
-
-def build_definition(
-    catalog: Catalog,
-    name: str,
-    *,
-    pytorch: str,
-    python: str,
-    cuda: list[str],
-    pin: str,
-    base: Branch | None = None,
-    gpu: list[str] | None = None,
-    cpu: list[str] | None = None,
-) -> Branch:
-    """The Branch a request describes, with its variant matrix; raises ValidationError naming
-    every conflict when the matrix is impossible."""
-    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", pytorch or ""):
-        raise ValidationError(f"--pytorch '{pytorch}' is not a PyTorch version (X.Y or X.Y.Z).")
-    if not re.fullmatch(r"3\.\d{1,2}", python or ""):
-        raise ValidationError(f"--python '{python}' is not a Python version (3.NN).")
-    if not cuda:
-        raise ValidationError("Give at least one CUDA version with --cuda A.B[,C.D].")
-    pin = validate_rev(pin)
-    for v in cuda:
-        if not re.fullmatch(r"\d+\.\d+", v):
-            raise ValidationError(f"--cuda '{v}' is not a CUDA version (A.B).")
-    if base is not None and vtuple(base.pytorch)[:2] == vtuple(pytorch)[:2] and len(vtuple(pytorch)) == 2:
-        pytorch = base.pytorch  # X.Y of the base branch: keep its full version
-    groups = []
-    for v in cuda:
-        if gpu:
-            archs = tuple(gpu)
-        else:
-            from_base = next((g.archs for g in base.cuda_groups if g.version == v), None) if base else None
-            archs = from_base or tuple(
-                a.key for a in catalog.gpu_archs.values() if a.served and a.cuda_ok(v) and catalog.allowed_isas(a)
-            )
-        groups.append(CudaGroup(v, archs))
-    isas = tuple(cpu) if cpu else (base.cpu_isas if base else catalog.all_isas)
-    newest = max(cuda, key=vtuple)
-    branch = Branch(
-        name=name,
-        pytorch=pytorch,
-        python=python,
-        cudnn=base.cudnn if base else "9.x",
-        min_driver=(base.min_driver if base else "") or ("580" if vtuple(newest) >= (13,) else "550"),
-        purpose="python-variant" if base and vtuple(base.pytorch)[:2] == vtuple(pytorch)[:2] else "bleeding-edge",
-        summary=f"PyTorch {pytorch} + CUDA {' / '.join(cuda)} + Python {python} (nixpkgs {short(pin)})",
-        pin=pin,
-        cpu_isas=isas,
-        darwin_mps=base.darwin_mps if base else True,
-        cuda_groups=tuple(groups),
-        torch_source=base.torch_source if base and base.pytorch == pytorch else None,
-    )
-    problems = catalog.matrix_conflicts(branch)
-    if cpu:
-        for g in groups:
-            for key in g.archs:
-                arch = catalog.gpu_archs.get(key)
-                if arch is None or not arch.served:
-                    continue
-                allowed = catalog.allowed_isas(arch)
-                if allowed and not set(allowed) & set(isas):
-                    problems.append(
-                        f"{arch.upper} builds only for {', '.join(arch.platforms)}: --cpu names none of its ISAs ({', '.join(allowed)})"
-                    )
-    if problems:
-        seen = list(dict.fromkeys(problems))
-        raise ValidationError(f"Cannot create branch '{name}': {'; '.join(seen)}.")
-    return replace(branch, variants=catalog.expand(branch))
+MANIFEST = ".flox/env/manifest.toml"
 
 
 def _check_name(repo, name: str) -> None:
@@ -124,57 +58,157 @@ def record_branch(branch: Branch, path: Path | None = None) -> Path:
     return path
 
 
+def _default_source(name: str, heads: dict[str, str], catalog) -> str | None:
+    """The branch to derive from when --from is not given: one of the same PyTorch line (the
+    name's pytorch-X.Y), else the recommended branch, else main."""
+    m = re.search(r"pytorch-(\d+\.\d+)", name)
+    if m:
+        same = sorted(b for b in heads if b.startswith(f"pytorch-{m[1]}-") and b != name)
+        if same:
+            return same[0]
+    for b in (catalog.recommended, "main"):
+        if b in heads:
+            return b
+    return None
+
+
+_TORCH_SRC_RE = re.compile(r"^(?P<rev>[A-Za-z0-9][A-Za-z0-9._/-]{0,99}),(?P<hash>sha256-[A-Za-z0-9+/]{43}=)$")
+
+
+def parse_torch_src(value: str | None) -> tuple[str, str] | None:
+    if not value:
+        return None
+    m = _TORCH_SRC_RE.match(value.strip())
+    if not m:
+        raise ValidationError(
+            f"--torch-src '{value}' is not REV,HASH (a PyTorch git tag or commit, and the source's SRI hash "
+            "sha256-<44 base64 characters>)."
+        )
+    return m["rev"], m["hash"]
+
+
+def _check_request(pytorch: str, python: str | None, cuda: list[str] | None) -> None:
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", pytorch or ""):
+        raise ValidationError(f"--pytorch '{pytorch}' is not a PyTorch version (X.Y or X.Y.Z).")
+    if python is not None and not re.fullmatch(r"3\.\d{1,2}", python):
+        raise ValidationError(f"--python '{python}' is not a Python version (3.NN).")
+    for v in cuda or ():
+        if not re.fullmatch(r"\d+\.\d+", v):
+            raise ValidationError(f"--cuda '{v}' is not a CUDA version (A.B).")
+
+
 def create_branch(
     ctx,
     repo_path: Path,
     name: str,
     *,
     pytorch: str,
-    python: str,
-    cuda: list[str],
+    python: str | None = None,
+    cuda: list[str] | None = None,
     pin: str,
     from_branch: str | None = None,
     gpu: list[str] | None = None,
     cpu: list[str] | None = None,
     push: bool = False,
+    torch_src: str | None = None,
+    purpose: str | None = None,
+    summary: str | None = None,
 ) -> MessageResult:
-    settings = ctx.settings
-    try:
-        catalog = ctx.catalog
-    except Exception:
-        from config.catalog import load_catalog
+    """Derive branch ``name`` from ``from_branch``: its recipes with names, Python, CUDA set and
+    pin changed, its README with the branch's facts updated; checked against nixpkgs (the pin
+    exists, it has every CUDA package set the recipes use, the recipes build ``pytorch``)."""
+    from config.catalog import Companion, TorchSource, Variant, load_catalog
+    from release.adapters.nixpkgs import NixpkgsClient
+    from release.branches.derive import Request, derive_recipes, plan_targets, python_swap, source_recipes, torch_plan
 
-        catalog = load_catalog()
+    settings = ctx.settings
+    catalog = load_catalog()
+    _check_request(pytorch, python, cuda)
+    pin = validate_rev(pin)
+    src_spec = parse_torch_src(torch_src)
     repo = gitops.open_repo(repo_path)
     _check_name(repo, name)
     heads = gitops.local_branches(repo)
     remote = settings.repo_remote
-    if name in heads or name in catalog.branches:
+    if name in heads:
         raise RefusedError(f"Branch '{name}' already exists; choose another name.")
     if repo.git.for_each_ref(f"refs/remotes/{remote}/{name}"):
         raise RefusedError(f"Branch '{name}' already exists on '{remote}'; choose another name.")
     if from_branch and from_branch not in heads:
         raise RefusedError(f"No branch '{from_branch}' to start from in {repo_path}.")
-    base = catalog.branches.get(from_branch) if from_branch else None
-    branch = build_definition(
-        catalog, name, pytorch=pytorch, python=python, cuda=cuda, pin=pin, base=base, gpu=gpu, cpu=cpu
+    source = from_branch or _default_source(name, heads, catalog)
+    if source is None:
+        raise RefusedError(f"No branch to derive '{name}' from in {repo_path}; name one with --from.")
+    files = gitops.read_files(repo, heads[source], RECIPES_DIR, (README, MANIFEST))
+    recipes = source_recipes(files, catalog)
+    if not recipes:
+        raise RefusedError(f"Branch '{source}' has no recipes under {RECIPES_DIR}/ to derive '{name}' from.")
+    pythons = [r.parsed.python for r in recipes if r.parsed]
+    src_python = max(set(pythons), key=pythons.count) if pythons else "3.13"
+    src_cuda = sorted({r.parsed.cuda for r in recipes if r.parsed and r.parsed.cuda}, key=vtuple, reverse=True)
+    # the other branches' facts (the README's tables) and the source's own CUDA order
+    from release.docs.facts import BranchDoc, docs_from_model, skipped
+    from release.recipes.reader import read_repository
+
+    model = read_repository(repo_path, catalog)
+    docs = {n: d for n, d in docs_from_model(model).items() if not skipped(n, settings.docs_skip_branches)}
+    src_doc = docs.get(source)
+    if src_doc is not None and set(src_doc.cuda) == set(src_cuda):
+        src_cuda = list(src_doc.cuda)
+    req = Request(
+        name=name, source=source, python=python or src_python, cuda=tuple(cuda or src_cuda), pin=pin,
+        pytorch=pytorch, torch_src=src_spec, gpu=tuple(gpu) if gpu else None, cpu=tuple(cpu) if cpu else None,
     )
+    plan_targets(req, recipes, catalog)  # the matrix is checked before nixpkgs is asked anything
 
-    try:
-        from release.recipes.render import render_branch
-    except ImportError:
-        raise ExternalError("The recipe generator (release.recipes.render) is not available; nothing was created.") from None
-    full = catalog.with_branches([*catalog.branches.values(), branch], catalog.source)
-    files = render_branch(full, branch)
+    with NixpkgsClient(settings) as client:
+        client.resolve(pin)  # RefusedError when nixpkgs has no such commit
+        torch_at = client.torch_version(pin)
+        plan = torch_plan(req, recipes, torch_at, short(pin))
+        derived = derive_recipes(req, recipes, catalog, plan)
+        if not derived.recipes:
+            raise RefusedError(f"Nothing of '{source}' matches the request; '{name}' would have no recipes.")
+        missing = [a for a in sorted(derived.cuda_attrs) if not client.has_cuda_set(pin, a)]
+        if missing:
+            there = client.cuda_sets(pin)
+            raise RefusedError(
+                f"Cannot create '{name}': its recipes build with "
+                f"{', '.join(f'{a} ({derived.cuda_attrs[a]} recipes)' for a in missing)}, which nixpkgs {short(pin)} "
+                f"does not have (it has {', '.join(there) or 'no cudaPackages sets'}). Nothing was created."
+            )
 
-    parent = heads.get(from_branch) if from_branch else (heads.get(catalog.recommended) or heads.get("main"))
+    # the README: the source's, with this branch's facts; the other branches' from the repository
+    from release.branches.readme import derive_readme
+
+    archs = sorted({a for v in derived.archs.values() for a in v}, key=lambda a: vtuple(a[2:]))
+    new_doc = BranchDoc(
+        name=name, pytorch=derived.torch, python=req.python, cuda=req.cuda, variants=len(derived.recipes),
+        groups=((pin, req.cuda),), archs=tuple(archs), cpu=bool(derived.cpu_isas), darwin=derived.darwin,
+        summary=summary or (src_doc.summary if src_doc else ""), cudnn=src_doc.cudnn if src_doc else "",
+        min_driver=src_doc.min_driver if src_doc else "",
+    )
+    changes: dict[str, str | None] = {p: None for p in derived.removed}
+    changes.update(derived.recipes)
+    notes = list(derived.notes)
+    if README in files:
+        src_pins = tuple(dict.fromkeys(m for r in recipes for m in re.findall(r"archive/([0-9a-f]{40})\.tar\.gz", r.text)))
+        cuda_change = {a: b for a, b in zip(src_cuda, req.cuda) if a != b and len(src_cuda) == len(req.cuda)}
+        torch_change = (src_doc.pytorch, derived.torch) if src_doc and plan[0] == "new" else None
+        changes[README], readme_notes = derive_readme(
+            files[README], source=source, new=new_doc, source_python=src_python, source_pins=src_pins,
+            packages=set(derived.packages), docs=docs, existing=set(model.branches), skip=settings.docs_skip_branches,
+            summary=summary, torch_change=torch_change, cuda_change=cuda_change,
+        )
+        notes.extend(readme_notes)
+    if MANIFEST in files:
+        changes[MANIFEST] = python_swap(files[MANIFEST], src_python, req.python)
+
+    parent = heads[source]
     message = (
-        f"{name}: new branch, PyTorch {branch.pytorch}, Python {python}, CUDA {' / '.join(cuda)}, "
-        f"nixpkgs {short(branch.pin)} ({len(branch.variants)} recipes)"
+        f"{name}: new branch from {source}, PyTorch {derived.torch}, Python {req.python}, "
+        f"CUDA {' / '.join(req.cuda) or 'none'}, nixpkgs {short(pin)} ({len(derived.recipes)} recipes)"
     )
-    sha = gitops.make_commit(
-        repo, parent, files, message, settings.git_author_name, settings.git_author_email, replace_prefix=RECIPES_DIR
-    )
+    sha = gitops.make_commit(repo, parent, changes, message, settings.git_author_name, settings.git_author_email)
     if push:
         gitops.push(repo, remote, [f"{sha}:refs/heads/{name}"])
     try:
@@ -183,6 +217,35 @@ def create_branch(
         if push:
             gitops.delete_remote_refs(repo, remote, [f"refs/heads/{name}"])
         raise
+
+    variants = []
+    for path in derived.recipes:
+        parsed = parse_package_name(Path(path).stem)
+        if parsed is None:
+            continue
+        variants.append(Variant(Path(path).stem, parsed.kind, parsed.python, parsed.cuda, parsed.gpu_arch,
+                                parsed.cpu_isa, catalog.variant_platform(parsed.gpu_arch, parsed.cpu_isa, parsed.is_darwin),
+                                parsed.is_darwin, pin))
+    comps = tuple(dict.fromkeys(Companion(v.kind, v.cuda, v.gpu_arch, v.cpu_isa) for v in variants
+                                if v.is_companion and v.cuda))
+    same_line = src_doc is not None and vtuple(src_doc.pytorch)[:2] == vtuple(derived.torch)[:2]
+    branch = Branch(
+        name=name,
+        pytorch=derived.torch,
+        python=req.python,
+        cudnn=new_doc.cudnn or "9.x",
+        min_driver=new_doc.min_driver or ("580" if req.cuda and vtuple(max(req.cuda, key=vtuple)) >= (13,) else "550"),
+        purpose=purpose or ("python-variant" if same_line else "bleeding-edge"),
+        summary=summary or f"PyTorch {derived.torch} + CUDA {' / '.join(req.cuda)} + Python {req.python} "
+                           f"(nixpkgs {short(pin)}), derived from {source}",
+        pin=pin,
+        cpu_isas=derived.cpu_isas,
+        darwin_mps=derived.darwin,
+        cuda_groups=tuple(CudaGroup(v, derived.archs.get(v, ())) for v in req.cuda),
+        companions=comps,
+        torch_source=_torch_source(recipes, derived, plan, src_spec, TorchSource),
+        variants=tuple(variants),
+    )
     try:
         recorded = record_branch(branch)
     except Exception:
@@ -191,21 +254,35 @@ def create_branch(
             gitops.delete_remote_refs(repo, remote, [f"refs/heads/{name}"])
         raise
     text = (
-        f"Created branch {name} at {short(sha)}: {len(branch.variants)} recipes "
-        f"(PyTorch {branch.pytorch}, Python {python}, CUDA {' / '.join(cuda)}, nixpkgs {short(branch.pin)})"
-        + (f", pushed to {remote}" if push else "")
-        + f". Recorded in {recorded}."
+        f"Created branch {name} at {short(sha)} from {source}: {len(derived.recipes)} recipes "
+        f"(PyTorch {derived.torch}: {derived.torch_how}; Python {req.python}; CUDA {' / '.join(req.cuda) or 'none'}; "
+        f"nixpkgs {short(pin)})" + (f", pushed to {remote}" if push else "") + f". Recorded in {recorded}."
     )
+    if notes:
+        text += "\n" + "\n".join(f"- {n}" for n in notes)
     return MessageResult(
         text,
         data={
             "branch": name,
+            "source": source,
             "commit": sha,
             "parent": parent,
-            "recipes": len(branch.variants),
-            "packages": [v.package for v in branch.variants],
+            "recipes": len(derived.recipes),
+            "packages": derived.packages,
+            "pytorch": {"version": derived.torch, "how": derived.torch_how, "nixpkgs": torch_at},
+            "removed": derived.removed,
+            "notes": notes,
             "definition": branch_to_dict(branch),
             "pushed": push,
             "recorded_in": str(recorded),
         },
     )
+
+
+def _torch_source(recipes, derived, plan, src_spec, TorchSource):
+    mode = plan[0]
+    if mode == "new":
+        return TorchSource(derived.torch, src_spec[1])
+    if mode == "keep":
+        return next((r.torch_source for r in recipes if r.torch_source is not None), None)
+    return None

@@ -4,6 +4,7 @@
 - ``hashes``    the sha256 of a recipe's fetchTarball: read and write it (pure)
 - ``tarball``   a bump records the new pin's tarball sha256 (nix-prefetch-url) in its recipes
 - ``bump``      plan a bump (git + nixpkgs facts) and apply it (commits, push, PR)
+- ``review``    the body of a bump PR: torch/CUDA commits and versions, rebuilds, notes
 - ``commands``  the command layer (Plan / BumpResult) for the CLI and chat
 - ``cli``       ``release bump-pins``
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from config.errors import ExternalError, RefusedError, ValidationError
 from release.adapters import git as gitops
+from release.pins.guards import guard_branch
 from release.pins.rules import (
     README,
     RECIPES_DIR,
     BranchEdit,
     commit_message,
     find_groups,
-    major_minor,
     plan_edit,
     select_group,
     short,
@@ -43,6 +43,7 @@ class BumpOptions:
     push: bool = False
     open_pr: bool = False
     dry_run: bool = False
+    with_companions: bool = False  # also bump the paired build-torchvision branches (release.pins.companions)
 
 
 @dataclass
@@ -53,6 +54,7 @@ class BranchPlan:
     torch_new: str | None = None
     message: str = ""
     sha256: str | None = None  # the new pin's tarball hash (release.pins.tarball)
+    notes: list[str] = field(default_factory=list)  # what the guards and the README edit want said
 
     @property
     def branch(self) -> str:
@@ -85,6 +87,7 @@ class BumpPlanData:
     branches: list[BranchPlan] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     options: BumpOptions = field(default_factory=BumpOptions)
+    companions: list["BumpPlanData"] = field(default_factory=list)  # paired build-torchvision bumps
 
     @property
     def to_commit(self) -> list[BranchPlan]:
@@ -134,6 +137,7 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
     data = BumpPlanData(Path(repo_path), new_rev, source, options=opts)
 
     selected = []
+    texts: dict[str, tuple[dict[str, str], str | None]] = {}
     for name in targets:
         files = gitops.read_files(repo, heads[name], RECIPES_DIR, (README,))
         recipes = {p: t for p, t in files.items() if p.startswith(RECIPES_DIR + "/") and p.endswith(".nix")}
@@ -161,8 +165,9 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
                 continue
         else:
             group = select_group(name, groups, cuda=opts.cuda, from_pin=opts.from_pin)
-        edit = plan_edit(name, group, new_rev, recipes, files.get(README))
+        edit = plan_edit(name, group, new_rev, recipes, files.get(README), branches=heads)
         selected.append(BranchPlan(edit, heads[name]))
+        texts[name] = (recipes, files.get(README))
 
     # Guards: every branch is checked before anything is written.
     for bp in selected:
@@ -171,18 +176,8 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         g = bp.edit.group
         bp.torch_old = client.torch_version(g.pin)
         bp.torch_new = client.torch_version(new_rev)
-        if major_minor(bp.torch_old) != major_minor(bp.torch_new):
-            raise RefusedError(
-                f"Refusing to bump '{bp.branch}': nixpkgs {short(new_rev)} has torch {bp.torch_new}, "
-                f"but the branch is on torch {bp.torch_old} (nixpkgs {short(g.pin)}); a bump must not change "
-                "PyTorch major.minor. Nothing was changed."
-            )
-        for attr in g.cuda_attrs:
-            if not client.has_cuda_set(new_rev, attr):
-                raise RefusedError(
-                    f"Refusing to bump '{bp.branch}': nixpkgs {short(new_rev)} has no {attr}, which "
-                    f"{len(g.recipes)} of its recipes use. Nothing was changed."
-                )
+        recipes, readme = texts[bp.branch]
+        bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog, repo_path=repo_path))
         bp.message = commit_message(g.pin, new_rev, bp.torch_new, g.cuda_attrs)
     data.branches = selected
     return data
@@ -232,11 +227,13 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
         outcome.commits = new
         outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
         return outcome
+    moves = {b: (sha, heads[b]) for b, sha in new.items()}
+    checked = gitops.check_checkouts(repo, moves)  # a dirty checked-out branch: refused before any push
     if opts.push:
         gitops.push(repo, remote, [f"{new[b]}:refs/heads/{b}" for b in new])
         outcome.pushed = list(new)
     try:
-        gitops.move_refs(repo, {b: (sha, heads[b]) for b, sha in new.items()})
+        outcome.notes.extend(gitops.advance_branches(repo, moves, checked=checked))
     except ExternalError as err:
         if not opts.push:
             raise
@@ -251,15 +248,6 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
             except Exception:  # pragma: no cover - cosmetic
                 pass
     outcome.commits = new
-    try:
-        current = repo.active_branch.name if not repo.head.is_detached else None
-    except TypeError:
-        current = None
-    if current in new and not repo.bare:
-        outcome.notes.append(
-            f"Branch '{current}' is checked out in {plan.repo_path}; its working tree and index were not touched "
-            "and still hold the old pin (see `git status`)."
-        )
     return outcome
 
 

@@ -21,6 +21,8 @@ def register(verbs) -> None:
     p.add_argument("--push", action="store_true", help="push the bumped branches to the configured remote")
     p.add_argument("--open-pr", action="store_true", help="push to bump/<branch>-<rev> and open a pull request")
     p.add_argument("--force", action="store_true", help="also bump vLLM-certified branches")
+    p.add_argument("--with-companions", action="store_true", dest="with_companions",
+                   help="also move the paired build-torchvision branch to the same pin (its own commit there)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_bump)
 
@@ -43,6 +45,7 @@ def _bump(args, ctx) -> int:
             push=args.push,
             open_pr=args.open_pr,
             dry_run=args.dry_run,
+            with_companions=args.with_companions,
             repo=args.repo,
         )
         result = plan.apply()

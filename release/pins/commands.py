@@ -31,9 +31,10 @@ def _catalog(ctx):
 
 
 class BumpResult:
-    def __init__(self, plan: "Plan", outcome):
+    def __init__(self, plan: "Plan", outcome, companions=()):
         self.plan = plan
         self.outcome = outcome
+        self.companions = list(companions)  # outcomes of the companion plans, in plan order
         self.ok = True
         self.exit_code = 0
 
@@ -49,6 +50,8 @@ class BumpResult:
                 "notes": o.notes,
             }
         )
+        for cd, co in zip(d.get("companions", []), self.companions):
+            cd.update({"commits": co.commits, "pushed": co.pushed, "notes": co.notes})
         return d
 
     def text(self) -> str:
@@ -68,6 +71,11 @@ class BumpResult:
         for pr in o.pull_requests:
             lines.append(f"Pull request for {pr['branch']}: {pr.get('url') or '#' + str(pr.get('number'))}")
         lines.extend(o.notes)
+        for cdata, co in zip(data.companions, self.companions):
+            for bp in cdata.branches:
+                if bp.branch in co.commits:
+                    lines.append(f"{bp.branch} ({cdata.repo_path.name}): {short(co.commits[bp.branch])} {bp.message}")
+            lines.extend(co.notes)
         return "\n".join(lines) or "Nothing to do."
 
 
@@ -86,6 +94,9 @@ class Plan:
             "dry_run": d.options.dry_run,
             "branches": [bp.to_dict() for bp in d.branches],
             "skipped": [{"branch": b, "reason": r} for b, r in d.skipped],
+            "companions": [
+                {"repo": str(c.repo_path), "branches": [bp.to_dict() for bp in c.branches]} for c in d.companions
+            ],
         }
 
     def text(self) -> str:
@@ -112,17 +123,34 @@ class Plan:
             lines.append(f"    commit: {bp.message}")
         for name, why in d.skipped:
             lines.append(f"  {name}: skipped ({why})")
+        for bp in d.branches:
+            lines.extend(f"    note: {n}" for n in bp.notes)
+            lines.extend(f"    README left as written: {n}" for n in bp.edit.readme_left)
+        for c in d.companions:
+            lines.append(f"Companion in {c.repo_path} ({c.source}):")
+            for bp in c.branches:
+                g = bp.edit.group
+                if bp.edit.up_to_date:
+                    lines.append(f"  {bp.branch}: up to date")
+                    continue
+                lines.append(f"  {bp.branch}: {short(g.pin)} -> {short(c.new_rev)}, {len(bp.edit.changes)} files "
+                             f"({', '.join(g.labels)}); own commit: {bp.message}")
         return "\n".join(lines)
 
     def apply(self) -> BumpResult:
         from release.pins.bump import apply_bump
 
+        if self.data.companions:
+            from release.pins.companions import apply_with_companions
+
+            outcome, companions = apply_with_companions(self.data, self.settings)
+            return BumpResult(self, outcome, companions)
         return BumpResult(self, apply_bump(self.data, self.settings))
 
 
 def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> Plan:
     """``target`` is a branch name, a list of names, or ``"all"``. Options: channel, cuda,
-    from_pin, force, push, open_pr, dry_run, repo."""
+    from_pin, force, push, open_pr, dry_run, with_companions, repo."""
     from release.pins.bump import BumpOptions, plan_bump as _plan
     from release.adapters.nixpkgs import NixpkgsClient
 
@@ -133,11 +161,16 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     else:
         names = tuple(target)
     options = BumpOptions(branches=names, all=(target == "all"), rev=rev, **opts)
-    from release.pins.tarball import record_hashes
+    from release.pins.tarball import record_all_hashes
 
     with NixpkgsClient(settings) as client:
-        data = _plan(repo, options, client, catalog=_catalog(ctx), default_channel=settings.default_channel)
-    record_hashes(data, settings)
+        catalog = _catalog(ctx)
+        data = _plan(repo, options, client, catalog=catalog, default_channel=settings.default_channel)
+        if options.with_companions:
+            from release.pins.companions import plan_companions
+
+            data.companions = plan_companions(data, client, ctx, settings.default_channel)
+    record_all_hashes(data, settings)
     return Plan(data, settings)
 
 

@@ -158,25 +158,12 @@ def rewrite_recipe(text: str, old: str, new: str) -> str:
     return PIN_RE.sub(lambda m: m.group(1) + new + m.group(3) if m.group(2) == old else m.group(0), text)
 
 
-_ROW_RE = re.compile(r"^\|\s*\**`(?P<name>[^`]+)`")
+def rewrite_readme(text: str, branch: str, old: str, new: str, branches=()) -> str:
+    """The README of ``branch`` with pin ``old`` moved to ``new`` only where it speaks about
+    ``branch``'s moved pin group (see :mod:`release.pins.readme`)."""
+    from release.pins.readme import scoped_readme_edit
 
-
-def rewrite_readme(text: str, branch: str, old: str, new: str) -> str:
-    """Update the branch's version-matrix rows: a table row that mentions pin ``old`` (full SHA,
-    or short in backticks) gets ``new`` unless its first cell names another branch (the real
-    READMEs list every branch, several on the same pin). torchbot's metadata comment
-    (``<!-- torchbot:... -->``) is updated too when it carries the pin."""
-    out = []
-    old_short, new_short = short(old), short(new)
-    for line in text.splitlines(keepends=True):
-        if line.startswith("|") and (old in line or f"`{old_short}`" in line):
-            m = _ROW_RE.match(line)
-            if m is None or m.group("name") == branch:
-                line = line.replace(old, new).replace(f"`{old_short}`", f"`{new_short}`")
-        elif line.startswith("<!-- torchbot:") and old in line:
-            line = line.replace(old, new)
-        out.append(line)
-    return "".join(out)
+    return scoped_readme_edit(text, branch, old, new, branches).text
 
 
 def commit_message(old: str, new: str, torch: str | None, cuda_sets: tuple[str, ...]) -> str:
@@ -201,6 +188,7 @@ class BranchEdit:
     new_pin: str
     changes: dict[str, str] = field(default_factory=dict)
     lines_changed: int = 0
+    readme_left: list[str] = field(default_factory=list)  # README lines naming the pin with another branch
 
     @property
     def up_to_date(self) -> bool:
@@ -208,7 +196,7 @@ class BranchEdit:
 
 
 def plan_edit(
-    branch: str, group: PinGroup, new_pin: str, recipes: dict[str, str], readme: str | None
+    branch: str, group: PinGroup, new_pin: str, recipes: dict[str, str], readme: str | None, branches=()
 ) -> BranchEdit:
     edit = BranchEdit(branch, group, new_pin)
     if edit.up_to_date:
@@ -220,7 +208,11 @@ def plan_edit(
             edit.changes[path] = new_text
             edit.lines_changed += sum(1 for a, b in zip(text.splitlines(), new_text.splitlines()) if a != b)
     if readme is not None:
-        new_readme = rewrite_readme(readme, branch, group.pin, new_pin)
+        from release.pins.readme import scoped_readme_edit
+
+        scoped = scoped_readme_edit(readme, branch, group.pin, new_pin, branches)
+        edit.readme_left = scoped.left_as_written
+        new_readme = scoped.text
         if new_readme != readme:
             edit.changes[README] = new_readme
             edit.lines_changed += sum(1 for a, b in zip(readme.splitlines(), new_readme.splitlines()) if a != b)

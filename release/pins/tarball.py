@@ -89,3 +89,18 @@ def record_hashes(plan, settings, prefetch: Prefetch = prefetch_tarball) -> None
             edit.changes.update(fixed)
             edit.lines_changed += len(fixed)
             bp.message = f"nixpkgs: record the sha256 of pin {short(rev)} ({len(fixed)} recipes)"
+
+
+def record_all_hashes(plan, settings, prefetch: Prefetch = prefetch_tarball) -> None:
+    """:func:`record_hashes` for a plan and its companion plans (``--with-companions``: the
+    build-torchvision branches move to the same revision), hashing each tarball once."""
+    done: dict[tuple, str] = {}
+
+    def once(url: str, **kw) -> str:
+        key = (url, kw.get("expected"))
+        if key not in done:
+            done[key] = prefetch(url, **kw)
+        return done[key]
+
+    for p in [plan, *getattr(plan, "companions", [])]:
+        record_hashes(p, settings, once)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from config.catalog import Catalog, TorchSource
 from config.naming import parse_package_name
 from release.recipes.nixscan import (
-    UNKNOWN, Attrs, Defaulted, Node, NixSyntaxError, Scan, Scope, scan,
+    UNKNOWN, Attrs, Node, NixSyntaxError, Scan, Scope, scan,
 )
 
 RECIPES_DIR = ".flox/pkgs"

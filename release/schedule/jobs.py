@@ -5,6 +5,8 @@ Jobs:
   ``bump_vllm_branches``): ``release.pins.commands.plan_bump(ctx, branch, None).apply()``,
   then a ``--changed-only`` build with ``Settings.build_backend`` (skipped gracefully when the
   pins module or the repository is absent);
+- ``docs-check`` on ``Settings.docs_cron`` (weekly): ``release docs --check``; drift goes to the
+  announce channel;
 - ``poll-builds`` (GitHub runs of the github backend; interrupted local builds),
   ``publish`` and ``flush-announcements`` on their intervals.
 
@@ -92,6 +94,12 @@ def job_specs(ctx) -> list[JobSpec]:
         if branch.vllm and not s.bump_vllm_branches:
             continue
         specs.append(JobSpec(f"bump:{name}", "bump", name, cron, BUMP_GRACE, f"bump the nixpkgs pin of {name}"))
+    try:
+        docs_cron = crontab_trigger(s.docs_cron)
+    except ValueError as err:
+        raise UsageError(f"TORCHBOT_DOCS_CRON '{s.docs_cron}' is not a crontab expression: {err}.") from None
+    specs.append(JobSpec("docs-check", "docs-check", None, docs_cron, BUMP_GRACE,
+                         "check the README cross-branch tables; drift goes to the announce channel"))
     for kind, seconds, what in (
         ("poll-builds", s.poll_interval_seconds, "follow running builds"),
         ("publish", s.publish_interval_seconds, "publish succeeded variants"),
@@ -167,7 +175,29 @@ def _job_flush(ctx, _arg) -> str:
         f" ({out['error']})" if out["error"] else "")
 
 
+def _job_docs(ctx, _arg) -> str:
+    """``release docs --check`` (with the torchvision pairing when configured); drift is posted
+    to the announce channel as one message listing the stale rows."""
+    if ctx.settings.repo_path is None:
+        return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
+    from release.docs.commands import docs_check
+
+    result = docs_check(ctx)
+    if not result.drift:
+        return f"clean: {len(result.checked)} READMEs match the repository"
+    line = f"{len(result.stale)} stale rows, {len(result.pairing)} torchvision mismatches"
+    s = ctx.settings
+    if s.slack_bot_token is None or not s.announce_channel:
+        return f"{line}; not posted (no Slack token or announce channel)"
+    from release.adapters.slack import make_client
+    from release.docs.commands import drift_message
+
+    make_client(s).chat_postMessage(channel=s.announce_channel, text=drift_message(result))
+    return f"{line}; posted to {s.announce_channel}"
+
+
 JOB_KINDS = {
+    "docs-check": _job_docs,
     "bump": _job_bump,
     "poll-builds": _job_poll,
     "publish": _job_publish,
