@@ -56,6 +56,10 @@ class Answer:
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    # how many of ``reasons`` are about the hardware (GPU, CPU); the rest explain the branch and
+    # CUDA choice, which a companion answer (torchvision/torchaudio) makes for itself
+    hardware_reasons: int | None = field(default=None, repr=False, compare=False)
+    hardware_warnings: int | None = field(default=None, repr=False, compare=False)  # likewise for warnings
 
     exit_code = 0  # any answer is a successful command
 

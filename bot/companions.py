@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from bot.answer import Answer, Pick
 from bot.hardware import Hardware
-from bot.select import cpu_plan
+from bot.select import cpu_plan, driver_reason
 from config.catalog import Branch, Catalog, Variant, vtuple
 
 _ASK_RE = re.compile(r"torch[\s_-]?(vision|audio)", re.I)
@@ -126,7 +126,10 @@ def _pick(cat: Catalog, b: Branch, v: Variant, org: str, note: str = "") -> Pick
 
 def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: str) -> Answer:
     """The torchvision/torchaudio answer for the hardware the PyTorch answer ``base`` is for."""
-    ans = Answer(hardware=hw, reasons=list(base.reasons), warnings=list(base.warnings), missing=list(base.missing))
+    # the hardware reasons carry over; the branch and CUDA reasons are the companion's own
+    kept = base.reasons if base.hardware_reasons is None else base.reasons[: base.hardware_reasons]
+    said = base.warnings if base.hardware_warnings is None else base.warnings[: base.hardware_warnings]
+    ans = Answer(hardware=hw, reasons=list(kept), warnings=list(said), missing=list(base.missing))
     pt = base.recommendation
     if pt is None:
         if not ans.missing:
@@ -173,6 +176,8 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
         ans.warnings.append(f"No {kind} {pt.gpu_arch or 'CPU-only'} {order[0]} build; {v.cpu_isa} is the best one this CPU runs.")
     if v.cuda and pt.cuda and v.cuda != pt.cuda:
         ans.reasons.append(f"{kind} is built with CUDA {v.cuda} here (the PyTorch answer used CUDA {pt.cuda}).")
+    if v.cuda and base.hardware_reasons is not None and (reason := driver_reason(cat, hw, v.cuda, v.gpu_arch)):
+        ans.reasons.append(reason)
     partner_pkg = pw.get("package")
     if partner_pkg:
         partner_branch = cat.branches.get(pw.get("branch") or "")

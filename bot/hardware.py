@@ -178,6 +178,8 @@ def _lookup(table: dict[str, str], tokens: list[tuple[str, int, int]], m: _Match
                 hit = table.get(key[:-1])
             if hit is not None:
                 best = (hit, n + 1)
+            if key not in starts:  # no key begins with these tokens: longer n-grams cannot match
+                break
         if best is not None:
             yield best[0], tokens[i][1], tokens[i + best[1] - 1][2]
             i += best[1]
@@ -435,14 +437,18 @@ def _instance(cat: Catalog, m: _Matchers, low: str) -> tuple[int, int, int] | No
             return m.instance_idx[int(im.lastgroup[1:])], im.start(), im.end()
     if not m.families:
         return None
+    named: dict[str, bool] = {}  # provider -> named in the text (searched once, not per family token)
     for tm in re.finditer(r"(?<![a-z0-9.\-_])[a-z][a-z0-9]*\d[a-z0-9]*(?:-[a-z0-9]+)?(?![a-z0-9.])", low):
         fam = m.families.get(tm.group(0).replace("-", ""))
         if fam is None:
             continue
         idx, needs_provider = fam
         provider = cat.instances[idx].provider
-        if needs_provider and not (provider in m.providers and m.providers[provider].search(low)):
-            continue
+        if needs_provider:
+            if provider not in named:
+                named[provider] = provider in m.providers and m.providers[provider].search(low) is not None
+            if not named[provider]:
+                continue
         return idx, tm.start(), tm.end()
     return None
 

@@ -244,6 +244,20 @@ def _constraints(cat: Catalog, hw: Hardware, ans: Answer) -> list[Branch]:
     return out
 
 
+def _min_driver(cat: Catalog, cuda: str, arch: GpuArch | None) -> str | None:
+    """The oldest driver that runs code built with ``cuda`` on ``arch``."""
+    needs = [x for x in (cat.cuda[cuda].min_driver if cuda in cat.cuda else None, arch.min_driver if arch else None) if x]
+    return max(needs, key=vtuple) if needs else None
+
+
+def driver_reason(cat: Catalog, hw: Hardware, cuda: str, gpu_arch: str | None) -> str | None:
+    """The driver line of an answer for a build with ``cuda`` (shared with companion answers)."""
+    if hw.driver:
+        return f"Driver {hw.driver} supports CUDA {cuda} builds."
+    need = _min_driver(cat, cuda, cat.gpu_archs.get(gpu_arch) if gpu_arch else None)
+    return f"Needs NVIDIA driver {need} or newer (CUDA {cuda})." if need else None
+
+
 def _driver_ok(cat: Catalog, hw: Hardware, cuda: str, arch: GpuArch | None) -> bool:
     if not hw.driver:
         return True
@@ -348,6 +362,7 @@ def _choose(
 
     best_branch, best = found[0]
     ans.recommendation = _pick(cat, best_branch, best, org)
+    ans.hardware_reasons, ans.hardware_warnings = len(ans.reasons), len(ans.warnings)
     ans.reasons.append(_branch_reason(cat, hw, best_branch, arch, candidates))
     if best.cuda:
         cudas = sorted({v.cuda for v in best_branch.variants if v.gpu_arch == best.gpu_arch and v.cuda}, key=vtuple)
@@ -357,13 +372,10 @@ def _choose(
             ans.reasons.append(
                 f"{best_branch.name} carries {best.gpu_arch.upper()} for CUDA {', '.join(cudas)}; CUDA {best.cuda} is the newest your setup allows."
             )
-        if hw.driver:
-            ans.reasons.append(f"Driver {hw.driver} supports CUDA {best.cuda} builds.")
-        elif cat.cuda.get(best.cuda):
-            need = max(
-                (x for x in (cat.cuda[best.cuda].min_driver, arch.min_driver if arch else None) if x), key=vtuple
-            )
-            ans.reasons.append(f"Needs NVIDIA driver {need} or newer (CUDA {best.cuda}).")
+        reason = driver_reason(cat, hw, best.cuda, best.gpu_arch)
+        if reason:
+            ans.reasons.append(reason)
+        if not hw.driver and (need := _min_driver(cat, best.cuda, arch)):
             if vtuple(best_branch.min_driver) and vtuple(best_branch.min_driver) < vtuple(need.split(".")[0]):
                 ans.warnings.append(
                     f"The branch README says driver {best_branch.min_driver}+, but code built with CUDA {best.cuda} needs {need} or newer."

@@ -145,6 +145,21 @@ def test_torchaudio_comes_from_the_build_pytorch_companion_that_imports_its_pyto
     assert on_branch(pt.path, "main", r["package"]) and on_branch(pt.path, "main", r["pairs_with"]["package"])
 
 
+
+def test_a_companion_answer_explains_its_own_branch_cuda_and_driver_not_the_pytorch_picks(repos, ctx):
+    """The PyTorch answer for this hardware is on another branch with another CUDA; the torchvision
+    answer keeps the hardware reasons and gives the driver for the CUDA its own package is built with."""
+    d = ask(ctx, "which torchvision for an RTX 4090 and i9-13900K").to_dict()
+    pytorch = ask(ctx, "RTX 4090 and i9-13900K").to_dict()["recommendation"]
+    r = d["recommendation"]
+    assert (r["kind"], r["cuda"]) == ("torchvision", "13.1") and pytorch["cuda"] == "12.8"
+    assert any(x.startswith("RTX 4090: Ada Lovelace") for x in d["reasons"])
+    assert any(x.startswith("Needs NVIDIA driver") and x.endswith("(CUDA 13.1).") for x in d["reasons"])
+    said = d["reasons"] + d["warnings"]
+    assert not any("(CUDA 12.8)." in x or "CUDA 12.8 needs" in x for x in said)
+    assert not any(x.startswith(f"Branch {pytorch['branch']} ") for x in d["reasons"])
+
+
 QUESTIONS = [
     "H100", "p5.48xlarge", "A100 with EPYC 7R13", "RTX 3090 i9-12900K", "L40S", "T4", "GB200", "DGX Spark",
     "Jetson AGX Thor", "RTX 5090 with zen 4", "H100 cuda 12.9", "H100 cuda 13.0", "no GPU, Graviton3",
