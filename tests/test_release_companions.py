@@ -117,3 +117,18 @@ def test_without_a_torchvision_repository_it_says_what_to_set(repos, monkeypatch
     rc = cli(["release", "bump-pins", "--branch", PT, "--cuda", "13.1", "--rev", NEW, "--with-companions"])
     assert rc != 0 and "TORCHBOT_REPO_PATH" in capsys.readouterr().err
     assert refs(pt.path) == before
+
+
+def test_companion_recipes_get_the_same_tarball_sha256(repos, tmp_path):
+    import os
+    import subprocess
+
+    pt, tv = repos
+    plan_bump(ctx(), PT, NEW, cuda="13.1", with_companions=True).apply()
+    url = f"{os.environ['TORCHBOT_NIXPKGS_TARBALL_URL']}{NEW}.tar.gz"
+    own = subprocess.run(["nix-prefetch-url", "--unpack", "--store", f"local?root={tmp_path / 'store'}", url],
+                         capture_output=True, text=True)
+    subprocess.run(["chmod", "-R", "u+w", str(tmp_path / "store")])
+    assert own.returncode == 0, own.stderr
+    moved = [t for repo, branch in ((pt, PT), (tv, TV)) for t in tree_files(repo.path, branch).values() if NEW in t]
+    assert len(moved) >= 2 and all(t.count(f'sha256 = "{own.stdout.strip()}";') == 1 for t in moved)
