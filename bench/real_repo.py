@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 from tests.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
 
 NEW = "0123abcd0123abcd0123abcd0123abcd0123abcd"
+NEW_28 = "2828abcd2828abcd2828abcd2828abcd2828abcd"  # main promises PyTorch 2.8: a pin with torch 2.8.x
 CUDA_SETS = {"cudaPackages_12_6", "cudaPackages_12_8", "cudaPackages_12_9", "cudaPackages_13", "cudaPackages_13_0",
              "cudaPackages_13_1"}
 BIN = Path(sys.executable).parent
@@ -100,20 +101,21 @@ def main() -> int:
                              capture_output=True, text=True).stdout.strip()
         # 4. a bump PR of main (pushed to a scratch bare remote; the PR goes to the fake)
         main_pin = next(iter(pins_of(repo, "main")))
-        fake.add_rev(main_pin, "2.9.1", CUDA_SETS)
+        fake.add_rev(main_pin, "2.8.0", CUDA_SETS)
+        fake.add_rev(NEW_28, "2.8.4", CUDA_SETS)
         fake.history = []
         fake.add_commit(main_pin, "base")
-        fake.add_commit("1" * 40, "python3Packages.torch: 2.9.0 -> 2.9.1",
+        fake.add_commit("1" * 40, "python3Packages.torch: 2.8.0 -> 2.8.4",
                         ["pkgs/development/python-modules/torch/source/default.nix"])
         fake.add_commit("2" * 40, "cudaPackages.cudnn: 9.8 -> 9.10", ["pkgs/development/cuda-modules/cudnn/default.nix"])
-        fake.add_commit(NEW, "hello: 1 -> 2", ["pkgs/by-name/he/hello/package.nix"])
+        fake.add_commit(NEW_28, "hello: 1 -> 2", ["pkgs/by-name/he/hello/package.nix"])
         scratch = tmp / "scratch.git"
         subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(scratch)], check=True)
         subprocess.run(["git", "-C", str(repo), "remote", "add", "torchbot-scratch", str(scratch)], check=True)
         pr_ctx = Context(Settings(**{**base, "repo_remote": "torchbot-scratch"}, channels_url=fake.channels_url,
                                   github_api_url=fake.api_url, nixpkgs_tarball_url=fake.tarball_url,
                                   http_retries=1), use_repo=False)
-        plan_bump(pr_ctx, "main", NEW, open_pr=True).apply()
+        plan_bump(pr_ctx, "main", NEW_28, open_pr=True).apply()
         body = fake.pulls[-1]["body"]
         print("4. the bump PR of main (body lines with facts):")
         for line in body.splitlines():
