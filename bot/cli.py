@@ -73,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `torchbot ask ... | head -1`: the reader left; not an error to report
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 141
     except Exception as err:  # last resort: a sentence for the user, the traceback in the log
         logging.getLogger("torchbot").debug("unexpected error", exc_info=True)
         print(f"torchbot: internal error ({type(err).__name__}); rerun with -v for details.", file=sys.stderr)

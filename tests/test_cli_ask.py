@@ -48,6 +48,19 @@ def test_usage_errors_exit_2_without_traceback():
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
+def test_a_reader_that_leaves_early_is_not_an_error():
+    """`torchbot catalog | head -1`: the pipe closes before the output is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {k: v for k, v in os.environ.items() if k != "TORCHBOT_REPO_PATH"}
+    try:
+        r = subprocess.run([sys.executable, "-m", "bot.cli", "catalog"], stdout=write_end, stderr=subprocess.PIPE,
+                           text=True, cwd=ROOT, env=env, timeout=60)
+    finally:
+        os.close(write_end)
+    assert r.returncode == 141 and r.stderr == ""
+
+
 def test_flox_org_from_settings():
     r = run("ask", "--json", "DGX Spark", env={"TORCHBOT_FLOX_ORG": "ml-infra"})
     rec = json.loads(r.stdout)["recommendation"]

@@ -1,5 +1,5 @@
-"""`torchbot ask` reads its two settings without pydantic-settings when only the environment can
-set them, and reads exactly what the full Settings would."""
+"""`torchbot ask` reads its settings (the Flox org and the repositories) without pydantic-settings
+when only the environment can set them, and reads exactly what the full Settings would."""
 
 import os
 import subprocess
@@ -33,8 +33,17 @@ def test_defaults_and_environment_agree_with_settings(clean, monkeypatch):
     assert light_settings().repo_path is None
 
 
-@pytest.mark.parametrize("setup", ["dotenv", "toml", "config_env", "repo", "other_variable"])
-def test_files_or_a_repository_need_the_full_settings(clean, monkeypatch, setup):
+@pytest.mark.parametrize("value", ["/srv/build-pytorch", "/srv/build-pytorch, /srv/build-torchvision",
+                                   "/srv/build-pytorch,/srv/build-torchvision,", "relative/repo"])
+def test_repositories_from_the_environment_agree_with_settings(clean, monkeypatch, value):
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", value)
+    light, full = light_settings(), Settings()
+    assert light is not None
+    assert light.repo_path == full.repo_path and light.repositories() == full.repositories()
+
+
+@pytest.mark.parametrize("setup", ["dotenv", "toml", "config_env", "other_variable"])
+def test_files_or_other_settings_need_the_full_settings(clean, monkeypatch, setup):
     if setup == "dotenv":
         (clean / ".env").write_text("TORCHBOT_FLOX_ORG=from-dotenv\n")
     elif setup == "toml":
@@ -42,8 +51,6 @@ def test_files_or_a_repository_need_the_full_settings(clean, monkeypatch, setup)
     elif setup == "config_env":
         (clean / "other.toml").write_text('flox_org = "from-other"\n')
         monkeypatch.setenv("TORCHBOT_CONFIG", str(clean / "other.toml"))
-    elif setup == "repo":
-        monkeypatch.setenv("TORCHBOT_REPO_PATH", str(clean))
     else:  # anything load_settings would check (here a malformed one) is left to it
         monkeypatch.setenv("TORCHBOT_STATE_DB", "not a url")
     assert light_settings() is None
