@@ -75,8 +75,15 @@ def main() -> None:
                   f"variants; first read {first:.2f} s): {rate(rctx, mixed):,.0f} answers/s over {len(mixed)} questions "
                   "incl. torchvision/torchaudio (goal >= 2,000)")
 
-    env = dict(os.environ)
-    env.pop("TORCHBOT_REPO_PATH", None)
+            print(f"one `torchbot ask` process answering from them: {process_ms(repo_path=','.join(map(str, paths))):.0f} ms "
+                  "wall (median of 7, recipe cache warm; goal < 500 ms)")
+    print(f"one `torchbot ask` process: {process_ms():.0f} ms wall (median of 7; goal < 500 ms)")
+
+
+def process_ms(repo_path: str | None = None) -> float:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("TORCHBOT_")}
+    if repo_path:
+        env["TORCHBOT_REPO_PATH"] = repo_path
     exe = ROOT / ".venv" / "bin" / "torchbot"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "bot.cli"]
     walls = []
@@ -84,7 +91,7 @@ def main() -> None:
         t = time.perf_counter()
         subprocess.run(cmd + ["ask", "which variant for an H100 with Graviton3"], check=True, capture_output=True, env=env, cwd=ROOT)
         walls.append(time.perf_counter() - t)
-    print(f"one `torchbot ask` process: {statistics.median(walls) * 1000:.0f} ms wall (median of 7; goal < 500 ms)")
+    return statistics.median(walls) * 1000
 
 
 def clone(src: str, dst: Path) -> Path:
