@@ -76,6 +76,7 @@ class Hardware:
     system_cpu: str | None = None  # the CPU a named system or superchip comes with
     no_gpu: bool = False
     unknown_gpu: list[str] = field(default_factory=list)  # GPU-like names torchbot does not know
+    gpu_unnamed: bool = False  # the question mentions a GPU ("my gpu box") without naming a known one
     gpu_suggestions: dict[str, str] = field(default_factory=dict)  # unknown name -> a model it may be ("a1oo": A100)
     unknown_cpu: list[str] = field(default_factory=list)
     unknown_instance: str | None = None
@@ -421,7 +422,26 @@ def parse(cat: Catalog, text: str) -> Hardware:
         hw.no_gpu = True
     if hw.instance_gpu_less and hw.gpu_arch is None and hw.gpu_foreign is None:
         hw.no_gpu = True
+    if not hw.no_gpu and hw.gpu_arch is None and hw.gpu_foreign is None and not hw.gpus and not hw.unknown_gpu \
+            and hw.gpu_unknown_cc is None and not inst_gpu:
+        _unnamed_gpu(hw, prose[:SCAN])
     return hw
+
+
+# "a GPU", "XYZ9000 gpus", "graphics card": a GPU the question mentions without naming one torchbot knows
+_GPU_WORD_RE = re.compile(r"(?<![a-z0-9])(?:([a-z0-9][a-z0-9-]{1,15}) )?(?:gpus?|graphics cards?|video cards?)(?![a-z0-9])")
+_COUNT_RE = re.compile(r"\d+x?|x\d+|[a-z]+")  # "8x gpus", "4 gpus", "nvidia gpu": no model number
+
+
+def _unnamed_gpu(hw: Hardware, prose: str) -> None:
+    """A model-number-like word before "gpu" is an unknown GPU name; a bare mention of a GPU is
+    remembered, so the answer asks which one instead of answering CPU-only."""
+    for gm in _GPU_WORD_RE.finditer(prose):
+        word = gm.group(1)
+        if word and not _COUNT_RE.fullmatch(word) and not _CPU_LIKE_RE.fullmatch(word):
+            hw.unknown_gpu.append(word)
+            return
+        hw.gpu_unnamed = True
 
 
 # Every instance name has one of these shapes: AWS "<family>.<size>", GCP "<family>-<kind>",

@@ -73,6 +73,10 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
         ans.reasons.append(f"{name}: {arch.family}, compute capability {arch.cc} -> {arch.upper}.")
         return _gpu(cat, hw, arch, ans, org)
 
+    if hw.gpu_unnamed and not hw.no_gpu:
+        ans.warnings.append("The question mentions a GPU but not which one, so I won't answer CPU-only for it.")
+        ans.missing.append(f"Which NVIDIA GPU (paste {ASK_GPU}), or say 'no GPU' for a CPU-only build.")
+        return ans
     if hw.no_gpu or hw.cpu_flags is not None or hw.cpu:
         if hw.instance_gpu_less:
             ans.reasons.append(f"{hw.instance} ({hw.instance_provider}) has no GPU: a CPU-only build.")
