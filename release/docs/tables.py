@@ -174,6 +174,15 @@ def _render(line: str, doc: BranchDoc, cols: _Cols, cuda: list[str] | None, pins
     return join_row(line, cells)
 
 
+def _blank_unmaintained(line: str, cols: _Cols) -> str:
+    """A neighbour row as the template of a row torchbot adds: the cells torchbot does not
+    maintain (cuDNN, Min Driver, architectures, notes) are emptied rather than copied, since
+    the neighbour's values need not hold for another CUDA group (a 13.1 row is not '570+')."""
+    kept = {0, cols.pytorch, cols.cuda, cols.python, cols.variants, cols.pin}
+    cells = split_row(line)
+    return join_row(line, [c if i in kept else " " for i, c in enumerate(cells)])
+
+
 def _block_rows(lines: list[str], rows: list[int], doc: BranchDoc, cols: _Cols) -> list[str]:
     """The rows a branch's block must have (the same lines where nothing is stale)."""
     true = list(doc.cuda)
@@ -209,7 +218,7 @@ def _block_rows(lines: list[str], rows: list[int], doc: BranchDoc, cols: _Cols) 
                     if target is not None:
                         target[1], target[2] = [], pin
                 if target is None:
-                    target = [plans[-1][0], [], pin]
+                    target = [_blank_unmaintained(plans[-1][0], cols), [], pin]  # a row torchbot adds
                     plans.append(target)
                 target[1].append(c)
         else:
