@@ -32,11 +32,13 @@ def register(sub) -> None:
         module.register(verbs)
 
 
-def emit(result, as_json: bool) -> None:
+def emit(result, as_json: bool) -> int:
+    """Print a result object (JSON or text); its exit code (0 unless the result says otherwise)."""
     if as_json:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=False))
     else:
         print(result.text())
+    return getattr(result, "exit_code", 0)
 
 
 def refusal(err, as_json: bool) -> int:

@@ -63,12 +63,17 @@ class Context:
         return read_repositories(paths, load_catalog())
 
 
-def repo_path(ctx: Context, repo: str | Path | None) -> Path:
-    """``repo`` or ``TORCHBOT_REPO_PATH``, resolved and checked to be a git repository."""
-    path = Path(repo) if repo else ctx.settings.repo_path
+def repo_arg(ctx: Context, repo: str | Path | None) -> Path:
+    """``repo`` or ``TORCHBOT_REPO_PATH``, as given (the git adapter says if it is no repository)."""
+    path = repo or ctx.settings.repo_path
     if path is None:
         raise UsageError("No repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
-    path = Path(path).expanduser().resolve()
+    return Path(path)
+
+
+def repo_path(ctx: Context, repo: str | Path | None) -> Path:
+    """``repo`` or ``TORCHBOT_REPO_PATH``, resolved and checked to be a git repository."""
+    path = repo_arg(ctx, repo).expanduser().resolve()
     if not (path / ".git").exists() and not (path / "HEAD").exists():
         raise UsageError(f"{path} is not a git repository.")
     return path

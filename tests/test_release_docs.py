@@ -49,7 +49,7 @@ def test_check_reports_each_stale_row_and_exits_1(pt, capsys):
     # the text form names the README, the table, the row, what it says and what is true
     cli(docs("--check"))
     text = capsys.readouterr().out
-    assert f"main:README.md:" in text and f"[Version Matrix] {MULTI}: says " in text and "; true: " in text
+    assert "main:README.md:" in text and f"[Version Matrix] {MULTI}: says " in text and "; true: " in text
 
 
 def test_write_changes_only_the_tables_then_check_is_clean(pt, capsys):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from release.pins.commands import repo_arg
+from release.context import repo_arg
 
 
 def create_branch(ctx, name: str, **opts):

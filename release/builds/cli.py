@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 
-
-def _emit(result, as_json: bool) -> int:
-    print(json.dumps(result.to_dict(), indent=2) if as_json else result.text())
-    return getattr(result, "exit_code", 0)
+from release.cli import emit as _emit
 
 
 def _build(args, ctx) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from config.errors import UsageError
+from release.context import repo_path
 
 README = "README.md"
 
@@ -92,12 +93,6 @@ def drift_message(result: DocsResult, limit: int = 30) -> str:
     return "\n".join(lines)
 
 
-def _repo(ctx, repo) -> Path:
-    from release.context import repo_path
-
-    return repo_path(ctx, repo)
-
-
 def _read(ctx, path: Path):
     from config.catalog import load_catalog
     from release.recipes.reader import read_repository
@@ -128,7 +123,7 @@ def docs_check(ctx, repo=None, torchvision=None) -> DocsResult:
     import time
 
     start = time.perf_counter()
-    path = _repo(ctx, repo)
+    path = repo_path(ctx, repo)
     model, checked = plan_docs(ctx, path)
     result = DocsResult(str(path), "check", checked=list(checked))
     for c in checked.values():
@@ -147,7 +142,7 @@ def docs_check(ctx, repo=None, torchvision=None) -> DocsResult:
 def docs_write(ctx, repo=None) -> DocsResult:
     from release.adapters import git as gitops
 
-    path = _repo(ctx, repo)
+    path = repo_path(ctx, repo)
     model, checked = plan_docs(ctx, path)
     result = DocsResult(str(path), "write", checked=list(checked))
     work = {n: c for n, c in checked.items() if c.stale}

@@ -212,7 +212,6 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
         gh = GitHub(settings)
         try:
             for bp in work:
-                g = bp.edit.group
                 body = pr_body(bp, plan, settings, head=refs[bp.branch])
                 try:
                     pr = gh.open_pr(head=refs[bp.branch], base=bp.branch, title=bp.message, body=body)

@@ -7,18 +7,10 @@ will change; nothing is written) whose ``apply()`` performs it and returns a
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from config.errors import UsageError
+from release.context import repo_arg
 from release.pins.rules import short
-
-
-def repo_arg(ctx, repo: str | Path | None) -> Path:
-    path = repo or ctx.settings.repo_path
-    if path is None:
-        raise UsageError("No repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
-    return Path(path)
 
 
 def _catalog(ctx):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from release.builds.cli import _emit
+from release.cli import emit as _emit
 
 def _publish(args, ctx) -> int:
     from release.publishing.commands import plan_publish
