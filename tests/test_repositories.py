@@ -206,6 +206,26 @@ def test_the_model_is_cached_by_commit_and_reread_when_a_branch_moves(repos, tmp
     assert reader._FACTS  # recipe facts are kept by blob
 
 
+def test_a_moved_branch_of_companions_only_does_not_change_the_repositorys_kind(repos, tmp_path):
+    """The kind is decided over every branch, not only the ones that moved since the last read."""
+    pt, tv = repos
+    clone = tmp_path / "companions"
+    git(tmp_path, "clone", "-q", str(pt.origin), str(clone))
+    cat = load_catalog()
+    first = read_repositories([clone, tv.path], cat)
+    main_count = len(first.models[0].branches["main"].recipes)
+    git(clone, "checkout", "-q", "-b", "audio-only", "main")
+    for f in (clone / RECIPES).glob("*.nix"):
+        if not f.name.startswith(("torchaudio", "torchvision")):
+            f.unlink()
+    assert list((clone / RECIPES).glob("*.nix"))  # the fixture's main has companions
+    git(clone, "add", "-A")
+    git(clone, "commit", "-q", "-m", "companions only")
+    second = read_repositories([clone, tv.path], cat)
+    assert second.models[0].kind == "build-pytorch"
+    assert len(second.models[0].branches["main"].recipes) == main_count > 0
+
+
 def test_a_missing_repository_in_the_list_is_one_clear_sentence(repos, tmp_path):
     import subprocess
     import sys

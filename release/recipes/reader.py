@@ -481,10 +481,12 @@ def read_repository(path: str | os.PathLike, embedded: Catalog) -> RepoModel:
     else:
         all_facts = {}
 
-    # the repository's kind, from every branch's recipes (cached branches carry theirs)
-    kinds = Counter(m.kind for m in cached.values() if m is not None)
+    # the repository's kind, from every branch's recipes: those just read and the cached ones alike
+    # (from the moved branches alone, one branch of companions would turn a build-pytorch repository
+    # into a build-torchvision one and empty every unmoved branch)
     sample = [f for facts in all_facts.values() for f in facts.values()]
-    kind = repo_kind(sample, Path(path)) if sample else (kinds.most_common(1)[0][0] if kinds else repo_kind([], Path(path)))
+    sample += [f for m in cached.values() if m is not None for f in m.recipes.values()]
+    kind = repo_kind(sample, Path(path))
 
     model = RepoModel(str(path), {}, kind=kind)
     for name, (ref, sha) in refs.items():
