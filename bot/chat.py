@@ -280,9 +280,10 @@ class Chat:
         s = self.ctx.settings
         jobs = self.runner.jobs()
         running = [j for j in jobs if j.state == "running"]
+        cat = self.ctx.catalog  # one read: each access may re-read the repositories
         lines = [
-            f"catalog: {self.ctx.catalog.source}, {len(self.ctx.catalog.branches)} branches"
-            + (f" (+ {len(self.ctx.catalog.vision)} torchvision)" if self.ctx.catalog.vision else ""),
+            f"catalog: {cat.source}, {len(cat.branches)} branches"
+            + (f" (+ {len(cat.vision)} torchvision)" if cat.vision else ""),
             f"repository: {', '.join(map(str, s.repositories())) or 'not configured'}",
             f"announce channel: {s.announce_channel or 'not configured'}",
             f"admins: {len(s.admins)}; pending plans: {len(self.state.pending_plans())}",

@@ -29,7 +29,7 @@ class CatalogResult:
     and build-torchvision, each with its kind and repository) and the recipes that are problems."""
 
     def __init__(self, ctx: Context, problems: list[str] | None = None, repo_set=None):
-        self.catalog = ctx.catalog
+        self.catalog = repo_set.catalog if repo_set is not None else ctx.catalog  # read once, not twice
         self.problems = problems or []
         self.repo_set = repo_set
 

@@ -206,13 +206,15 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
     remote = settings.repo_remote
     if opts.open_pr:
         from release.adapters.github import GitHub
+        from release.adapters.nixpkgs import NixpkgsClient
 
         refs = {bp.branch: f"bump/{bp.branch}-{short(plan.new_rev)}" for bp in work}
         gitops.push(repo, remote, [f"{new[b]}:refs/heads/{r}" for b, r in refs.items()])
         gh = GitHub(settings)
+        nix = NixpkgsClient(settings)
         try:
             for bp in work:
-                body = pr_body(bp, plan, settings, head=refs[bp.branch])
+                body = pr_body(bp, plan, settings, nix, head=refs[bp.branch])
                 try:
                     pr = gh.open_pr(head=refs[bp.branch], base=bp.branch, title=bp.message, body=body)
                 except ExternalError:
@@ -223,6 +225,7 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
                 outcome.pushed.append(refs[bp.branch])
         finally:
             gh.close()
+            nix.close()
         outcome.commits = new
         outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
         return outcome
@@ -250,11 +253,10 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
     return outcome
 
 
-def pr_body(bp: BranchPlan, plan: BumpPlanData, settings, head: str = "") -> str:
+def pr_body(bp: BranchPlan, plan: BumpPlanData, settings, client, head: str = "") -> str:
     """The pull request body (release.pins.review): compare link, torch/CUDA commits and
-    versions before and after, variants to rebuild, notes on schedule and status."""
-    from release.adapters.nixpkgs import NixpkgsClient
+    versions before and after, variants to rebuild, notes on schedule and status. ``client``
+    is one NixpkgsClient for every PR of the bump, so branches sharing pins share its cache."""
     from release.pins import review
 
-    with NixpkgsClient(settings) as client:
-        return review.render(review.gather(bp, plan, settings, client, head=head))
+    return review.render(review.gather(bp, plan, settings, client, head=head))

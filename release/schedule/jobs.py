@@ -112,10 +112,11 @@ def job_specs(ctx) -> list[JobSpec]:
 
 
 def _spec(ctx, job_id: str) -> JobSpec:
-    for spec in job_specs(ctx):
+    specs = job_specs(ctx)
+    for spec in specs:
         if spec.id == job_id:
             return spec
-    known = ", ".join(s.id for s in job_specs(ctx))
+    known = ", ".join(s.id for s in specs)
     raise UsageError(f"No job '{job_id}'. Jobs: {known}.")
 
 
