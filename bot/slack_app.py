@@ -63,7 +63,7 @@ def create_app(ctx: Context, chat: Chat | None = None) -> App:
         except Exception:
             log.exception("could not deliver the apology for %s", what)
 
-    @app.command(re.compile(r"^/(variant|pins|bump|build|publish|torchbot)$"))
+    @app.command(re.compile("^(" + "|".join(map(re.escape, COMMANDS)) + ")$"))
     def on_command(ack, command, respond):
         name = command["command"].lstrip("/")
         text = command.get("text") or ""

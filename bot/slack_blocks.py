@@ -162,6 +162,3 @@ def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.t
     body, file = paged(text, can_attach, name)
     return Rendered(summary, blocks + body, file)
 
-
-def blocks_for(result: Any) -> list[dict[str, Any]]:
-    return render(result).blocks

@@ -30,11 +30,6 @@ def validate_rev(rev: str) -> str:
     return value
 
 
-def is_recipe(path: str) -> bool:
-    p = PurePosixPath(path)
-    return str(p.parent) == RECIPES_DIR and p.suffix == ".nix"
-
-
 def recipe_pins(text: str) -> list[str]:
     return [m.group(2) for m in PIN_RE.finditer(text)]
 

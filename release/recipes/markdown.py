@@ -145,8 +145,3 @@ def header_refs(header_line: str) -> dict[int, str]:
         if name:
             out[i] = name
     return out
-
-
-def is_current_row(cell: str) -> bool:
-    """A first cell marked as the README's own branch (bold, ⬅️ or '(this branch)')."""
-    return "**" in cell or any(m in cell for m in MARKERS) or "this branch" in cell.lower()

@@ -620,15 +620,6 @@ class Scope:
             s = s.parent
         return None
 
-    def is_param(self, name: str) -> bool:
-        """A lambda parameter without a default (its value comes from the caller)."""
-        s: Scope | None = self
-        while s is not None:
-            if name in s.names:
-                return s.names[name] is None
-            s = s.parent
-        return False
-
 
 def scan(text: str) -> Scan:
     """Comments out, strings to placeholders, brackets paired; NixSyntaxError when the text

@@ -95,9 +95,6 @@ class RepoModel:
     problems: list[str] = field(default_factory=list)
     kind: str = PYTORCH_REPO
 
-    def __getitem__(self, name: str) -> BranchModel:
-        return self.branches[name]
-
     @property
     def all_problems(self) -> list[str]:
         out = list(self.problems)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from config.catalog import Branch, Catalog, vtuple
 from config.errors import CatalogError, RefusedError
-from release.recipes.reader import PYTORCH_REPO, VISION_REPO, BranchModel, RepoModel, read_repository
+from release.recipes.reader import PYTORCH_REPO, VISION_REPO, RepoModel, read_repository
 
 
 def major_minor(version: str | None) -> tuple[int, ...]:
@@ -136,9 +136,6 @@ class RepoSet:
     @property
     def vision(self) -> list[RepoModel]:
         return [m for m in self.models if m.kind == VISION_REPO]
-
-    def branch_models(self) -> list[BranchModel]:
-        return [b for m in self.models for b in m.branches.values()]
 
     @property
     def problems(self) -> list[str]:
