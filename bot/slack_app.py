@@ -17,11 +17,10 @@ import re
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot.answer import Answer
 from bot.chat import PLANNERS, SHORT_HELP, Chat, JobReply
 from bot.commands import ask
 from bot.incidents import report
-from bot.slack_blocks import answer_blocks, render
+from bot.slack_blocks import render
 from bot.slack_jobs import JobReport
 from release.context import Context
 
@@ -118,9 +117,8 @@ def create_app(ctx: Context, chat: Chat | None = None) -> App:
         ack()
         try:
             answer = ask(ctx, body["actions"][0].get("value", ""))
-            out = render(answer)
-            respond(response_type="in_channel", replace_original=False, text=out.text,
-                    blocks=answer_blocks(answer, shareable=False))
+            out = render(answer, shareable=False)
+            respond(response_type="in_channel", replace_original=False, text=out.text, blocks=out.blocks)
         except Exception:
             apologise(respond, "Share in channel")
 
@@ -136,9 +134,8 @@ def create_app(ctx: Context, chat: Chat | None = None) -> App:
         thread = event.get("thread_ts") or event.get("ts")
         try:
             result = chat.mention(event.get("text", ""), user=event.get("user", ""), channel=event.get("channel", ""))
-            out = render(result)
-            blocks = answer_blocks(result, shareable=False) if isinstance(result, Answer) else out.blocks
-            say(text=out.text, blocks=blocks, thread_ts=thread)
+            out = render(result, shareable=False)
+            say(text=out.text, blocks=out.blocks, thread_ts=thread)
         except Exception:
             say(text=report(log, "@torchbot"), thread_ts=thread)
 

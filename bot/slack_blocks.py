@@ -138,11 +138,13 @@ def plan_blocks(reply: PlanReply) -> list[dict[str, Any]]:
     ]
 
 
-def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.txt") -> Rendered:
-    """Any result as a message: text (summary), blocks, and maybe a file to attach."""
+def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.txt", *,
+           shareable: bool = True) -> Rendered:
+    """Any result as a message: text (summary), blocks, and maybe a file to attach. An answer
+    posted where everyone sees it already (``shareable=False``) has no Share button."""
     if isinstance(result, Answer):
         r = result.recommendation
-        return Rendered(f"Use {r.package}" if r else "No variant to recommend.", answer_blocks(result))
+        return Rendered(f"Use {r.package}" if r else "No variant to recommend.", answer_blocks(result, shareable))
     if isinstance(result, PlanReply):
         p = result.pending
         return Rendered(f"Plan for /{p.command} {' '.join(p.args)} (Confirm or Cancel)", plan_blocks(result))

@@ -183,6 +183,7 @@ def test_mention_answers_in_the_thread(world):
     msg = next(b for p, b in posts if p == "/api/chat.postMessage")
     assert msg["thread_ts"] == "1700000000.000100"
     assert "-sm90-avx2" in json.dumps(msg)
+    assert "share_answer" not in json.dumps(msg)  # answered in the thread for all to see already
     assert "xoxb-test-token" not in json.dumps(msg)
 
 
@@ -191,6 +192,8 @@ def test_share_button_posts_in_channel(world):
     posts = world["slack"].wait_for(lambda p, b: b.get("response_type") == "in_channel")
     msg = next(b for _, b in posts if b.get("response_type") == "in_channel")
     assert "-sm90-avx2" in json.dumps(msg)
+    assert msg.get("replace_original") is False  # the asker keeps their own answer
+    assert "share_answer" not in json.dumps(msg)  # shared once: no Share button for everyone
 
 
 def test_help_and_unknown_input_are_sentences(world):
