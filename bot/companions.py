@@ -183,7 +183,7 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
         partner_branch = cat.branches.get(pw.get("branch") or "")
         pv = partner_branch.by_package.get(partner_pkg) if partner_branch else None
         if pv is not None and partner_branch is not None:
-            ans.alternatives.append(replace(_pick_pytorch(partner_branch, pv, org), note=f"the PyTorch {v.package} pairs with"))
+            ans.alternatives.append(replace(_pick(cat, partner_branch, pv, org), pairs_with=None, note=f"the PyTorch {v.package} pairs with"))
     others: dict[tuple[str, str], tuple[Branch, Variant]] = {}
     for _, ob, ov in found[1:]:
         others.setdefault((ov.package, ob.name), (ob, ov))
@@ -192,11 +192,3 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
         ans.alternatives.append(_pick(cat, ob, ov, org, f"PyTorch {ob.pytorch}" + (f", CUDA {ov.cuda}" if ov.cuda else "")
                                       + f", {ob.kind}"))
     return ans
-
-
-def _pick_pytorch(b: Branch, v: Variant, org: str) -> Pick:
-    return Pick(
-        package=v.package, branch=b.name, gpu_arch=v.gpu_arch, cpu_isa=v.cpu_isa, cuda=v.cuda, python=b.python,
-        pytorch=b.pytorch, platform=v.platform, build_command=f"git checkout {b.name} && flox build {v.package}",
-        install_command=f"flox install {org}/{v.package}", repository=b.repository, kind="pytorch",
-    )

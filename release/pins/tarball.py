@@ -94,13 +94,14 @@ def record_hashes(plan, settings, prefetch: Prefetch = prefetch_tarball) -> None
 def record_all_hashes(plan, settings, prefetch: Prefetch = prefetch_tarball) -> None:
     """:func:`record_hashes` for a plan and its companion plans (``--with-companions``: the
     build-torchvision branches move to the same revision), hashing each tarball once."""
-    done: dict[tuple, str] = {}
+    done: dict[str, str] = {}
 
     def once(url: str, **kw) -> str:
-        key = (url, kw.get("expected"))
-        if key not in done:
-            done[key] = prefetch(url, **kw)
-        return done[key]
+        # by URL alone: a hash found with or without an expected one is the tarball's hash (a
+        # wrong expected hash raises and caches nothing), so a companion's check reuses it
+        if url not in done:
+            done[url] = prefetch(url, **kw)
+        return done[url]
 
     for p in [plan, *getattr(plan, "companions", [])]:
         record_hashes(p, settings, once)
