@@ -132,7 +132,7 @@ class RepoModel:
 # git (plain subprocess: fast, and works on bare repositories)
 
 
-def git_dir(path: str | os.PathLike) -> Path:
+def find_git_dir(path: str | os.PathLike) -> Path:
     """The git directory of a work tree or bare repository; RefusedError when there is none."""
     p = Path(path)
     if not p.exists():
@@ -389,16 +389,16 @@ def build_branch(
         pytorch, pytorch_from = str(meta["pytorch"]), "README torchbot record"
     elif fallback is not None:
         pytorch, pytorch_from = fallback.pytorch, "embedded catalog (same pin)"
-    elif readme_row(readme, name, "PyTorch"):
-        pytorch, pytorch_from = readme_row(readme, name, "PyTorch"), "README branch table"
-    elif _BRANCH_VERSION_RE.search(name):
-        pytorch, pytorch_from = _BRANCH_VERSION_RE.search(name)[1], "branch name"
+    elif said := readme_row(readme, name, "PyTorch"):
+        pytorch, pytorch_from = said, "README branch table"
+    elif named := _BRANCH_VERSION_RE.search(name):
+        pytorch, pytorch_from = named[1], "branch name"
     else:
         pytorch, pytorch_from = "unknown", "nothing (nixpkgs' torch, unpinned)" if pin == NONE_PIN else "nothing"
 
     vllm = meta.get("vllm") if "vllm" in meta else (embedded.vllm if embedded else None)
-    if vllm is None and _VLLM_RE.search(name):
-        vllm = _VLLM_RE.search(name)[1]
+    if vllm is None and (named := _VLLM_RE.search(name)):
+        vllm = named[1]
     purpose_default = "vllm-certified" if vllm else ("staging" if "staging" in name else "python-variant")
     branch = Branch(
         name=name,
@@ -439,9 +439,10 @@ def repo_kind(recipes: list[RecipeFacts], path: Path) -> str:
     return VISION_REPO if "vision" in path.name.lower() else PYTORCH_REPO
 
 
-def read_repository(path: str | os.PathLike, embedded: Catalog) -> RepoModel:
-    """Every branch of the repository at ``path`` as the branch model (cached by commit)."""
-    gd = git_dir(path)
+def read_repository(path: str | os.PathLike, embedded: Catalog, *, git_dir: Path | None = None) -> RepoModel:
+    """Every branch of the repository at ``path`` as the branch model (cached by commit).
+    ``git_dir``: its git directory when the caller knows it already (saves a git process)."""
+    gd = git_dir or find_git_dir(path)
     refs = branch_refs(gd)
     key = str(gd)
     cached = {n: _BRANCHES.get((key, n, sha, id(embedded))) for n, (_, sha) in refs.items()}

@@ -159,7 +159,7 @@ def read_repositories(paths: list[str | os.PathLike], embedded: Catalog) -> Repo
     if hit is not None and hit[0] == fp:
         _STATE[key] = (fp, hit[1], now)
         return hit[1]
-    models = [read_repository(p, embedded) for p in paths]
+    models = [read_repository(p, embedded, git_dir=w.git_dir) for p, w in zip(paths, watches)]
     rs = RepoSet(models, _catalog(models, embedded))
     if len(_STATE) > 16:
         _STATE.clear()
