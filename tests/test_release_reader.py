@@ -119,3 +119,33 @@ def test_context_answers_from_the_repository(catalog, tmp_path, monkeypatch):
     # the embedded recommendation is not in this repository: the best-ranked branch stands in
     assert ctx.catalog.recommended == "pytorch-2.8-python312"
     assert_same(ctx.catalog.branches["main"], catalog.branches["main"])
+
+
+def test_facts_come_from_the_recipes_when_no_readme_record_or_catalog_branch_helps(catalog, made, tmp_path):
+    """The round trip above can lean on the README's torchbot record and the embedded catalog's
+    branch of the same pin; without either, packages, CUDA sets, pins, GPU architectures and the
+    PyTorch line still come out of the recipes (and the branch name)."""
+    import re
+    import shutil
+    from dataclasses import replace
+
+    from release.recipes.reader import _META_RE
+
+    _, work = made
+    repo = tmp_path / "bare-facts"
+    shutil.copytree(work, repo)
+    for name in catalog.branches:
+        readme = git(repo, "show", f"{name}:README.md")
+        commit_changes(repo, name, {"README.md": _META_RE.sub("", readme)}, "strip the torchbot record",
+                       "t", "t@example.com")
+    assert not re.search("torchbot:branch", git(repo, "show", "main:README.md"))
+    knows_nothing = replace(catalog, branches={})
+    model = read_repository(repo, knows_nothing)
+    assert model.all_problems == []
+    for name, want in catalog.branches.items():
+        got = model.branches[name].branch
+        assert {v.package for v in got.variants} == {v.package for v in want.variants}, name
+        assert {v.cuda for v in got.variants} == {v.cuda for v in want.variants}, name
+        assert {v.gpu_arch for v in got.variants} == {v.gpu_arch for v in want.variants}, name
+        assert set(model.branches[name].pins) == set(want.pins), name
+        assert got.pytorch.split(".")[:2] == want.pytorch.split(".")[:2], name
