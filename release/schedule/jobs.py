@@ -81,23 +81,24 @@ def crontab_trigger(expr: str):
                        timezone=timezone.utc)
 
 
+def _cron(variable: str, expr: str):
+    try:
+        return crontab_trigger(expr)
+    except ValueError as err:
+        raise UsageError(f"{variable} '{expr}' is not a crontab expression: {err}.") from None
+
+
 def job_specs(ctx) -> list[JobSpec]:
     from apscheduler.triggers.interval import IntervalTrigger
 
     s = ctx.settings
     specs: list[JobSpec] = []
-    try:
-        cron = crontab_trigger(s.bump_cron)
-    except ValueError as err:
-        raise UsageError(f"TORCHBOT_BUMP_CRON '{s.bump_cron}' is not a crontab expression: {err}.") from None
+    cron = _cron("TORCHBOT_BUMP_CRON", s.bump_cron)
     for name, branch in sorted(ctx.catalog.branches.items()):
         if branch.vllm and not s.bump_vllm_branches:
             continue
         specs.append(JobSpec(f"bump:{name}", "bump", name, cron, BUMP_GRACE, f"bump the nixpkgs pin of {name}"))
-    try:
-        docs_cron = crontab_trigger(s.docs_cron)
-    except ValueError as err:
-        raise UsageError(f"TORCHBOT_DOCS_CRON '{s.docs_cron}' is not a crontab expression: {err}.") from None
+    docs_cron = _cron("TORCHBOT_DOCS_CRON", s.docs_cron)
     specs.append(JobSpec("docs-check", "docs-check", None, docs_cron, BUMP_GRACE,
                          "check the README cross-branch tables; drift goes to the announce channel"))
     for kind, seconds, what in (
