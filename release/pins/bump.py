@@ -14,7 +14,7 @@ from pathlib import Path
 
 from config.errors import ExternalError, RefusedError, ValidationError
 from release.adapters import git as gitops
-from release.pins.guards import guard_branch
+from release.pins.guards import guard_branch, read_model
 from release.pins.rules import (
     README,
     RECIPES_DIR,
@@ -170,6 +170,7 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         texts[name] = (recipes, files.get(README))
 
     # Guards: every branch is checked before anything is written.
+    model = read_model(repo_path) if any(not bp.edit.up_to_date for bp in selected) else None
     for bp in selected:
         if bp.edit.up_to_date:
             continue
@@ -177,7 +178,7 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         bp.torch_old = client.torch_version(g.pin)
         bp.torch_new = client.torch_version(new_rev)
         recipes, readme = texts[bp.branch]
-        bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog, repo_path=repo_path))
+        bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog, model=model))
         bp.message = commit_message(g.pin, new_rev, bp.torch_new, g.cuda_attrs)
     data.branches = selected
     return data

@@ -22,31 +22,37 @@ def torch_source_version(path: str, text: str, catalog) -> str | None:
     return read_recipe(catalog, PurePosixPath(path).name, text).pytorch
 
 
-def _model_overrides(repo_path, branch: str, embedded) -> dict[str, str | None] | None:
-    """Recipe path -> the PyTorch its source override builds, from the reader's model of the
-    branch (cached by commit, recipe facts cached by blob); None when the reader cannot say."""
+def read_model(repo_path):
+    """The reader's model of the repository (cached by commit, recipe facts by blob), read once
+    per bump for every branch's guards; None when the reader cannot say (the guards then read
+    the recipes themselves)."""
     if repo_path is None:
         return None
+    from config.catalog import load_catalog
     from release.recipes.reader import read_repository
 
     try:
-        bm = read_repository(repo_path, embedded).branches.get(branch)
-    except Exception:  # the guards then read the recipes themselves
+        return read_repository(repo_path, load_catalog())
+    except Exception:
         return None
-    if bm is None:
-        return None
-    return {f.file: f.pytorch for f in bm.recipes.values()}
+
+
+def _model_overrides(model, branch: str) -> dict[str, str | None]:
+    """Recipe path -> the PyTorch its source override builds, as the reader read the branch."""
+    bm = model.branches.get(branch) if model is not None else None
+    return {f.file: f.pytorch for f in bm.recipes.values()} if bm is not None else {}
 
 
 def guard_branch(bp, recipes: dict[str, str], readme: str | None, client, new_rev: str, catalog=None,
-                 repo_path=None) -> list[str]:
-    """Check branch plan ``bp`` (its moved group) against the branch's promise at ``new_rev``."""
+                 model=None) -> list[str]:
+    """Check branch plan ``bp`` (its moved group) against the branch's promise at ``new_rev``;
+    ``model``: the repository as :func:`read_model` read it."""
     from config.catalog import load_catalog
 
     g = bp.edit.group
     entry = catalog.branches.get(bp.branch) if catalog is not None else None
     embedded = load_catalog()
-    known = _model_overrides(repo_path, bp.branch, embedded) or {}
+    known = _model_overrides(model, bp.branch)
 
     def source_of(path: str, text: str) -> str | None:
         if path in known:
