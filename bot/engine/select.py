@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bot.answer import Answer, Pick
-from bot.hardware import GpuSeen, Hardware
+from bot.engine.answer import Answer, Pick
+from bot.engine.hardware import GpuSeen, Hardware
 from config.catalog import Branch, Catalog, GpuArch, Variant, vtuple
 
 GREP_X86 = "grep -o -w -E 'avx2|avx512f|avx512_vnni|avx512_bf16' /proc/cpuinfo | sort -u"
