@@ -3,7 +3,8 @@
 - ``hardware``: text -> ``Hardware`` facts, one module per input kind (free-text GPU and CPU
   names, cloud instances, pasted ``nvidia-smi``, pasted ``lscpu`` / ``/proc/cpuinfo``, the
   constraint words: versions, OS, workload).
-- ``select``: the selection rules (GPU architecture, CPU ISA, branch and CUDA group).
+- ``select``: the selection rules: ``recommend`` and its paths by hardware; ``cpu_isa`` (which
+  ISA builds a CPU runs), ``branches`` (which branch and CUDA group, and why).
 - ``companions``: torchvision / torchaudio answers paired with the PyTorch answer.
 - ``fuzzy``: typo readings of the question's keywords.
 - ``answer``: the ``Answer`` result object (the JSON contract of ``torchbot ask --json``).

@@ -18,8 +18,9 @@ from dataclasses import replace
 from functools import lru_cache
 
 from bot.engine.answer import Answer, Pick
+from bot.engine.branches import driver_reason
+from bot.engine.cpu_isa import cpu_plan
 from bot.engine.hardware import Hardware
-from bot.engine.select import cpu_plan, driver_reason
 from config.catalog import Branch, Catalog, Variant, vtuple
 
 _ASK_RE = re.compile(r"torch[\s_-]?(vision|audio)", re.I)
