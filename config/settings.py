@@ -145,7 +145,9 @@ class Settings(BaseSettings):
     slack_api_url: str = "https://slack.com/api/"
     socket_ping_seconds: float = Field(1.0, gt=0, le=30)  # Socket Mode ping period; a dead link is noticed in ~3 of them
     admins: Annotated[list[str], NoDecode] = Field(default_factory=list)  # "U1,U2" or a JSON list
-    admin_usergroup: str | None = None
+    admin_usergroup: str | None = Field(None, description=(
+        "A Slack user group ID (S…) whose members are admins too, next to TORCHBOT_ADMINS "
+        "(read with usergroups.users.list, scope usergroups:read, cached for a minute)"))
     allowed_channels: Annotated[list[str], NoDecode] = Field(default_factory=list)
     announce_channel: str | None = None
     audit_log: Path = Path("torchbot-audit.log")
@@ -173,6 +175,9 @@ class Settings(BaseSettings):
 
     # Builds, publishing, state
     state_db: str = "sqlite:///torchbot-state.sqlite"
+    state_timeout_seconds: float = Field(10.0, gt=0, le=600, description=(
+        "How long one state-DB step may take: PostgreSQL connect and statement timeouts, the SQLite "
+        "busy timeout, and how long a chat answer waits for the store before saying it is not answering"))
     flox_org: str = FLOX_ORG
     build_command: str = "flox build {package}"
     publish_command: str = "flox publish -o {org} {package}"
@@ -262,6 +267,15 @@ class Settings(BaseSettings):
     @classmethod
     def _channel_ids(cls, value: list[str]) -> list[str]:
         return _check_ids(value, CHANNEL_ID, "channel ID (C… or G…, from the channel's details)")
+
+    @field_validator("admin_usergroup", mode="before")
+    @classmethod
+    def _usergroup_id(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip() or None
+            if value is not None and not re.fullmatch(r"S[A-Z0-9]{2,}", value):
+                raise ValueError(f"'{value}' is not a user group ID (S…, from the group's ⋮ > Copy group ID)")
+        return value
 
     @field_validator("announce_channel", mode="before")
     @classmethod

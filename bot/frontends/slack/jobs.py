@@ -17,6 +17,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.frontends.chat import JobReply
 from bot.frontends.jobs import Job
 from bot.frontends.slack.blocks import render
+from bot.frontends.slack.text import quoted
 
 log = logging.getLogger("torchbot.slack")
 
@@ -32,7 +33,8 @@ class JobReport:
         self._ready = threading.Event()
 
     def _line(self, job: Job, what: str) -> str:
-        return f"`{job.title}` (job {job.id}, confirmed by <@{self.user}>): {what}"
+        """``what`` is message text (escaped); the title holds what the user typed."""
+        return f"`{quoted(job.title)}` (job {job.id}, confirmed by <@{self.user}>): {what}"
 
     def attach(self, reply: JobReply) -> None:
         """Post the thread parent (in the listener, right after the Confirm was accepted)."""
@@ -75,4 +77,4 @@ class JobReport:
         if out.file:
             name, content = out.file
             self.client.files_upload_v2(channel=self.channel, thread_ts=self.ts, content=content, filename=name,
-                                        title=f"{job.title}: full list", initial_comment="The full list:")
+                                        title=quoted(job.title) + ": full list", initial_comment="The full list:")
