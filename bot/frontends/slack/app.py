@@ -59,6 +59,8 @@ def chat_for(ctx: Context, client: WebClient, chat: Chat | None = None) -> Chat:
 def create_app(ctx: Context, chat: Chat | None = None) -> App:
     app = bolt_app(ctx.settings)
     chat = chat_for(ctx, app.client, chat)
-    Listeners(ctx, chat, Deliveries(chat.store)).register(app)
+    deliveries = Deliveries(chat.store)
+    Listeners(ctx, chat, deliveries).register(app)
     app._torchbot_chat = chat  # type: ignore[attr-defined]  # for tests and the console bridge
+    app._torchbot_deliveries = deliveries  # type: ignore[attr-defined]  # for tests
     return app

@@ -77,6 +77,7 @@ class Deliveries:
         self._seen: OrderedDict[str, float] = OrderedDict()
         self._lock = threading.Lock()
         self._claims = 0
+        self.repeats: list[tuple[str, str]] = []  # (key, retry) of every delivery not answered again
 
     def first(self, body: dict[str, Any], headers: dict[str, Any] | None = None) -> bool:
         key = delivery_key(body)
@@ -88,6 +89,7 @@ class Deliveries:
             seen = self._seen.get(key)
             if seen is not None and now - seen < self.ttl:
                 log.info("%s delivered again%s: answered already", key, f" ({retry})" if retry else "")
+                self.repeats.append((key, retry))
                 return False
             self._seen[key] = now
             self._seen.move_to_end(key)
@@ -106,4 +108,6 @@ class Deliveries:
         if not fresh:
             log.info("%s delivered again%s: answered before (the state DB has it)", key,
                      f" ({retry})" if retry else "")
+            with self._lock:
+                self.repeats.append((key, retry))
         return fresh
