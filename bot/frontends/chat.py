@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from bot.frontends import pending as plans
 from bot.frontends.commands import ask, catalog
 from bot.frontends.incidents import report
 from bot.frontends.jobs import Job, JobRunner
-from bot.frontends.store import AnsweringStore, StateStoreNotAnswering
+from bot.frontends.store import AnsweringStore, StateStoreNotAnswering, unreachable
 from release.context import Context
 from config.errors import ExternalError, PermissionDenied, TorchbotError, UsageError
 from config.results import MessageResult
@@ -188,6 +190,10 @@ class Chat:
             return MessageResult(f"Unknown command /{name}. {SHORT_HELP}", ok=False)
         except TorchbotError as err:
             return MessageResult(err.message, ok=False)
+        except SQLAlchemyError as err:  # a planner reached the state DB itself, and it failed
+            if not unreachable(err):
+                return MessageResult(report(log, f"/{name}"), ok=False)
+            return MessageResult(f"/{name} did nothing: {StateStoreNotAnswering().message}", ok=False)
         except Exception:  # the traceback goes to the log under an id, the user gets a sentence
             return MessageResult(report(log, f"/{name}"), ok=False)
 
@@ -281,6 +287,10 @@ class Chat:
             raise
         if not args:
             raise UsageError(USAGE[name])
+        try:  # planners read the state DB themselves: a store that does not answer is said at once
+            self.state.ping()
+        except StateStoreNotAnswering as err:
+            raise ExternalError(f"No plan was made for /{name}: {err.message}") from None
         plan = self._make_plan(name, args)
         shape = plan.to_dict()
         if plans.nothing_to_do(name, shape):

@@ -86,6 +86,14 @@ class AnsweringStore:
             log.warning("the state store failed %s: %s", what, " ".join(str(err).split())[:300])
             raise StateStoreNotAnswering(type(err).__name__) from None
 
+    def ping(self) -> None:
+        """A round trip to the store (``SELECT 1``), within the deadline."""
+        def select_one(state) -> None:
+            with state.engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+
+        self.run("ping", select_one)
+
 
 _UNREACHABLE = ("timeout", "timed out", "locked", "connect", "server closed", "canceling statement",
                 "terminating connection", "the database system is")
