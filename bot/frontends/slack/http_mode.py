@@ -118,7 +118,7 @@ def guard(inner, signing_secret: str):
         environ["CONTENT_LENGTH"] = str(len(body))
         try:
             return inner(environ, start_response)
-        except Exception:
+        except Exception:  # noqa: BLE001  (the request boundary: an apology with an error id, never a 5xx)
             text = report(log, "handling a Slack request")
             return _reply(start_response, "200 OK", json.dumps({"response_type": "ephemeral", "text": text}),
                           "application/json")
