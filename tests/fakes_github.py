@@ -23,7 +23,9 @@ backend, paging and rate-limiting the way GitHub documents it.
   when its job starts.
 - ``log`` keeps every request (monotonic time, method, path, query, status); ``requests`` every
   (method, path). ``pause(predicate)`` holds a matching request until released (to stop a
-  client in the middle of a poll). A wrong bearer token answers 401.
+  client in the middle of a poll). A wrong bearer token answers 401. ``upstream``: every path
+  outside the repository's Actions API is forwarded there (a FakeNixpkgs ``api_url``), so one
+  GitHub API base serves both.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ import json
 import math
 import threading
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 from urllib.parse import parse_qs, urlencode, urlparse
 
 MAX_PER_PAGE = 100
@@ -52,17 +56,18 @@ class Logged:
 
 
 def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class FakeGitHub:
     def __init__(self, repo: str = "acme/build-pytorch", token: str = "ghp-test", fail: set[str] | None = None, *,
                  durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
-                 limit_status: int = 403):
+                 limit_status: int = 403, upstream: str | None = None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
+        self.upstream = upstream
         self.lock = threading.Lock()
         self.dispatches: list[tuple[str, dict]] = []
         self.requests: list[tuple[str, str]] = []
@@ -70,7 +75,7 @@ class FakeGitHub:
         self.runs: dict[int, dict] = {}
         self._window_start: float | None = None
         self._used = 0
-        self._throttle: list[tuple[int, float]] = []
+        self._throttle: list[tuple[int, float | None]] = []
         self._pauses: list[tuple[Callable[[str, str, dict], bool], threading.Event, threading.Event]] = []
         fake = self
 
@@ -101,8 +106,9 @@ class FakeGitHub:
 
     # -- test controls --------------------------------------------------------------------
 
-    def throttle(self, n: int, status: int = 429, retry_after: float = 1) -> None:
-        """The next ``n`` requests answer ``status`` with ``Retry-After: retry_after``."""
+    def throttle(self, n: int, status: int = 429, retry_after: float | None = 1) -> None:
+        """The next ``n`` requests answer ``status`` with ``Retry-After: retry_after`` (none when
+        None: a plain server error)."""
         with self.lock:
             self._throttle.extend([(status, retry_after)] * n)
 
@@ -120,9 +126,10 @@ class FakeGitHub:
     # -- HTTP -----------------------------------------------------------------------------
 
     def _send(self, req, status, payload=None, headers: dict | None = None):
-        data = b"" if payload is None else json.dumps(payload).encode()
+        data = payload if isinstance(payload, bytes) else b"" if payload is None else json.dumps(payload).encode()
         req.send_response(status)
-        req.send_header("Content-Type", "application/json")
+        if "Content-Type" not in (headers or {}):
+            req.send_header("Content-Type", "application/json")
         req.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             req.send_header(k, v)
@@ -163,6 +170,8 @@ class FakeGitHub:
             self._window_start, self._used = now, 0
         if self._throttle:
             status, after = self._throttle.pop(0)
+            if after is None:
+                return status, {"message": "Server Error"}, {}
             return status, {"message": "You have exceeded a secondary rate limit."}, {
                 "Retry-After": f"{after:g}", **self._rate_headers(now)}
         if self._used >= self.rate_limit:
@@ -173,6 +182,8 @@ class FakeGitHub:
 
     def _route(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
         prefix = f"/repos/{self.repo}/actions/"
+        if not path.startswith(prefix) and self.upstream:
+            return self._forward(req, method, body)
         if not path.startswith(prefix):
             return 404, {"message": "Not Found"}, {}
         rest = path[len(prefix):].split("/")
@@ -200,6 +211,17 @@ class FakeGitHub:
             if not rest[2:]:
                 return 200, self._run(run), {}
         return 404, {"message": "Not Found"}, {}
+
+    def _forward(self, req, method: str, body: dict) -> tuple[int, bytes, dict]:
+        """Anything but Actions goes to ``upstream`` (another fake: nixpkgs commits, pulls)."""
+        data = json.dumps(body).encode() if method == "POST" else None
+        fwd = urllib.request.Request(self.upstream.rstrip("/") + req.path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(fwd, timeout=10) as resp:
+                return resp.status, resp.read(), {"Content-Type": resp.headers.get("Content-Type", "")}
+        except urllib.error.HTTPError as err:
+            return err.code, err.read(), {"Content-Type": err.headers.get("Content-Type", "")}
 
     def _page(self, req, path: str, query: dict, total: int) -> tuple[slice, dict]:
         """The slice of one page and its Link header, as GitHub pages (per_page <= 100)."""

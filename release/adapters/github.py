@@ -12,7 +12,7 @@ May import: config.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
@@ -55,7 +55,7 @@ def github_time(value: str | None) -> datetime | None:
     """A GitHub timestamp (``2026-01-01T00:00:00Z``) as a naive UTC datetime."""
     if not value:
         return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC).replace(tzinfo=None)
 
 
 class Actions:

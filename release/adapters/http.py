@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
@@ -197,7 +197,7 @@ class HttpClient:
         except _Retryable as err:
             tries = retrying.statistics.get("attempt_number", 1)
             if err.limit_until is not None:
-                at = datetime.fromtimestamp(err.limit_until, timezone.utc).strftime("%H:%M:%S UTC")
+                at = datetime.fromtimestamp(err.limit_until, UTC).strftime("%H:%M:%S UTC")
                 raise RateLimited(f"{failure}: the server's rate limit holds until {at} "
                                   f"({err.reason}, {tries} attempt(s)){end}", err.limit_until) from None
             raise Unavailable(f"{failure} after {tries} attempts ({err.reason}){end}") from None

@@ -53,7 +53,7 @@ class NixpkgsClient:
     def close(self) -> None:
         self.http.close()
 
-    def __enter__(self) -> "NixpkgsClient":
+    def __enter__(self) -> NixpkgsClient:
         return self
 
     def __exit__(self, *exc) -> None:

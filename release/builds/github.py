@@ -35,9 +35,9 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Callable
+from datetime import UTC, datetime, timedelta
 
 from release.adapters.github import Actions, github_time
 from release.adapters.http import RateLimit, RateLimited, Unavailable
@@ -241,7 +241,7 @@ def poll_once(ctx, gh: Actions, keys: list[str] | None = None, progress: Progres
             report.changed += _poll_run(ctx, st, gh, run.request_id, progress)
             report.runs += 1
     except RateLimited as err:
-        _note_error(st, runs, str(err), datetime.fromtimestamp(err.until, timezone.utc).replace(tzinfo=None))
+        _note_error(st, runs, str(err), datetime.fromtimestamp(err.until, UTC).replace(tzinfo=None))
     except Unavailable as err:
         _note_error(st, runs, str(err), None)
     report.requests = gh.requests - before
