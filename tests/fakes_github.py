@@ -203,11 +203,12 @@ class FakeGitHub:
         if method == "GET" and rest[0] == "runs" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) in self.runs:
             run = self.runs[int(rest[1])]
             if rest[2:] == ["jobs"]:
-                jobs = self._jobs(run)
-                page, links = self._page(req, path, query, len(jobs))
-                if "next" not in links.get("Link", "") and self.durations is None:
+                listed = self._listed(run)
+                page, links = self._page(req, path, query, len(listed))
+                jobs = self._jobs(run, listed[page])
+                if 'rel="next"' not in links.get("Link", "") and self.durations is None:
                     run["step"] += 1  # step mode: a complete read of the jobs advances the run
-                return 200, {"total_count": len(jobs), "jobs": jobs[page]}, links
+                return 200, {"total_count": len(listed), "jobs": jobs}, links
             if not rest[2:]:
                 return 200, self._run(run), {}
         return 404, {"message": "Not Found"}, {}
@@ -292,14 +293,18 @@ class FakeGitHub:
             return "in_progress", began, None
         return "queued", None, None
 
-    def _jobs(self, run: dict) -> list[dict]:
-        pkgs = run["packages"]
+    def _listed(self, run: dict) -> list[str]:
+        """The packages whose jobs GitHub lists now (companions once their matrix started)."""
         if self.durations is not None and run["companions"]:
             torch_done = all(self._state(run, p)[0] == "completed" for p in run["torch"])
-            pkgs = run["torch"] + (run["companions"] if torch_done else [])
+            return run["torch"] + (run["companions"] if torch_done else [])
+        return run["packages"]
+
+    def _jobs(self, run: dict, pkgs: list[str]) -> list[dict]:
         out = []
+        index = run.setdefault("index", {p: i for i, p in enumerate(run["packages"])})
         for pkg in pkgs:
-            idx = run["packages"].index(pkg)
+            idx = index[pkg]
             status, began, ended = self._state(run, pkg)
             job_id = run["id"] * 1000 + idx
             out.append({

@@ -286,7 +286,7 @@ def _poll_run(ctx, st, gh: Actions, request_id: str, progress: Progress | None) 
     before = gh.requests
     jobs = {j.get("name"): j for j in gh.jobs(run_id)}
     with st.session() as s:
-        waiting = [b.package for b in s.query(Build).filter(Build.run_key == request_id, Build.state.in_(ACTIVE))]
+        waiting = [p for (p,) in s.query(Build.package).filter(Build.run_key == request_id, Build.state.in_(ACTIVE))]
     run = None
     missing = [p for p in waiting if p not in jobs]
     if missing and all(j.get("status") == "completed" for j in jobs.values()):
@@ -321,10 +321,6 @@ def _poll_run(ctx, st, gh: Actions, request_id: str, progress: Progress | None) 
 def _apply(s, b, job: dict | None, run: dict | None) -> dict | None:
     """Move one build to what GitHub shows, exactly once (a conditional UPDATE: a build
     another process already moved is left alone). Returns the new row, or None."""
-    from sqlalchemy import update
-
-    from release.state import Build
-
     now = _now()
     if job is None:
         if run is None or run.get("status") != "completed":
@@ -340,19 +336,41 @@ def _apply(s, b, job: dict | None, run: dict | None) -> dict | None:
         if new in FINAL:
             values["finished"] = github_time(job.get("completed_at")) or now
             values["message"] = None if new == "succeeded" else f"GitHub job {job.get('conclusion')}"
-    done = s.execute(update(Build).where(Build.id == b.id, Build.state == b.state).values(**values))
+    return _move(s, b, values)
+
+
+_MOVES: dict[tuple[str, ...], object] = {}
+
+
+def _move_statement(keys: tuple[str, ...]):
+    """``UPDATE builds SET <keys> WHERE id = :_id AND state = :_from``, built once per key set."""
+    stmt = _MOVES.get(keys)
+    if stmt is None:
+        from sqlalchemy import bindparam, update
+
+        from release.state import Build
+
+        table = Build.__table__
+        stmt = _MOVES[keys] = (update(table).where(table.c.id == bindparam("_id"), table.c.state == bindparam("_from"))
+                               .values({k: bindparam(k) for k in keys}))
+    return stmt
+
+
+def _move(s, b, values: dict) -> dict | None:
+    """UPDATE one build from the state it was read in; the row dict when this call moved it."""
+    s.expunge(b)  # later changes to ``b`` are for the report only, never flushed
+    stmt = _move_statement(tuple(sorted(values)))
+    done = s.connection().execute(stmt, {"_id": b.id, "_from": b.state, **values})
     if done.rowcount != 1:
         return None
-    s.expire(b)
-    s.refresh(b)
+    for key, value in values.items():
+        setattr(b, key, value)
     return b.to_dict()
 
 
 def _give_up_stale(ctx, st, keys: list[str] | None, progress: Progress | None) -> int:
     """Runs with no change for TORCHBOT_GITHUB_STALE_HOURS (a dispatch never seen: after
     DISPATCH_GRACE) are no longer followed; their builds become interrupted, saying why."""
-    from sqlalchemy import update
-
     from release.state import Build, GithubRun
 
     hours = float(ctx.settings.github_stale_hours)
@@ -374,12 +392,9 @@ def _give_up_stale(ctx, st, keys: list[str] | None, progress: Progress | None) -
                 continue
             row.status, row.finished, row.last_error = "stale", now, why
             for b in list(s.query(Build).filter(Build.run_key == row.request_id, Build.state.in_(ACTIVE))):
-                done = s.execute(update(Build).where(Build.id == b.id, Build.state == b.state)
-                                 .values(state="interrupted", finished=now, message=why))
-                if done.rowcount == 1:
-                    s.expire(b)
-                    s.refresh(b)
-                    events.append(b.to_dict())
+                event = _move(s, b, {"state": "interrupted", "finished": now, "message": why})
+                if event:
+                    events.append(event)
     for event in events:
         if progress:
             progress(event)
