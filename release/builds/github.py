@@ -20,9 +20,9 @@ Polling is bounded: per run, the jobs listing, 100 per page (``ceil(jobs / 100)`
 plus one GET of the run only when a variant has no job yet and every listed job has ended,
 plus one runs listing per poll while a dispatched run has not been seen. For a 237-variant
 release that is 3 requests per poll: at ``TORCHBOT_GITHUB_POLL_SECONDS=30`` 360 an hour, of
-GitHub's 5,000. The wait between polls grows when the rate limit runs low (at most half of
-what is left until the reset is spent), and a run past its limit waits for
-``x-ratelimit-reset``. There is no fixed give-up: a run in which nothing changed for
+GitHub's 5,000. When less than half the rate limit is left, polls space out so that at most
+half of what is left is spent before the reset; with none left, polling waits for
+``x-ratelimit-reset`` (``next_poll``, which every process honours). There is no fixed give-up: a run in which nothing changed for
 ``TORCHBOT_GITHUB_STALE_HOURS`` (default a week) is no longer followed, and its builds say so.
 
 May import: config, release.state, release.adapters.
