@@ -18,7 +18,8 @@ backend, paging and rate-limiting the way GitHub documents it.
   queued -> in_progress -> completed, each time the last page of its jobs is served. Clock
   mode (``durations``: package -> seconds, a dict or a callable): each job queues for
   ``start_delay`` then runs its duration, at most ``max_parallel`` at once (None: no cap, as
-  GitHub without ``max-parallel``); companions start when every pytorch job has ended (their
+  GitHub without ``max-parallel``); ``no_job``: variants the run never makes a job for;
+  companions start when every pytorch job has ended (their
   job has ``needs: pytorch``), and are listed only from then on, as GitHub expands a matrix
   when its job starts.
 - ``log`` keeps every request (monotonic time, method, path, query, status); ``requests`` every
@@ -63,11 +64,12 @@ class FakeGitHub:
     def __init__(self, repo: str = "acme/build-pytorch", token: str = "ghp-test", fail: set[str] | None = None, *,
                  durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
-                 limit_status: int = 403, upstream: str | None = None):
+                 limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
         self.upstream = upstream
+        self.no_job = set(no_job or ())
         self.lock = threading.Lock()
         self.dispatches: list[tuple[str, dict]] = []
         self.requests: list[tuple[str, str]] = []
@@ -295,10 +297,11 @@ class FakeGitHub:
 
     def _listed(self, run: dict) -> list[str]:
         """The packages whose jobs GitHub lists now (companions once their matrix started)."""
+        listed = run["packages"]
         if self.durations is not None and run["companions"]:
             torch_done = all(self._state(run, p)[0] == "completed" for p in run["torch"])
-            return run["torch"] + (run["companions"] if torch_done else [])
-        return run["packages"]
+            listed = run["torch"] + (run["companions"] if torch_done else [])
+        return [p for p in listed if p not in self.no_job]
 
     def _jobs(self, run: dict, pkgs: list[str]) -> list[dict]:
         out = []
@@ -316,7 +319,7 @@ class FakeGitHub:
         return out
 
     def _run(self, run: dict) -> dict:
-        states = [self._state(run, p)[0] for p in run["packages"]]
+        states = [self._state(run, p)[0] for p in run["packages"] if p not in self.no_job]
         if all(s == "completed" for s in states):
             status = "completed"
         elif all(s == "queued" for s in states):

@@ -84,6 +84,20 @@ def test_237_jobs_run_through_the_release_flow_and_every_result_is_recorded(tmp_
     assert run["requests"] == run["polls"] * math.ceil(237 / 100) == len(job_pages)
 
 
+def test_a_variant_the_run_made_no_job_for_is_failed_once_the_run_has_ended(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path, packages=fx.OK)
+    lost, kept = fx.OK
+    with FakeGitHub(no_job={lost}) as gh:
+        ctx = _ctx(tmp_path, gh)
+        rows = {r["package"]: r for r in builds.build(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo,
+                                                                           backend="github"))}
+        run_gets = [r for r in gh.log if r.path.endswith("/runs/1000")]
+    assert rows[kept]["state"] == "succeeded"
+    assert rows[lost]["state"] == "failed"
+    assert rows[lost]["message"] == "the run ended (success) without a job for this variant"
+    assert len(run_gets) == 1  # asked only once every listed job had ended
+
+
 _CHILD = """
 import json, sys
 from pathlib import Path

@@ -22,8 +22,9 @@ plus one runs listing per poll while a dispatched run has not been seen. For a 2
 release that is 3 requests per poll: at ``TORCHBOT_GITHUB_POLL_SECONDS=30`` 360 an hour, of
 GitHub's 5,000. When less than half the rate limit is left, polls space out so that at most
 half of what is left is spent before the reset; with none left, polling waits for
-``x-ratelimit-reset`` (``next_poll``, which every process honours). There is no fixed give-up: a run in which nothing changed for
-``TORCHBOT_GITHUB_STALE_HOURS`` (default a week) is no longer followed, and its builds say so.
+``x-ratelimit-reset`` (``next_poll``, which every process honours). There is no fixed
+give-up: a run in which nothing changed for ``TORCHBOT_GITHUB_STALE_HOURS`` (default a week)
+is no longer followed, and its builds say so.
 
 May import: config, release.state, release.adapters.
 """
