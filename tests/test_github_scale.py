@@ -20,6 +20,7 @@ from release.builds import run as builds
 from release.state import GithubRun, state_for
 from tests import fixtures_builds as fx
 from tests.fakes_github import FakeGitHub
+from tests.fixtures_postgres import postgres  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = [f"pytorch-python313-cuda12_8-sm{n}-avx2" for n in range(100, 337)]  # 237, like a real branch
@@ -154,6 +155,32 @@ def test_a_restart_mid_poll_resumes_from_the_db_and_records_each_result_once(tmp
     rows = {r["package"]: r for r in builds.status(ctx, fx.BRANCH)}
     assert {p for p, r in rows.items() if r["state"] == "failed"} == FAILING
     assert {p for p, r in rows.items() if r["state"] == "succeeded"} == set(VARIANTS) - FAILING
+
+
+def test_two_followers_on_postgresql_record_each_result_once(tmp_path: Path, postgres) -> None:  # noqa: F811
+    """Two pollers of the same run at once (two torchbot processes on one PostgreSQL database):
+    every result is recorded once, by one of them."""
+    import threading
+
+    repo = fx.make_repo(tmp_path, packages=VARIANTS)
+    with FakeGitHub(fail=FAILING, durations=_duration) as gh:
+        ctx = _ctx(tmp_path, gh, state_db=postgres.new_database(), github_poll_seconds=0.01)
+        plan = builds.prepare(ctx, fx.BRANCH, repo=repo, backend="github")
+        github_actions.dispatch_build(ctx, plan, wait=False)
+        (run,) = github_actions.runs(ctx)
+        seen: list[list[dict]] = [[], []]
+        followers = [threading.Thread(target=github_actions.follow,
+                                      args=(ctx, [run["request_id"]], Actions(ctx.settings), seen[i].append))
+                     for i in range(2)]
+        for t in followers:
+            t.start()
+        for t in followers:
+            t.join(120)
+    finals = [e["package"] for events in seen for e in events if e["state"] in ("succeeded", "failed")]
+    assert sorted(finals) == sorted(VARIANTS)  # none twice, none lost
+    rows = {r["package"]: r["state"] for r in builds.status(ctx, fx.BRANCH)}
+    assert {p for p, s in rows.items() if s == "failed"} == FAILING and len(rows) == 237
+    assert github_actions.runs(ctx)[0]["status"] == "completed"
 
 
 def test_a_run_that_never_changes_is_given_up_after_the_staleness_limit_saying_so(tmp_path: Path) -> None:
