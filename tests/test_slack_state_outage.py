@@ -97,3 +97,17 @@ def test_a_frozen_postgresql_gets_a_prompt_ack_and_a_truthful_answer(frozen_worl
     thaw()
     took, _ = timed_slash(bot, slack, "/torchbot", "status", 5)
     slack.wait_for(lambda p, b: p == "/response/5" and "pending plans: 0" in json.dumps(b), 60)
+
+
+def test_the_timeout_setting_is_checked_and_reaches_the_database_driver(tmp_path):
+    from config.errors import ConfigError
+    from config.settings import load_settings
+    from release.state import State
+
+    for bad in ("0", "-1", "soon"):
+        with pytest.raises(ConfigError) as err:
+            load_settings(state_timeout_seconds=bad, _env_file=None)
+        assert str(err.value).startswith("TORCHBOT_STATE_TIMEOUT_SECONDS: ") and "\n" not in str(err.value)
+    state = State(f"sqlite:///{tmp_path / 's.db'}", timeout=2.5)
+    with state.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 2500
