@@ -126,7 +126,8 @@ def test_masked_cpu_with_fewer_flags_is_named_by_the_oldest_generation_that_has_
     cascade = ANONYMOUS_SPR_CPUINFO.replace(" amx_bf16", "").replace(" amx_int8", "").replace(" avx512_bf16", "")
     _, d = here(ctx, tmp_path, cpuinfo=cascade)
     assert d["hardware"]["cpu"] == "a CPU with AVX-512 VNNI (Cascade Lake or newer)"
-    amd = ANONYMOUS_SPR_CPUINFO.replace("GenuineIntel", "AuthenticAMD").replace(" amx_bf16", "").replace(" amx_int8", "")
+    amd = ANONYMOUS_SPR_CPUINFO.replace("GenuineIntel", "AuthenticAMD")
+    amd = amd.replace(" amx_bf16", "").replace(" amx_int8", "")
     _, d = here(ctx, tmp_path, cpuinfo=amd.replace("Intel(R) Xeon(R) Processor", "AMD EPYC Processor"))
     assert d["hardware"]["cpu"] == "a CPU with AVX-512 BF16 and AVX-512 VNNI (Zen 4 or newer)"
 

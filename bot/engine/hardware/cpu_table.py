@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from config.catalog import Catalog
-from config.cpu_models import CpuFamily, load_cpu_models
+from config.cpu_models import TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
 from config.errors import CatalogError
 
-TOKEN_RE = re.compile(r"[a-z0-9]+\+?")
-_PREFIXED_RE = re.compile(r"([a-z]+\d?)-(.+)")  # "w9-3495x", "e-2388g", "i3-n305"; not "6975p-c"
 LOOKBACK = 5  # tokens searched for brand words before a number
 _SKIPPED = frozenset({"cpu", "processor", "pro", "r", "tm", "extreme"})  # between a brand and its number
 
@@ -38,55 +36,49 @@ class CpuHit:
     parts: tuple[Part, ...]  # one: the CPU; several: the candidates to ask about
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity hash: its compiled rules are cached per table
 class CpuTable:
-    keys: dict[str, tuple[tuple[int, str, bool], ...]]  # joined tokens -> (family, model, prefix included)
-    firsts: frozenset[str]  # tokens a key can begin with
-    max_tokens: int
-    any_rule: re.Pattern | None  # every `number` rule at once (a quick pre-check)
-    rules: tuple[tuple[int, re.Pattern], ...]
+    data: CpuModelData
+    rule_families: tuple[int, ...]  # families with a `number` rule, in data order
     prefixes: frozenset[str]  # tokens that stand before a rule's number ("i9")
     prefix_starts: frozenset[str]  # their first letters: tokens a glued "i913900k" can begin with
     brand_words: frozenset[str]
-    families: tuple[CpuFamily, ...]
+
+    @property
+    def families(self) -> tuple[CpuFamily, ...]:
+        return self.data.families
 
 
 @lru_cache(maxsize=8)
 def cpu_table(cat: Catalog) -> CpuTable:
     data = load_cpu_models(cat.data_dir)
-    keys: dict[str, list[tuple[int, str, bool]]] = {}
-    firsts: set[str] = set()
-    max_tokens = 1
-    rules = []
-    for i, fam in enumerate(data.families):
+    for fam in data.families:
         if fam.uarch not in cat.uarchs:
             raise CatalogError(
-                f"CPU model family '{fam.name} ({fam.generation})' in {fam.source} names unknown microarchitecture '{fam.uarch}'."
+                f"CPU model family '{fam.name} ({fam.generation})' in {fam.source} "
+                f"names unknown microarchitecture '{fam.uarch}'."
             )
-        if fam.number:
-            rules.append((i, re.compile(fam.number)))
-        for model in fam.models:
-            low = model.lower()
-            tokens = TOKEN_RE.findall(low)
-            pm = _PREFIXED_RE.fullmatch(low)
-            forms = [(tokens, pm is not None)]
-            if pm:
-                forms.append((TOKEN_RE.findall(pm.group(2)), False))
-            for toks, strong in forms:
-                keys.setdefault("".join(toks), []).append((i, model, strong))
-                firsts.add(toks[0])
-                max_tokens = max(max_tokens, len(toks))
-    any_rule = re.compile("|".join(f"(?:{f.number})" for f in data.families if f.number)) if rules else None
+    fams = data.families
+    prefixes = frozenset(p for f in fams for p in f.prefixes)
     return CpuTable(
-        {k: tuple(v) for k, v in keys.items()}, frozenset(firsts), max_tokens, any_rule, tuple(rules),
-        frozenset(p for f in data.families for p in f.prefixes),
-        frozenset(p[0] for f in data.families for p in f.prefixes),
-        frozenset(w for f in data.families for w in f.words), data.families,
+        data, tuple(i for i, f in enumerate(fams) if f.number), prefixes, frozenset(p[0] for p in prefixes),
+        frozenset(w for f in fams for w in f.words),
     )
 
 
-def _display(fam: CpuFamily, model: str) -> str:
-    return f"{fam.name} {model} ({fam.generation})"
+@lru_cache(maxsize=64)
+def _rules(t: CpuTable, families: tuple[int, ...]) -> re.Pattern:
+    """One alternation of the rules a context allows (compiled when a question first needs it):
+    its first matching group, in data order, is the family."""
+    return re.compile("|".join(f"(?P<r{i}>{t.families[i].number})" for i in families))
+
+
+def _display(fam: CpuFamily, model: str, said: list[str] = ()) -> str:
+    """ "<name> <model> (<generation>)", with the brand words the question gave that the
+    family's name lacks ("Intel" + "celeron" -> "Intel Celeron N5105")."""
+    name = fam.name.lower().split()
+    extra = " ".join(w.title() for w in said if w in fam.words and w.rstrip("+") not in name)
+    return f"{fam.name}{' ' + extra if extra else ''} {model} ({fam.generation})"
 
 
 def _brands(t: CpuTable, toks: list[tuple[str, int, int]], i: int) -> tuple[frozenset[str], int]:
@@ -108,6 +100,11 @@ def _stands_alone(fam: CpuFamily, typed: str) -> bool:
     return fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit())
 
 
+def _gpu_number(typed: str, gpu_keys) -> bool:
+    """A GPU's number, or its plural ("4090s", "2080s"): never read as a bare CPU number."""
+    return typed in gpu_keys or (typed.endswith("s") and typed[:-1] in gpu_keys)
+
+
 def _decimal(folded: str, start: int, end: int) -> bool:
     """A number inside a decimal ("4800.00", "3.9654"): never a model number."""
     return (end + 1 < len(folded) and folded[end] == "." and folded[end + 1].isdigit()) or (
@@ -115,39 +112,47 @@ def _decimal(folded: str, start: int, end: int) -> bool:
     )
 
 
-def _choose(t: CpuTable, cands: list[tuple[int, str, bool]], brands: frozenset[str], typed: str, gpu_keys) -> list[tuple[int, str]]:
+def _choose(t: CpuTable, cands: list[tuple[int, str, bool]], brands: frozenset[str], typed: str,
+            gpu_keys) -> list[tuple[int, str]]:
     """The candidates the context allows: with the prefix typed or brand words, those of that
     brand; alone, those whose numbers stand alone (never a GPU's number: "4090s")."""
     out = []
     for fi, model, strong in cands:
         fam = t.families[fi]
+        if fam.prefixes and not strong and not _stands_alone(fam, typed):
+            continue  # "Xeon E5-1650": "1650" is no Xeon D-1650 without its "D-"
         if brands:
             if brands <= fam.words:
                 out.append((fi, model))
-        elif strong or (_stands_alone(fam, typed) and typed not in gpu_keys and typed[:-1] not in gpu_keys):
+        elif strong or (_stands_alone(fam, typed) and not _gpu_number(typed, gpu_keys)):
             out.append((fi, model))
     return out
 
 
-def _rule_candidates(t: CpuTable, toks: list[tuple[str, int, int]], i: int) -> list[tuple[int, str, bool]]:
+def _rule_candidates(t: CpuTable, toks: list[tuple[str, int, int]], i: int,
+                     brands: frozenset[str]) -> tuple[list[tuple[int, str, bool]], bool]:
+    """The family whose numbering rule reads token i, among those the context allows: its
+    prefix typed before it (or glued: "i913900k"), its brand words, or a number that stands alone.
+    Also says whether the prefix is the token before (then the name starts there)."""
     tok = toks[i][0]
-    prev = toks[i - 1][0] if i else ""
-    number, strong = tok, prev in t.prefixes
-    if t.any_rule is None:
-        return []
-    if not t.any_rule.fullmatch(number):
-        glued = next((p for p in t.prefixes if tok.startswith(p) and len(tok) > len(p) + 2), None)
-        if glued is None or not t.any_rule.fullmatch(tok[len(glued):]):
-            return []
-        prev, number, strong = glued, tok[len(glued):], True
-    out = []
-    for fi, rx in t.rules:
-        fam = t.families[fi]
-        if rx.fullmatch(number):
-            s = strong and prev in fam.prefixes
-            shown = (prev.upper() if len(prev) == 1 else prev) + "-" if s else ""
-            out.append((fi, shown + number.upper(), s))
-    return out
+    prev = toks[i - 1][0] if i and toks[i - 1][0] in t.prefixes else ""
+    forms = [(prev, tok)]
+    if tok[0] in t.prefix_starts:
+        forms += [(p, tok[len(p):]) for p in t.prefixes if tok.startswith(p) and tok[len(p):len(p) + 1].isdigit()]
+    for prefix, number in forms:
+        allowed = tuple(
+            fi for fi in t.rule_families
+            if (prefix and prefix in t.families[fi].prefixes)
+            or (brands and brands <= t.families[fi].words)
+            or (not brands and _stands_alone(t.families[fi], number))
+        )
+        rm = _rules(t, allowed).fullmatch(number) if allowed else None
+        if rm:
+            fi = int(rm.lastgroup[1:])
+            strong = bool(prefix) and prefix in t.families[fi].prefixes
+            shown = (prefix.upper() if len(prefix) == 1 else prefix) + "-" if strong else ""
+            return [(fi, shown + number.upper(), strong)], prefix == prev and strong
+    return [], False
 
 
 def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
@@ -159,21 +164,23 @@ def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
     while i < len(toks):
         tok = toks[i][0]
         n_used, cands = 0, []
-        if tok in t.firsts:
+        if tok in t.data.firsts:
             key = ""
-            for n in range(min(t.max_tokens, len(toks) - i)):
+            for n in range(min(t.data.max_tokens, len(toks) - i)):
                 key += toks[i + n][0]
-                if key in t.keys:
-                    n_used, cands = n + 1, list(t.keys[key])
+                if key in t.data.keys:
+                    n_used, cands = n + 1, list(t.data.keys[key])
         start, end = toks[i][1], toks[i + max(n_used, 1) - 1][2]
         typed = folded[start:end]
         brands, named_at = _brands(t, toks, i - 1 if i and toks[i - 1][0] in t.prefixes else i)
         chosen = _choose(t, cands, brands, typed.replace(" ", ""), gpu_keys) if cands else []
-        if not chosen and len(tok) >= 3 and (tok[0].isdigit() or tok[0] in t.prefix_starts):
-            rule = _rule_candidates(t, toks, i)
+        if not chosen and len(tok) >= 3 and (tok[0].isdigit() or tok[0] in t.prefix_starts) and (
+            brands or not tok.isdigit() or (i and toks[i - 1][0] in t.prefixes)  # a plain number needs a name
+        ):
+            rule, prefix_before = _rule_candidates(t, toks, i, brands)
             if rule:
                 n_used = 1
-                if rule[0][2]:  # the prefix typed before it ("i9 13900k"): part of the name
+                if prefix_before:  # the prefix typed before it ("i9 13900k"): part of the name
                     start, typed = toks[i - 1][1], folded[toks[i - 1][1]:toks[i][2]]
                     brands, named_at = _brands(t, toks, i - 1)
                 end = toks[i][2]
@@ -181,7 +188,10 @@ def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
         if chosen and typed.replace(" ", "").isdigit() and _decimal(folded, start, end):
             chosen = []
         if chosen:
-            parts = tuple(dict.fromkeys(Part(t.families[fi], _display(t.families[fi], model)) for fi, model in chosen))
+            said = folded[named_at:start].split() if brands and named_at >= 0 else []
+            parts = tuple(dict.fromkeys(
+                Part(t.families[fi], _display(t.families[fi], model, said)) for fi, model in chosen
+            ))
             hits.append(CpuHit(named_at if chosen and brands and named_at >= 0 else start, end, typed, parts))
             i += max(n_used, 1)
         else:

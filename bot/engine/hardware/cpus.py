@@ -73,7 +73,7 @@ def _named_model(cat: Catalog, m: Matchers, hw: Hardware, text: str):
     cm = m.cpu.search(text) if m.cpu is not None else None
     hits = find_cpus(cat, text, m.gpu, SCAN)
     hit = hits[0] if hits else None
-    if hit is not None and (cm is None or hit.start <= cm.start()):
+    if hit is not None and (cm is None or hit.start < cm.start()):  # a tie: the pattern is the more specific
         uarchs = {p.family.uarch for p in hit.parts}
         if len(uarchs) == 1:
             hw.cpu = hit.parts[0].display
