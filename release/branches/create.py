@@ -234,6 +234,11 @@ def _derive(settings, source: _Source, catalog, *, name, pytorch, python, cuda, 
         name=name, source=source.name, python=python or source.python, cuda=tuple(cuda or source.cuda), pin=pin,
         pytorch=pytorch, torch_src=src_spec, gpu=tuple(gpu) if gpu else None, cpu=tuple(cpu) if cpu else None,
     )
+    if not source.facts.pins:
+        raise RefusedError(
+            f"'{source.name}' is unpinned: its recipes take nixpkgs from `flox build` (callPackage), so there is no "
+            f"pin for --pin to move; derive '{name}' from a pinned branch. Nothing was created."
+        )
     plan_targets(req, source.recipes, catalog)  # the matrix is checked before nixpkgs is asked anything
     with NixpkgsClient(settings) as client:
         client.resolve(pin)  # RefusedError when nixpkgs has no such commit
