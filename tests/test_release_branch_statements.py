@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from bot.cli import main as cli
+from bot.frontends.cli.main import main as cli
 from config.catalog import load_catalog
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pairing import CUDA_SETS, PIN_V13, PIN_V14, PIN_V15, TORCH, make_pairing_repo

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from bot.cli import main as cli
+from bot.frontends.cli.main import main as cli
 from config.catalog import load_catalog
 from release.recipes.reader import read_repository
 from tests.fakes_nixpkgs import FakeNixpkgs
@@ -144,3 +144,33 @@ def test_torch_src_is_refused_on_a_recipe_it_cannot_write(repo, capsys):
     rc, out, err = bump(capsys, B, "--torch-src", "v2.10.0")
     assert rc != 0 and "REV,HASH" in err
     assert refs(repo.path) == before
+
+
+def test_in_chat_the_plan_says_the_version_change_first_and_a_confirm_applies_it(repo, tmp_path):
+    from bot.frontends.chat import Chat, PlanReply
+    from config.settings import Settings
+    from release.context import Context
+
+    chat = Chat(Context(Settings(admins=["UADMIN"], audit_log=tmp_path / "audit.log",
+                                 state_db=f"sqlite:///{tmp_path / 'state.sqlite'}"), use_repo=False))
+    refused = chat.command("bump", f"{B} {PIN_291}", user="UADMIN")
+    assert not isinstance(refused, PlanReply) and "promises PyTorch 2.8.0" in refused.text()
+    assert "needs a value" in chat.command("bump", f"{B} {PIN_291} --pytorch", user="UADMIN").text()
+    plan = chat.command("bump", f"{B} {PIN_291} --pytorch 2.9.1", user="UADMIN")
+    assert isinstance(plan, PlanReply), plan.text()
+    assert plan.text().splitlines()[0].endswith(
+        f"--pytorch 2.9.1: nixpkgs {PIN_291[:7]} (--rev); {B} PyTorch 2.8.0 -> 2.9.1 (--pytorch 2.9.1):")
+    from bot.frontends.slack.blocks import render
+
+    slack = render(plan)
+    assert f"{B} PyTorch 2.8.0 -> 2.9.1" in slack.text and f"{B} PyTorch 2.8.0 -> 2.9.1" in slack.blocks[0]["text"]["text"]
+    result = chat.confirm(plan.pending.id, "UADMIN").wait(120)
+    assert "PyTorch 2.8.0 -> 2.9.1" in result.text(), result.text()
+    assert "PyTorch 2.9.1 + CUDA 12.9" in repo.show(B, "README.md")
+    # a source move on the current pin is a plan with a Confirm too, made again from the same flags
+    plan = chat.command("bump", f"{B} --torch-src v2.10.0,{HASH_210}", user="UADMIN")
+    assert isinstance(plan, PlanReply), plan.text()
+    assert plan.text().splitlines()[0].endswith(f"{B} PyTorch 2.9.1 -> 2.10.0 (--torch-src v2.10.0):")
+    chat.confirm(plan.pending.id, "UADMIN").wait(120)
+    load_catalog.cache_clear()
+    assert read_repository(repo.path, load_catalog()).branches[B].branch.pytorch == "2.10.0"
