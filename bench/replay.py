@@ -139,8 +139,8 @@ def replay_bump(op: Operation, repo: Path, ctx, torch: dict[str, str]) -> tuple[
             result = plan.apply()
             return result.outcome.commits.get(op.branch), said
         except TorchbotError as err:
-            said.append(f"refused{' (then with ' + ', '.join(f'--{k}' for k in tries[i + 1]) + ')' if i + 1 < len(tries) else ''}: "
-                        f"{err.message[:220]}")
+            then = f" (then with {', '.join(f'--{k}' for k in tries[i + 1])})" if i + 1 < len(tries) else ""
+            said.append(f"refused{then}: {err.message[:220]}")
     return None, said
 
 
@@ -205,7 +205,8 @@ def report(op: Operation, said: list[str], cmp: dict | None) -> list[str]:
     lines.append(f"  recipes: {r['identical']}/{total} identical, {r['identical apart from sha256']} identical apart "
                  f"from sha256, {r['differ']} differ" + (f" ({_paths(cmp['differ'])})" if cmp["differ"] else ""))
     if cmp["others"]:
-        lines.append(f"  other files both changed: {cmp['others']['identical']} identical, {cmp['others']['differ']} differ")
+        o = cmp["others"]
+        lines.append(f"  other files both changed: {o['identical']} identical, {o['differ']} differ")
     if cmp["readme"] is not None:
         d = cmp["readme"]
         lines.append("  README: identical" if not d["differ"] else f"  README: {d['differ']} lines differ")

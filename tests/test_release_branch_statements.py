@@ -78,7 +78,7 @@ def test_a_derived_vllm_branch_states_its_own_facts_and_pairs_with_vllm_of_its_v
     assert f"| Property | `build-vllm/vllm-0.14.0` | `{new}` |" in readme
     assert f"| Nixpkgs pin | `{PIN_V14[:7]}` | `{PIN_V14[:7]}` |" in readme
     assert "| Python | 3.12 | 3.12 |" in readme
-    assert f"[`build-vllm/vllm-0.14.0`]" in readme and "point the vLLM 0.14.0 build at it" in readme
+    assert "[`build-vllm/vllm-0.14.0`]" in readme and "point the vLLM 0.14.0 build at it" in readme
     assert "Current variants use Python 3.12. To add Python 3.13 or 3.11 variants" in readme
     assert f"**You are on the `{new}` branch** — PyTorch 2.9.1 + CUDA 12.9 (3 variants, vLLM 0.14.0 pairing)" in readme
     # the source keeps its own rows, as another branch
@@ -120,7 +120,8 @@ def test_a_derived_python_branch_keeps_no_vllm_pairing(repo, capsys):
 def test_unpinned_branches_are_said_plainly_by_branch_create_and_docs_write(repo, capsys):
     new = "pytorch-2.9-python312"
     create(capsys, new, "--from", SRC, "--pytorch", "2.9", "--python", "3.12", "--pin", PIN_V14)
-    row = next(line for line in repo.show(new, "README.md").splitlines() if line.startswith("| `main` | 2.8.0 | - | 3.13"))
+    readme = repo.show(new, "README.md")
+    row = next(line for line in readme.splitlines() if line.startswith("| `main` | 2.8.0 | - | 3.13"))
     assert row.endswith("| unpinned (nixpkgs from `flox build`) |") and "tree/none" not in row
     assert cli(["release", "docs", "--write"]) == 0
     capsys.readouterr()

@@ -109,7 +109,7 @@ def test_torch_src_writes_an_override_the_reader_reads_back_as_that_version(repo
     assert rc == 0, err
     assert f"{B}: " in out and "torch: build PyTorch 2.10.0 from source (v2.10.0)" in out
     recipes = tree_files(repo.path, B)
-    for path, text in recipes.items():
+    for text in recipes.values():
         assert PIN_28 in text  # the pin stays without --rev
         assert 'version = "2.10.0";' in text and 'rev = "v${version}";' in text and HASH_210 in text
         assert '"-DTORCH_BUILD_VERSION=2.10.0"' in text and "export PYTORCH_BUILD_VERSION=2.10.0" in text
@@ -127,7 +127,7 @@ def test_torch_src_writes_an_override_the_reader_reads_back_as_that_version(repo
         r = subprocess.run(["nix-instantiate", "--parse", *map(str, d.iterdir())], capture_output=True, text=True,
                            check=False)
         assert r.returncode == 0, r.stderr
-    assert f"PyTorch 2.10.0 + CUDA 12.9" in repo.show(B, "README.md")
+    assert "PyTorch 2.10.0 + CUDA 12.9" in repo.show(B, "README.md")
     # an existing override is pointed at the new source
     rc, out, err = bump(capsys, B, "--torch-src", f"v2.11.0,{HASH_211}", "--rev", PIN_291)
     assert rc == 0, err
@@ -163,7 +163,8 @@ def test_in_chat_the_plan_says_the_version_change_first_and_a_confirm_applies_it
     from bot.frontends.slack.blocks import render
 
     slack = render(plan)
-    assert f"{B} PyTorch 2.8.0 -> 2.9.1" in slack.text and f"{B} PyTorch 2.8.0 -> 2.9.1" in slack.blocks[0]["text"]["text"]
+    change = f"{B} PyTorch 2.8.0 -> 2.9.1"
+    assert change in slack.text and change in slack.blocks[0]["text"]["text"]
     result = chat.confirm(plan.pending.id, "UADMIN").wait(120)
     assert "PyTorch 2.8.0 -> 2.9.1" in result.text(), result.text()
     assert "PyTorch 2.9.1 + CUDA 12.9" in repo.show(B, "README.md")

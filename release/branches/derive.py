@@ -12,7 +12,9 @@ every line of them except the facts that change:
   ``CUDA 12.9`` / ``-DCUDA_VERSION=12.9`` texts, for a version the source does not have cloned
   from the nearest version it has (same major first);
 - the nixpkgs pin of the ``fetchTarball`` URL (a ``sha256`` of the old tarball is dropped);
-- PyTorch only with a new source override (``--torch-src REV,HASH``).
+- PyTorch only with a new source override (``--torch-src REV,HASH``, release.pins.override);
+- everything else the texts say about the source (its pins, Python, vLLM and PyTorch in
+  descriptions and comments, other repositories' branches): release.branches.statements.
 
 Only the GPU architectures the source builds are carried over (``gpu`` may choose among them,
 or name one the source builds with another CUDA version); architectures a CUDA version cannot

@@ -15,7 +15,7 @@ from pathlib import Path
 from config.errors import ExternalError, RefusedError, ValidationError
 from release.adapters import git as gitops
 from release.pins.guards import guard_branch, read_model
-from release.pins.moves import parse_move
+from release.pins.moves import DocsEdit, parse_move
 from release.pins.rules import (
     README,
     RECIPES_DIR,
@@ -86,16 +86,6 @@ class BranchPlan:
 
 
 @dataclass
-class DocsEdit:
-    """Another branch's README with its rows about a branch whose PyTorch moved."""
-
-    branch: str
-    tip: str
-    changes: dict[str, str]
-    message: str
-
-
-@dataclass
 class BumpPlanData:
     repo_path: Path
     new_rev: str
@@ -143,7 +133,8 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
     if opts.open_pr and opts.push:
         raise ValidationError("--open-pr already pushes (to bump/<branch>-<rev>); do not combine it with --push.")
     if move and opts.all:
-        raise ValidationError("--pytorch / --torch-src say what the branches given with --branch build; not with --all.")
+        raise ValidationError("--pytorch / --torch-src say what the branches given with --branch build; "
+                              "not with --all.")
     repo = gitops.open_repo(repo_path)
     heads = gitops.local_branches(repo)
     if opts.all:
@@ -236,7 +227,8 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
     docs = [] if opts.open_pr else plan.docs  # a PR carries its own branch only: `release docs --write` after merging
     for name, tip in [(bp.branch, bp.tip) for bp in work] + [(d.branch, d.tip) for d in docs]:
         if heads.get(name) != tip:
-            raise ExternalError(f"Branch '{name}' moved since the plan was made; nothing was changed. Run the bump again.")
+            raise ExternalError(f"Branch '{name}' moved since the plan was made; nothing was changed. "
+                                "Run the bump again.")
     shas = gitops.make_commits(
         repo,
         [(bp.tip, bp.edit.changes, bp.message) for bp in work] + [(d.tip, d.changes, d.message) for d in docs],

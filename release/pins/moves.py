@@ -34,6 +34,16 @@ _NAME_RE = re.compile(r"pytorch-?(\d+\.\d+)")
 _TORCH_SRC_RE = re.compile(r"^(?P<rev>[A-Za-z0-9][A-Za-z0-9._/-]{0,99}),(?P<hash>sha256-[A-Za-z0-9+/]{43}=)$")
 
 
+@dataclass
+class DocsEdit:
+    """Another branch's README with its rows about a branch whose PyTorch moved (its own commit)."""
+
+    branch: str
+    tip: str
+    changes: dict[str, str]
+    message: str
+
+
 @dataclass(frozen=True)
 class Move:
     version: str  # the PyTorch the moved recipes build after the bump
@@ -193,10 +203,14 @@ def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str], docs
     """Write a checked move into the plan: the source override (``--torch-src``), the moved
     branches' declared versions and their commit messages, and the other branches' README rows."""
     from config.catalog import load_catalog
-    from release.pins.guards import torch_source_version
     from release.pins.rules import README, commit_message
+    from release.recipes.facts import read_recipe
 
     embedded = load_catalog()
+
+    def version_of(path: str, text: str) -> str | None:
+        return read_recipe(embedded, PurePosixPath(path).name, text).pytorch
+
     moved: dict[str, tuple[str, str, str]] = {}
     for bp in data.branches:
         recipes, readme = texts[bp.branch]
@@ -204,8 +218,7 @@ def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str], docs
         current = {p: edit.changes.get(p, recipes[p]) for p in g.group.recipes}
         if move.torch_src:
             sources, siblings = _reader_sources(model, bp.branch, current, embedded)
-            for path, text in source_edits(current, g.group.recipes, sources, siblings, move,
-                                           lambda p, t: torch_source_version(p, t, embedded)).items():
+            for path, text in source_edits(current, g.group.recipes, sources, siblings, move, version_of).items():
                 _set(edit, path, recipes[path], text)
         if readme is not None:
             text, left = declared_edit(edit.changes.get(README, readme), bp.branch,
@@ -224,8 +237,7 @@ def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str], docs
         data.docs.append(_docs_edit(name, heads[name], text, what))
 
 
-def _docs_edit(branch: str, tip: str, text: str, what: str):
-    from release.pins.bump import DocsEdit
+def _docs_edit(branch: str, tip: str, text: str, what: str) -> DocsEdit:
     from release.pins.rules import README
 
     return DocsEdit(branch, tip, {README: text}, f"README: {what}")

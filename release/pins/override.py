@@ -10,7 +10,9 @@ The real ``pytorch-2.10-python313`` recipes build PyTorch 2.10.0 over a nixpkgs 
           overrides = pfinal: pprev: {
             torch = pprev.torch.overrideAttrs (oldAttrs: rec {
               version = "2.10.0";
-              src = prev.fetchFromGitHub { owner = "pytorch"; repo = "pytorch"; rev = "v${version}"; hash = "…"; fetchSubmodules = true; };
+              src = prev.fetchFromGitHub {
+                owner = "pytorch"; repo = "pytorch"; rev = "v${version}"; hash = "…"; fetchSubmodules = true;
+              };
               patches = [];
             });
           };
