@@ -103,9 +103,29 @@ def compare(repo: Path, parent: str, theirs: str, ours: str, readme_lines: int) 
         t, o = show(repo, theirs, "README.md") or "", show(repo, ours, "README.md") or ""
         diff = [d for d in difflib.unified_diff(t.splitlines(), o.splitlines(), "maintainers", "torchbot", n=0,
                                                 lineterm="") if d[:1] in "+-" and d[:3] not in ("+++", "---")]
-        readme = {"differ": len(diff), "lines": diff[:readme_lines]}
+        readme = {"differ": len(diff), "lines": diff[:readme_lines], "kinds": _readme_kinds(diff, a, b)}
     return {"theirs": a, "ours": b, "both": both, "recipes": recipes, "differ": differ, "readme": readme,
             "others": others}
+
+
+def _readme_kinds(diff: list[str], theirs: dict[str, str], ours: dict[str, str]) -> Counter:
+    """Differing README lines by what they are about: rows about other branches (what each side
+    says of the branches as they were), what only the maintainers added (packages, their GPU
+    architectures), the rest."""
+    added = {Path(p).stem for p, st in theirs.items() if st == "A" and p not in ours and p.startswith(RECIPES)}
+    archs = {m.upper() for p in added for m in re.findall(r"-(sm\d+)-", p)}
+    own = re.search(r"You are on the `([^`]+)`", "\n".join(diff))
+    kinds: Counter = Counter()
+    for line in diff:
+        body = line[1:]
+        first = re.match(r"\|\s*\**`([^`]+)`", body)
+        if first and (own is None or first[1] != own[1]) and "⬅" not in body:
+            kinds["rows about other branches"] += 1
+        elif any(a in body for a in added) or any(re.search(rf"\b{a}\b", body) for a in archs):
+            kinds["what only the maintainers added"] += 1
+        else:
+            kinds["other"] += 1
+    return kinds
 
 
 def _settings(tmp: Path, repo: Path, fake: FakeNixpkgs):
@@ -209,7 +229,8 @@ def report(op: Operation, said: list[str], cmp: dict | None) -> list[str]:
         lines.append(f"  other files both changed: {o['identical']} identical, {o['differ']} differ")
     if cmp["readme"] is not None:
         d = cmp["readme"]
-        lines.append("  README: identical" if not d["differ"] else f"  README: {d['differ']} lines differ")
+        kinds = ", ".join(f"{n} {k}" for k, n in d["kinds"].most_common())
+        lines.append("  README: identical" if not d["differ"] else f"  README: {d['differ']} lines differ ({kinds})")
         lines += [f"    {x[:150]}" for x in d["lines"]]
     return lines
 
@@ -231,7 +252,7 @@ def main() -> int:
     os.environ["TORCHBOT_LOCAL_BRANCHES"] = str(tmp / "branches.toml")
     histories = [History(gd) for gd in args.gitdirs]
     torch, sets, pins = nixpkgs_facts(histories)
-    summary: list[tuple[Operation, dict | None]] = []
+    summary: list[tuple[Operation, dict | None, list[str]]] = []
     try:
         with FakeNixpkgs() as fake:
             for pin in pins:
@@ -245,17 +266,18 @@ def main() -> int:
                 for n, op in enumerate(h.operations()):
                     if args.only and not any(op.commit.sha.startswith(s) for s in args.only):
                         continue
-                    summary.append((op, _replay(h, op, tmp / f"r{len(summary)}-{n}", fake, torch, args.readme_lines)))
+                    summary.append((op, *_replay(h, op, tmp / f"r{len(summary)}-{n}", fake, torch, args.readme_lines)))
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
     print("\nSummary")
-    for op, cmp in summary:
-        print("  " + _summary_line(op, cmp))
+    for op, cmp, said in summary:
+        print("  " + _summary_line(op, cmp, said))
     return 0
 
 
-def _replay(h: History, op: Operation, work: Path, fake: FakeNixpkgs, torch, readme_lines: int) -> dict | None:
+def _replay(h: History, op: Operation, work: Path, fake: FakeNixpkgs, torch, readme_lines: int
+            ) -> tuple[dict | None, list[str]]:
     from config.catalog import load_catalog
     from release.context import Context
 
@@ -268,19 +290,24 @@ def _replay(h: History, op: Operation, work: Path, fake: FakeNixpkgs, torch, rea
     ours, said = replay(op, repo, ctx, torch)
     cmp = compare(repo, op.commit.parents[0], op.commit.sha, ours, readme_lines) if ours else None
     print("\n".join(report(op, said, cmp)))
-    return cmp
+    return cmp, said
 
 
-def _summary_line(op: Operation, cmp: dict | None) -> str:
+def _summary_line(op: Operation, cmp: dict | None, said: list[str]) -> str:
     what = f"{op.kind:6} {op.commit.sha[:7]} {op.branch}"
     if cmp is None:
-        return f"{what}: refused"
+        why = next((s.split(": ", 1)[1] for s in reversed(said) if s.startswith("refused")), "")
+        return f"{what}: refused: {re.sub(r'[.][a-z]+/pkgs/', '', why)[:170]}"
+    moved = [m for s in said if s.startswith("plan:") for m in re.findall(r"PyTorch \S+ -> \S+ \([^)]*\)", s)]
+    if moved:
+        what += f" [{moved[0]}]"
     r = cmp["recipes"]
     same = r["identical"] + r["identical apart from sha256"]
     extra = len(set(cmp["theirs"]) - set(cmp["ours"]))
     readme = cmp["readme"]
+    kinds = ", ".join(f"{n} {k}" for k, n in readme["kinds"].most_common()) if readme else ""
     readme_text = "README identical" if readme and not readme["differ"] else (
-        f"README {readme['differ']} lines differ" if readme else "no README change")
+        f"README {readme['differ']} lines differ: {kinds}" if readme else "no README change")
     return (f"{what}: {same}/{sum(r.values())} recipes identical (apart from sha256), "
             f"{extra} files only the maintainers changed, {readme_text}")
 
