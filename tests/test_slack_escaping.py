@@ -78,7 +78,8 @@ def test_slack_entities_are_read_once_and_written_once(bot):
     assert status == 200 and "&lt;!here&gt;" in ack and "&amp;lt;" not in ack
     posts = slack.wait_for(lambda p, b: p == "/response/1")
     refusal = next(b for p, b in posts if p == "/response/1")  # no variant matches: an error quoting it
-    assert "No variant of" in refusal["text"] and "&lt;!here&gt;" in refusal["text"] and "<!here>" not in refusal["text"]
+    said = refusal["text"]
+    assert "No variant of" in said and "&lt;!here&gt;" in said and "<!here>" not in said
 
 
 def test_mentions_errors_and_unknown_buttons_echo_escaped(bot):
