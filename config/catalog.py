@@ -583,7 +583,12 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
     cat = cat.with_branches(branches, "embedded")
     if cat.recommended not in cat.branches:
         raise CatalogError(f"The recommended branch '{cat.recommended}' is not in the catalog.")
-    return cat
+    from config.vision_branches import vision_specs  # the companion repository's branches, as data
+
+    vision = {s["branch"]["name"]: Branch(**s["branch"], cuda_groups=tuple(CudaGroup(*g) for g in s["groups"]),
+                                          variants=tuple(Variant(**v) for v in s["variants"]))
+              for s in vision_specs(cat, data_dir)}
+    return replace(cat, vision=vision)
 
 
 @lru_cache(maxsize=4)
