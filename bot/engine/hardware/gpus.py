@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from bot.engine.hardware import nvidia_smi
+from bot.engine.hardware.cpu_table import find_cpus
 from bot.engine.hardware.cpus import CPU_LIKE_RE
 from bot.engine.hardware.facts import CELL, LINE, SCAN, GpuSeen, Hardware, fold
 from bot.engine.hardware.matchers import Matchers, lookup, token_spans
@@ -81,7 +82,7 @@ def read_gpus(cat: Catalog, m: Matchers, hw: Hardware, text: str, rows: list[nvi
         _arch_by_number(cat, hw, text)
     hw.system_cpu = named.system_cpu
     if not inst_gpu:
-        _unknown_like(m, hw, named, text)
+        _unknown_like(cat, m, hw, named, text)
 
 
 def _from_rows(cat: Catalog, m: Matchers, hw: Hardware, named: _Named,
@@ -144,7 +145,7 @@ def _models_in_text(cat: Catalog, m: Matchers, named: _Named, text: str) -> list
         break
     hits = list(lookup(m.gpu, spans, m))
     if hits:
-        cpu_spans = _cpu_spans(m, named, text)
+        cpu_spans = _cpu_spans(cat, m, named, text)
         hits = [(name, s, e) for name, s, e in hits
                 if not any(a <= s and e <= b and b - a > e - s for a, b in cpu_spans)]
     for name, s, e in hits:
@@ -156,11 +157,13 @@ def _models_in_text(cat: Catalog, m: Matchers, named: _Named, text: str) -> list
     return out
 
 
-def _cpu_spans(m: Matchers, named: _Named, text: str) -> list[tuple[int, int]]:
-    """Where CPU model strings are named: a model of the data, a CPU brand with a model number,
-    a CPU-like model number (searched once per question, and only when a GPU-like name is)."""
+def _cpu_spans(cat: Catalog, m: Matchers, named: _Named, text: str) -> list[tuple[int, int]]:
+    """Where CPU model strings are named: a model of the data (its name patterns and its model
+    number tables), a CPU brand with a model number, a CPU-like model number (searched once per
+    question, and only when a GPU-like name is)."""
     if named.cpu_spans is None:
         out = [cm.span() for cm in m.cpu.finditer(text)] if m.cpu is not None else []
+        out += [(h.start, h.end) for h in find_cpus(cat, text, m.gpu, SCAN)]
         if m.brands is not None:
             for bm in m.brands.finditer(text):
                 model = bm.group("model")
@@ -219,13 +222,13 @@ def _arch_by_number(cat: Catalog, hw: Hardware, folded: str) -> None:
             hw.gpu_unknown_cc = key
 
 
-def _unknown_like(m: Matchers, hw: Hardware, named: _Named, folded: str) -> None:
+def _unknown_like(cat: Catalog, m: Matchers, hw: Hardware, named: _Named, folded: str) -> None:
     """GPU-like names no catalog entry covers are kept, so the answer can ask about them."""
     for gm in _GPU_LIKE_RE.finditer(folded, 0, SCAN):
         s, e = gm.span()
         if any(s < b and a < e for a, b in named.spans):
             continue
-        if any(a <= s and e <= b for a, b in _cpu_spans(m, named, folded)):
+        if any(a <= s and e <= b for a, b in _cpu_spans(cat, m, named, folded)):
             continue  # "Cortex-A725" is a CPU
         if gm.group(0) not in hw.unknown_gpu:
             hw.unknown_gpu.append(gm.group(0))
