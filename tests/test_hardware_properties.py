@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from bot.engine.hardware import parse
 from config.catalog import load_catalog
+from config.cpu_models import load_cpu_models
 from tests.fixtures_smi import tables
 
 CAT = load_catalog()
@@ -121,11 +122,41 @@ def test_numbers_of_lscpu_and_nvidia_smi_q_are_not_gpus():
 # CPU model strings
 
 
+def _table_strings() -> list[str]:
+    """Every listed model number of the model-number tables, with its family's name (and alone
+    where the number names the part alone)."""
+    out = []
+    for fam in load_cpu_models(CAT.data_dir).families:
+        for model in fam.models:
+            out.append(f"{fam.name} {model}")
+            if fam.bare == "all" or (fam.bare == "suffixed" and not model.isdigit()):
+                out.append(model)
+    return out
+
+
+TABLE_STRINGS = _table_strings()
+RULE_FAMILIES = [f for f in load_cpu_models(CAT.data_dir).families if f.number]
+
+
 def _cpu_strings():
-    """Strings each CPU model pattern of the data reads (the data is patterns over folded text)."""
+    """CPU model strings of the data: what each name pattern reads (patterns over folded text),
+    every listed model number, and numbers of the numbering rules with their prefix."""
     ascii_text = st.characters(codec="ascii")
-    return st.sampled_from(CAT.cpu_models).flatmap(
+    patterns = st.sampled_from(CAT.cpu_models).flatmap(
         lambda m: st.from_regex(re.compile(m.pattern), fullmatch=True, alphabet=ascii_text))
+    rules = st.sampled_from(RULE_FAMILIES).flatmap(
+        lambda f: st.tuples(st.sampled_from(list(f.prefixes) or [f.name]),
+                            st.from_regex(re.compile(f.number), fullmatch=True, alphabet=ascii_text))
+        .map(lambda t: f"{t[0]}-{t[1]}" if t[0].islower() else f"{t[0]} {t[1]}"))
+    return st.one_of(patterns, st.sampled_from(TABLE_STRINGS), rules)
+
+
+def test_every_listed_model_number_alone_and_beside_a_gpu_names_only_that_gpu():
+    for cpu in TABLE_STRINGS:
+        hw = parse(CAT, cpu)
+        assert (hw.gpus, hw.unknown_gpu) == ([], []), (cpu, hw.gpus, hw.unknown_gpu)
+        hw = parse(CAT, f"RTX 4090 with a {cpu}")
+        assert [g.name for g in hw.gpus] == ["RTX 4090"] and hw.unknown_gpu == [], (cpu, hw.gpus, hw.unknown_gpu)
 
 
 GPUS = st.sampled_from(["RTX 4090", "H100", "A30", "GTX 1650", "RTX 3090", "L4", "Quadro M4000", "T4", "A100"])

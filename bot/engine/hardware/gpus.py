@@ -145,15 +145,33 @@ def _models_in_text(cat: Catalog, m: Matchers, named: _Named, text: str) -> list
         break
     hits = list(lookup(m.gpu, spans, m))
     if hits:
-        cpu_spans = _cpu_spans(cat, m, named, text)
-        hits = [(name, s, e) for name, s, e in hits
-                if not any(a <= s and e <= b and b - a > e - s for a, b in cpu_spans)]
+        hits = _outside_cpus(m, spans, hits, _cpu_spans(cat, m, named, text))
     for name, s, e in hits:
         if text[s:e].isdigit() and _UNIT_AFTER_RE.match(text, e):
             continue  # "4090 MiB", "3090 MHz": a quantity, not a GeForce
         named.spans.append((s, e))
         n = count_near(text, s, e, text[e - 1 : e] == "s" and not name.lower().endswith("s"))
         out.append((text.count(LINE_MARK, 0, s), name, n))
+    return out
+
+
+def _outside_cpus(m: Matchers, spans: list[tuple[str, int, int]], hits: list[tuple[str, int, int]],
+                  cpu_spans: list[tuple[int, int]]) -> list[tuple[str, int, int]]:
+    """GPU names read only from tokens no CPU model string holds: a name inside one is dropped
+    ("Xeon E5-1650 v4"), a name reaching into one is read again without its tokens ("RTX 4090
+    + D-2100" is an RTX 4090 and a Xeon D-2100, not an RTX 4090 D)."""
+    out = []
+    for name, s, e in hits:
+        cpus = [(a, b) for a, b in cpu_spans if a < e and s < b and (a, b) != (s, e)]
+        if not cpus:
+            out.append((name, s, e))
+            continue
+        own = [t for t in spans if s <= t[1] and t[2] <= e]
+        rest = [t for t in own if not any(a <= t[1] and t[2] <= b for a, b in cpus)]
+        if len(rest) == len(own):
+            out.append((name, s, e))
+        else:
+            out.extend(lookup(m.gpu, rest, m))
     return out
 
 
