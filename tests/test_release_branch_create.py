@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 
-from bot.cli import main as cli
+from bot.frontends.cli.main import main as cli
 from config.catalog import branch_from_dict, load_catalog
 from release.recipes.reader import catalog_from_repository
 from tests.fakes_nixpkgs import FakeNixpkgs
