@@ -180,7 +180,8 @@ def recorded_branches(catalog: Catalog, key: str, path: Path | None = None) -> l
     raw = read_records(path).get(key, {})
     lines = []
     for name, table in raw.items():
-        lines += [f"{_where(path, ('repository', key, 'branch', name))}, {p}" for p in _catalog_problems(catalog, name, table)]
+        where = _where(path, ("repository", key, "branch", name))
+        lines += [f"{where}, {p}" for p in _catalog_problems(catalog, name, table)]
     if lines:
         raise ConfigError("\n".join(lines))
     try:

@@ -74,7 +74,8 @@ def database_url_problem(scheme: str, rest: str) -> str | None:
     netloc, slash, path = rest.partition("/")
     if netloc.count("@") > 1 or "@" in path:
         return ("the user or password contains '@' or '/' (or the URL has an '@' after its host); "
-                "percent-encode them in the password ('@' as %40, '/' as %2F); the URL is not shown, it holds a password")
+                "percent-encode them in the password ('@' as %40, '/' as %2F); the URL is not shown, "
+                "it holds a password")
     hostport = netloc.rpartition("@")[2]
     try:
         port = urlsplit("//" + hostport).port
@@ -165,7 +166,8 @@ def check_files(settings, *, scope: str = "full") -> None:
     lines = answer_problems(settings.repositories(), cache_dir())
     if scope == "full":
         if problem := appendable_problem(settings.audit_log):
-            lines.append(f"TORCHBOT_AUDIT_LOG: {problem}; torchbot keeps who changed what there and will not start without it")
+            lines.append(f"TORCHBOT_AUDIT_LOG: {problem}; torchbot keeps who changed what there "
+                         "and will not start without it")
         if problem := directory_problem(settings.log_dir):
             lines.append(f"TORCHBOT_LOG_DIR: {problem}")
         directory = sqlite_directory(settings.state_db)

@@ -69,9 +69,15 @@ DOC_DEFAULTS = {
 
 
 def use(settings) -> None:
-    """Make the loaded settings' cache directory and branch record the ones every module uses."""
+    """Make the loaded settings' cache directory and branch record the ones every module uses
+    (they may come from a ``.env`` or ``torchbot.toml`` the environment does not show)."""
     for name in ("cache_dir", "local_branches"):
         _CHOSEN[name] = getattr(settings, name, None)
+
+
+def forget() -> None:
+    """Undo :func:`use` (tests: each starts from the environment)."""
+    _CHOSEN.clear()
 
 
 def _env(name: str) -> str | None:
@@ -96,3 +102,41 @@ def branches_file() -> Path:
     """The record of branches ``torchbot release branch create`` made, by repository."""
     raw = _CHOSEN.get("local_branches") or _env("TORCHBOT_LOCAL_BRANCHES")
     return Path(str(raw)).expanduser() if raw else default_branches_file()
+
+
+def config_file() -> tuple[Path, bool]:
+    """The TOML settings file and whether ``TORCHBOT_CONFIG`` names it (else ``torchbot.toml`` here)."""
+    named = _env("TORCHBOT_CONFIG")
+    return Path(named or "torchbot.toml").expanduser(), named is not None
+
+
+def redact_url(url: str) -> str:
+    """A database URL with its password replaced by ``***`` (the user stays)."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, host = netloc.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{slash}{tail}"
+
+
+def locations(settings) -> list[dict[str, str]]:
+    """Where each of torchbot's files lives (``torchbot paths``): what, where, the setting that
+    moves it, and whether it exists yet."""
+    def row(what: str, where: Path | str | None, variable: str, path: Path | None) -> dict[str, str]:
+        state = "off" if where is None else ("exists" if path is not None and path.exists() else "not yet created")
+        return {"what": what, "where": "off" if where is None else str(where), "variable": variable, "state": state}
+
+    db = settings.state_db
+    cache = cache_dir()
+    config, _ = config_file()
+    return [
+        row("state DB", redact_url(db), "TORCHBOT_STATE_DB",
+            Path(db.partition(":///")[2]) if db.startswith("sqlite:///") else None),
+        row("audit log", settings.audit_log, "TORCHBOT_AUDIT_LOG", Path(settings.audit_log)),
+        row("build logs", settings.log_dir, "TORCHBOT_LOG_DIR", Path(settings.log_dir)),
+        row("recipe-facts cache", cache, "TORCHBOT_CACHE_DIR", cache),
+        row("created branches", branches_file(), "TORCHBOT_LOCAL_BRANCHES", branches_file()),
+        {**row("settings file", config.absolute(), "TORCHBOT_CONFIG", config),
+         **({} if config.exists() else {"state": "none (optional)"})},
+    ]

@@ -35,7 +35,14 @@ from pydantic_settings import (
 from config.checks import database_url_problem, flox_org_problem, placeholder_problem, url_problem
 from config.defaults import FLOX_ORG
 from config.errors import ConfigError
-from config.paths import default_audit_log, default_branches_file, default_cache_dir, default_log_dir, default_state_db
+from config.paths import (
+    config_file,
+    default_audit_log,
+    default_branches_file,
+    default_cache_dir,
+    default_log_dir,
+    default_state_db,
+)
 
 USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
 CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]+$")
@@ -166,7 +173,8 @@ class Settings(BaseSettings):
         "where mutating commands may run: Slack channel IDs (`C…`/`G…`), comma separated or a JSON list"))
     announce_channel: str | None = Field(None, description="channel ID for release threads and docs drift")
     audit_log: Path = Field(default_factory=default_audit_log, description=(
-        "who changed what: one line per confirmed command; torchbot refuses to start when it cannot write it"))
+        "who changed what: a line per mutating chat command planned, refused, confirmed or cancelled; "
+        "torchbot refuses to start when it cannot write it"))
 
     # The managed repositories: TORCHBOT_REPO_PATH is one path or comma-separated paths (a
     # build-pytorch and a build-torchvision repository; their kinds are detected). repo_path is
@@ -192,7 +200,8 @@ class Settings(BaseSettings):
     nixpkgs_repo: str = Field("NixOS/nixpkgs", description="`owner/name` of nixpkgs on GitHub (commits, compare)")
     channels_url: str = Field("https://channels.nixos.org/", description=(
         "nixpkgs channel endpoint base (`<base>/<channel>/git-revision`)"))
-    default_channel: str = Field("nixos-unstable", description="the channel pin bumps follow without `--rev`/`--channel`")
+    default_channel: str = Field("nixos-unstable", description=(
+        "the channel pin bumps follow without `--rev`/`--channel`"))
     http_timeout: float = Field(10.0, gt=0, description="seconds an HTTP request may take")
     http_retries: int = Field(3, ge=1, description="attempts per HTTP request (GitHub, nixpkgs, Slack rate limits)")
 
@@ -202,7 +211,7 @@ class Settings(BaseSettings):
         "`postgresql://user:password@host:5432/db` (psycopg 3; percent-encode `@` `/` `:` in the password)"))
     flox_org: str = Field(FLOX_ORG, description=(
         "Flox organisation in install commands and publishing; the placeholder `your-org` is refused "
-        "where it would be published or committed (`release publish`, `release workflow --commit`)"))
+        "where it would be published or committed (`release publish`, `release workflow --write`/`--commit`)"))
     build_command: str = Field("flox build {package}", description=(
         "local build command; placeholders `{package}` and `{org}` (shell-quoted)"))
     publish_command: str = Field("flox publish -o {org} {package}", description=(
@@ -419,12 +428,6 @@ def env_name(field: str) -> str:
 
 
 NOT_ECHOED = ("token", "secret", "state_db")  # fields whose values never appear in a message
-
-
-def config_file() -> tuple[Path, bool]:
-    """The TOML settings file and whether ``TORCHBOT_CONFIG`` names it (else ``torchbot.toml`` here)."""
-    named = next((v for k, v in os.environ.items() if k.upper() == "TORCHBOT_CONFIG"), None)
-    return Path(named or "torchbot.toml").expanduser(), named is not None
 
 
 def check_config_file() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from bot.frontends.cli.main import main as cli
 from config.catalog import branch_from_dict, load_catalog
-from release.recipes.reader import catalog_from_repository
+from release.recipes.repos import catalog_from_repositories
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import NEW, build_repo, git, refs, small_catalog_branches, tree_files
 
@@ -126,7 +126,7 @@ def test_create_branch(env, tmp_path, capsys):
     b = branch_from_dict("pytorch-2.9-python312", recorded)
     assert b.pin == NEW and b.python == "3.12" and b.cuda_versions == ("12.9", "12.8")
     assert "pytorch-2.9-python312" not in load_catalog().branches  # not in the embedded catalog
-    cat = catalog_from_repository(work, load_catalog())
+    cat = catalog_from_repositories([work], load_catalog())
     assert set(v.package for v in cat.branches["pytorch-2.9-python312"].variants) == names
 
     # a second create of the same name is refused, nothing changes
@@ -145,7 +145,7 @@ def test_reader_reads_created_branch_back(env, capsys):
     read = reader.read_repository(work, load_catalog())
     branches = read.branches if hasattr(read, "branches") else read
     got = branches["pytorch-2.9-python312"]
-    want = catalog_from_repository(work, load_catalog()).branches["pytorch-2.9-python312"]
+    want = catalog_from_repositories([work], load_catalog()).branches["pytorch-2.9-python312"]
     assert {v.package for v in got.variants} == {v.package for v in want.variants}
     assert set(got.pins) == {NEW}
     b = got.branch  # the catalog model the reader rebuilt from the branch
