@@ -124,9 +124,8 @@ def _where(path: Path, loc: tuple) -> str:
     return f"{path} ({VARIABLE}): " + ", ".join(out)
 
 
-def read_records(path: Path | None = None) -> dict[str, dict[str, dict]]:
-    """repository key -> branch name -> its TOML table, checked; {} when there is no file."""
-    path = path or branches_file()
+def _load(path: Path) -> dict:
+    """The file's TOML as is; {} when there is no file; ConfigError when it is no TOML of this shape."""
     try:
         with path.open("rb") as fh:
             raw = tomllib.load(fh)
@@ -141,6 +140,11 @@ def read_records(path: Path | None = None) -> dict[str, dict[str, dict]]:
     if "branch" in raw and "repository" not in raw:
         raise ConfigError(f"{path} ({VARIABLE}) holds [branch.NAME] tables without their repository (written by "
                           "an older torchbot): move each under [repository.\"<git directory>\".branch.NAME].")
+    return raw
+
+
+def _checked(path: Path, raw: dict) -> dict[str, dict[str, dict]]:
+    """repository key -> branch name -> its TOML table, checked with pydantic (one line per mistake)."""
     from pydantic import ValidationError
 
     try:
@@ -149,6 +153,12 @@ def read_records(path: Path | None = None) -> dict[str, dict[str, dict]]:
         lines = [f"{_where(path, tuple(e['loc']))}: {e['msg']}" for e in err.errors()]
         raise ConfigError("\n".join(lines)) from None
     return {repo: dict(entry.get("branch", {})) for repo, entry in raw.get("repository", {}).items()}
+
+
+def read_records(path: Path | None = None) -> dict[str, dict[str, dict]]:
+    """repository key -> branch name -> its TOML table, checked; {} when there is no file."""
+    path = path or branches_file()
+    return _checked(path, _load(path))
 
 
 def _catalog_problems(catalog: Catalog, name: str, raw: dict) -> list[str]:
@@ -177,7 +187,11 @@ def recorded_branches(catalog: Catalog, key: str, path: Path | None = None) -> l
     from config.catalog import expand_branches
 
     path = path or branches_file()
-    raw = read_records(path).get(key, {})
+    whole = _load(path)
+    repos = whole.get("repository", {})
+    if isinstance(repos, dict) and key not in repos:
+        return []  # nothing recorded here: the file is checked where its repositories are read
+    raw = _checked(path, whole).get(key, {})
     lines = []
     for name, table in raw.items():
         where = _where(path, ("repository", key, "branch", name))

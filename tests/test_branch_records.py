@@ -127,3 +127,19 @@ def test_a_branch_recorded_twice_for_one_repository_is_refused(world):
     assert record.read_text() == before
     assert "pytorch-2.9-python312" not in subprocess.run(["git", "-C", str(work), "branch"], capture_output=True,
                                                          text=True, check=True).stdout  # the branch was taken back
+
+
+def test_ask_from_a_repository_without_records_imports_no_pydantic(world):
+    """Records of other repositories (even broken ones) cost `ask` nothing: no pydantic, no error."""
+    torchbot, work, other, cwd, record = world
+    _record(record, other, GOOD.replace('"3.12"', "3.12"))  # broken, but for the other repository
+    code = ("import sys; from bot.frontends.cli.main import main; rc = main(['ask', 'H100']); "
+            "assert not [m for m in sys.modules if m.startswith('pydantic')], 'pydantic imported'; sys.exit(rc)")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("TORCHBOT_")}
+    home = cwd.parent / "home"
+    env.update(PYTHONPATH=str(ROOT), TORCHBOT_REPO_PATH=str(work), XDG_DATA_HOME=str(home / "data"),
+               XDG_STATE_HOME=str(home / "state"), XDG_CACHE_HOME=str(home / "cache"))
+    r = subprocess.run([sys.executable, "-c", code], check=False, cwd=cwd, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "flox install" in r.stdout, r.stderr
+    assert torchbot("catalog", "--json", repo=other).returncode == 2  # where it is read, it is checked
