@@ -196,14 +196,21 @@ class Settings(BaseSettings):
     github_api_url: str = Field("https://api.github.com/", description="GitHub REST API base URL")
     github_token: SecretStr | None = Field(None, description="GitHub token: PRs, workflow dispatch, nixpkgs files")
     github_repo: str = Field("barstoolbluz/build-pytorch", description=(
-        "`owner/name` of the repository PRs and workflow dispatches go to"))
+        "`owner/name` of the repository PRs and workflow dispatches go to; empty: none"))
     nixpkgs_repo: str = Field("NixOS/nixpkgs", description="`owner/name` of nixpkgs on GitHub (commits, compare)")
     channels_url: str = Field("https://channels.nixos.org/", description=(
         "nixpkgs channel endpoint base (`<base>/<channel>/git-revision`)"))
     default_channel: str = Field("nixos-unstable", description=(
         "the channel pin bumps follow without `--rev`/`--channel`"))
-    http_timeout: float = Field(10.0, gt=0, description="seconds an HTTP request may take")
-    http_retries: int = Field(3, ge=1, description="attempts per HTTP request (GitHub, nixpkgs, Slack rate limits)")
+    http_timeout: float = Field(10.0, gt=0, description="seconds an HTTP request may take (every HTTP client)")
+    http_retries: int = Field(3, ge=1, description=(
+        "attempts per HTTP call (GitHub, nixpkgs, channels; Slack's rate-limit retries)"))
+    http_backoff_seconds: float = Field(0.5, ge=0, le=30, description=(
+        "first wait before an HTTP retry (GitHub, nixpkgs, channels); it doubles per retry, plus jitter, "
+        "unless the server sent Retry-After or x-ratelimit-reset, which are honoured"))
+    http_retry_seconds: float = Field(60.0, gt=0, description=(
+        "an HTTP call gives up rather than start a retry wait that would end later than this many seconds "
+        "after its first attempt"))
 
     # Builds, publishing, state
     state_db: str = Field(default_factory=default_state_db, description=(
@@ -218,7 +225,7 @@ class Settings(BaseSettings):
         "publish command; placeholders `{package}` and `{org}`"))
     build_timeout: float = Field(6 * 3600.0, gt=0, description="seconds a build may take before it is stopped")
     build_jobs: int = Field(1, ge=1, description=(
-        "local builds running at once (`release build --jobs` overrides), and the GitHub workflow's max-parallel"))
+        "local builds running at once (`release build --jobs` overrides)"))
     log_dir: Path = Field(default_factory=default_log_dir, description=(
         "build logs, one per build under `<dir>/<branch>/`; created at start, or torchbot refuses to start"))
     job_workers: int = Field(2, ge=1, le=64, description=(
@@ -244,8 +251,8 @@ class Settings(BaseSettings):
         "when the README cross-branch tables are checked (crontab, UTC); drift goes to the announce channel"))
 
     # Builds, publishing and announcements (issue 5)
-    build_backend: Literal["local", "github"] = Field("local", description=(
-        "`local` or `github`: what scheduled builds after a bump use"))
+    build_backend: Literal["github", "local", "none"] | None = Field(None, description=(
+        "the former name of TORCHBOT_SCHEDULE_BUILD_BACKEND, honoured when that one is unset"))
     build_result_link: str = Field("result-{package}", description=(
         "what must exist in the work tree after a successful build; placeholder `{package}`"))
     build_check_command: str | None = Field(None, description=(
@@ -254,7 +261,18 @@ class Settings(BaseSettings):
     publish_timeout: float = Field(3600.0, gt=0, description="seconds a publish may take")
     github_workflow_file: str = Field("torchbot-build.yml", description=(
         "file name of the build workflow under `.github/workflows/`"))
-    github_poll_seconds: float = Field(30.0, gt=0, description="seconds between looks at running GitHub workflow runs")
+    github_poll_seconds: float = Field(30.0, gt=0, description=(
+        "seconds between polls of a followed GitHub workflow run (longer when the rate limit runs low)"))
+    github_max_parallel: int | None = Field(None, ge=1, description=(
+        "max-parallel of the build workflow's matrix jobs; unset (the default, GitHub's) runs every job "
+        "at once. A cap limits runner cost or matches a self-hosted pool's capacity. "
+        "TORCHBOT_BUILD_JOBS is local builds only"))
+    github_stale_hours: float = Field(168.0, gt=0, description=(
+        "torchbot stops following a GitHub run it has seen no change in for this long (its builds become "
+        "interrupted, saying so); GitHub's own limits end jobs well before (6 h hosted, 5 days self-hosted)"))
+    schedule_build_backend: Literal["github", "local", "none"] | None = Field(None, description=(
+        "what builds after a scheduled bump: github, local (on the bot's host) or none (bump and report "
+        "only). Unset: github when TORCHBOT_GITHUB_TOKEN and TORCHBOT_GITHUB_REPO are set, else none"))
     # runs-on labels per platform; recipes requiring big-parallel use the second map first
     github_runners: Annotated[dict[str, list[str]], NoDecode] = Field(
         default_factory=lambda: {k: list(v) for k, v in DEFAULT_RUNNERS.items()}, description=(
@@ -353,6 +371,28 @@ class Settings(BaseSettings):
         raw = value.get_secret_value().strip()
         return SecretStr(raw) if raw else None
 
+    @field_validator("github_max_parallel", mode="before")
+    @classmethod
+    def _no_cap(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("", "none"):
+            return None  # GitHub's default: no cap
+        return value
+
+    @field_validator("schedule_build_backend", "build_backend", mode="before")
+    @classmethod
+    def _backend_word(cls, value: object) -> object:
+        if isinstance(value, str):
+            return value.strip().lower() or None
+        return value
+
+    def schedule_backend(self) -> str:
+        """The backend scheduled builds use: the explicit setting, else github when a token and
+        repository are configured, else none (bump and report, build nothing)."""
+        chosen = self.schedule_build_backend or self.build_backend
+        if chosen:
+            return chosen
+        return "github" if self.github_token is not None and self.github_repo else "none"
+
     @field_validator("state_db")
     @classmethod
     def _state_db(cls, value: str) -> str:
@@ -387,7 +427,9 @@ class Settings(BaseSettings):
 
     @field_validator("github_repo", "nixpkgs_repo")
     @classmethod
-    def _owner_name(cls, value: str) -> str:
+    def _owner_name(cls, value: str, info) -> str:
+        if info.field_name == "github_repo" and not value.strip():
+            return ""  # none: nothing is dispatched (and scheduled builds default to none)
         if not re.match(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", value.strip()):
             raise ValueError(f"{value!r} is not a GitHub repository: write owner/name")
         return value.strip()

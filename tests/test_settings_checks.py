@@ -95,7 +95,7 @@ MATRIX = [
     ({"TORCHBOT_REPO_PATH": "{tmp}/plain"}, ["TORCHBOT_REPO_PATH", "plain is not a git repository"]),
     ({"TORCHBOT_REPO_PATH": "{tmp}/afile"}, ["TORCHBOT_REPO_PATH", "is not a directory"]),
     # words with a fixed set of values
-    ({"TORCHBOT_BUILD_BACKEND": "gitlab"}, ["TORCHBOT_BUILD_BACKEND", "'local' or 'github'"]),
+    ({"TORCHBOT_SCHEDULE_BUILD_BACKEND": "gitlab"}, ["TORCHBOT_SCHEDULE_BUILD_BACKEND", "'github', 'local' or 'none'"]),
     ({"TORCHBOT_GITHUB_REPO": "build-pytorch"}, ["TORCHBOT_GITHUB_REPO", "owner/name"]),
     ({"TORCHBOT_GITHUB_WORKFLOW_FILE": "../evil.yml"}, ["TORCHBOT_GITHUB_WORKFLOW_FILE", "not a workflow file name"]),
 ]

@@ -44,7 +44,7 @@ def test_a_drifted_readme_is_found_and_rewritten(tmp_path):
 def test_types_and_defaults_read_as_a_user_writes_them():
     rows = {r[0]: r[1:] for r in settings_doc.rows()}
     assert rows["`TORCHBOT_BUILD_JOBS`"][:2] == ("integer", "`1`")
-    assert rows["`TORCHBOT_BUILD_BACKEND`"][:2] == ("one of local, github", "`local`")
+    assert rows["`TORCHBOT_SCHEDULE_BUILD_BACKEND`"][:2] == ("one of github, local, none", "unset")
     assert rows["`TORCHBOT_SLACK_BOT_TOKEN`"][:2] == ("secret", "unset")
     assert rows["`TORCHBOT_DOCS_SKIP_BRANCHES`"][1] == "`*-staging,bump/*`"
     assert rows["`TORCHBOT_STATE_DB`"][1].startswith("`$XDG_DATA_HOME/torchbot/state.sqlite`")
