@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from config.errors import ConfigError
+from config.paths import config_file
 
 # A Flox owner (user or organisation) is refused by Flox when it is empty, "." or "..", or holds a
 # space or "/" (flox-core's EnvironmentOwner); FloxHub handles are GitHub-style. torchbot also puts
@@ -90,6 +91,24 @@ def database_url_problem(scheme: str, rest: str) -> str | None:
 
 # ---------------------------------------------------------------------------------------
 # What the settings name on disk, checked when torchbot starts
+
+
+def check_config_file() -> None:
+    """ConfigError unless the TOML settings file is a readable file (or, not named, absent)."""
+    path, named = config_file()
+    if not named and not path.exists():
+        return
+    if not path.exists():
+        problem = "does not exist"
+    elif path.is_dir():
+        problem = "is a directory, not a TOML file"
+    elif not path.is_file():
+        problem = "is not a regular file"
+    elif not os.access(path, os.R_OK):
+        problem = "is not readable"
+    else:
+        return
+    raise ConfigError(f"TORCHBOT_CONFIG: {path} {problem}.")
 
 
 def repository_problem(path: Path) -> str | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -32,7 +31,13 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from config.checks import database_url_problem, flox_org_problem, placeholder_problem, url_problem
+from config.checks import (
+    check_config_file,
+    database_url_problem,
+    flox_org_problem,
+    placeholder_problem,
+    url_problem,
+)
 from config.defaults import FLOX_ORG
 from config.errors import ConfigError
 from config.paths import (
@@ -470,24 +475,6 @@ def env_name(field: str) -> str:
 
 
 NOT_ECHOED = ("token", "secret", "state_db")  # fields whose values never appear in a message
-
-
-def check_config_file() -> None:
-    """ConfigError unless the TOML settings file is a readable file (or, not named, absent)."""
-    path, named = config_file()
-    if not named and not path.exists():
-        return
-    if not path.exists():
-        problem = "does not exist"
-    elif path.is_dir():
-        problem = "is a directory, not a TOML file"
-    elif not path.is_file():
-        problem = "is not a regular file"
-    elif not os.access(path, os.R_OK):
-        problem = "is not readable"
-    else:
-        return
-    raise ConfigError(f"TORCHBOT_CONFIG: {path} {problem}.")
 
 
 def load_settings(**overrides: object) -> Settings:
