@@ -174,13 +174,24 @@ class Settings(BaseSettings):
     # Builds, publishing, state
     state_db: str = "sqlite:///torchbot-state.sqlite"
     flox_org: str = FLOX_ORG
-    build_command: str = "flox build {package}"
+    build_command: str | None = Field(None, description=(
+        "the local build command, a template with {package} and {org}; unset: `flox build {package}` when flox is "
+        "on PATH, else nix-build of the same recipe (torchbot says which when it starts)"))
     publish_command: str = "flox publish -o {org} {package}"
     build_timeout: float = 6 * 3600.0
     build_jobs: int = 1
     log_dir: Path = Path("torchbot-logs")
     job_workers: int = Field(2, ge=1, le=64)  # confirmed builds/publishes/bumps running at once; more wait in a queue
     plan_ttl_seconds: int = Field(3600, ge=1)  # how long a shown plan can be confirmed
+    state_wait_seconds: float = Field(300.0, ge=0, description=(
+        "how long a build run that has ended keeps retrying a state DB that does not answer; its results stay in "
+        "memory and in a spool file beside the logs, and are written when the DB answers (at the latest when "
+        "torchbot next starts)"))
+    progress_seconds: float = Field(5.0, ge=1, le=600, description=(
+        "the shortest time between two edits of a Slack job message's progress line (chat.update)"))
+    log_url: str | None = Field(None, description=(
+        "base URL where TORCHBOT_LOG_DIR is served (http:// or https://); progress in Slack links failed builds "
+        "to their logs under it, and shows the log's path when unset"))
 
     # `torchbot serve --http` (the --host/--port options override these)
     host: str = "0.0.0.0"
@@ -289,6 +300,18 @@ class Settings(BaseSettings):
             return None
         raw = value.get_secret_value().strip()
         return SecretStr(raw) if raw else None
+
+    @field_validator("build_command", "log_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return (value.strip() or None) if isinstance(value, str) else value
+
+    @field_validator("log_url")
+    @classmethod
+    def _log_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value if value is None or value.endswith("/") else value + "/"
 
     @field_validator("state_db")
     @classmethod

@@ -139,8 +139,8 @@ def test_killed_torchbot_leaves_interrupted_builds_that_resume(tmp_path: Path, r
     assert {r["state"] for r in builds.run_local(ctx, plan, jobs=2)} == {"succeeded"}
 
 
-def test_result_check_and_busy_branch(tmp_path: Path, repo: Path) -> None:
-    from config.errors import RefusedError
+def test_result_check_and_a_variant_another_torchbot_is_building(tmp_path: Path, repo: Path) -> None:
+    from release.state import BuildLock, BuildRun
 
     ctx = fx.context(tmp_path, build_command="true", build_result_link="README.md",
                      build_check_command="test -s README.md && test {package} != " + fx.OK[0])
@@ -148,10 +148,24 @@ def test_result_check_and_busy_branch(tmp_path: Path, repo: Path) -> None:
     assert rows[fx.OK[0]]["state"] == "failed" and rows[fx.OK[0]]["message"] == "the result check failed"
     assert rows[fx.OK[1]]["state"] == "succeeded"
     st = open_state(ctx.settings.state_db)
-    with st.session() as s:  # a live torchbot (this process's parent) is building the branch
-        s.add(Build(package=fx.OK[0], branch=fx.BRANCH, state="running", owner=f"{os.uname().nodename}:{os.getppid()}"))
-    with pytest.raises(RefusedError, match="being built right now"):
-        builds.prepare(ctx, fx.BRANCH, repo=repo)
+    owner = f"{os.uname().nodename}:{os.getppid()}"  # a live torchbot (this process's parent) builds OK[0]
+    with st.session() as s:
+        s.add(BuildRun(run_key="other", branch=fx.BRANCH, owner=owner))
+        s.add(Build(id=900, package=fx.OK[0], branch=fx.BRANCH, state="running", owner=owner, run_key="other"))
+        s.add(BuildLock(branch=fx.BRANCH, package=fx.OK[0], build_id=900, run_key="other", owner=owner,
+                        since=datetime(2030, 1, 2, 17, 59)))
+    plan = builds.prepare(ctx, fx.BRANCH, fx.OK, repo=repo)
+    assert [i.package for i in plan.items] == [fx.OK[1]]
+    assert f"skipped {fx.OK[0]}: already building since 2030-01-02 17:59 UTC (build 900, torchbot {owner})" \
+        in plan.text()
+    # a lock taken between the plan and the run is honoured too
+    rows = builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, [fx.OK[1]], repo=repo))
+    assert [r["state"] for r in rows] == ["succeeded"]
+    with st.session() as s:
+        s.add(BuildLock(branch=fx.BRANCH, package=fx.OK[1], build_id=901, run_key="other", owner=owner))
+    late = builds.run_local(ctx, plan)
+    assert [(r["package"], r["state"]) for r in late] == [(fx.OK[1], "skipped")]
+    assert late[0]["message"].startswith("already building since")
 
 
 def test_local_builds_only_what_this_host_builds_and_lists_the_rest(tmp_path: Path, capsys) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from config.catalog import Branch, Catalog, Companion, CudaGroup, TorchSource, Variant, vtuple
-from config.errors import CatalogError, ExternalError, RefusedError
+from config.errors import CatalogError, ExternalError
 from release.recipes.factcache import FactCache
 from release.recipes.facts import NONE_PIN, RECIPES_DIR, RecipeFacts, read_recipe
 
@@ -139,7 +139,9 @@ def find_git_dir(path: str | os.PathLike) -> Path:
         raise CatalogError(f"The repository path {path} does not exist.")
     r = subprocess.run(["git", "-C", str(p), "rev-parse", "--absolute-git-dir"], capture_output=True, text=True)
     if r.returncode or not r.stdout.strip():
-        raise RefusedError(f"{path} is not a git repository.")
+        from release.adapters.git import not_a_repository  # the failure path only: ask stays light
+
+        raise not_a_repository(path, r.stderr)
     return Path(r.stdout.strip())
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from config.catalog import Branch, Catalog, vtuple
-from config.errors import CatalogError, RefusedError
+from config.errors import CatalogError
 from release.recipes.reader import PYTORCH_REPO, VISION_REPO, RepoModel, read_repository
 
 
@@ -90,7 +90,9 @@ def _watch(path: str | os.PathLike) -> _Watch:
                            capture_output=True, text=True)
         lines = r.stdout.split()
         if r.returncode or len(lines) < 2:
-            raise RefusedError(f"{path} is not a git repository.")
+            from release.adapters.git import not_a_repository  # the failure path only: ask stays light
+
+            raise not_a_repository(path, r.stderr)
         gd = Path(lines[0])
         common = Path(lines[1]) if os.path.isabs(lines[1]) else (p / lines[1]).resolve()
         w = _DIRS[key] = _Watch(gd, common)
