@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from release.builds import run as builds
-from release.state import Build, open_state
+from release.state import Build, BuildRun, open_state
 from tests import fixtures_builds as fx
 
 
@@ -112,31 +112,76 @@ def test_cli_build_and_status_json(tmp_path: Path, repo: Path, monkeypatch, caps
     assert "does not exist" in capsys.readouterr().err
 
 
-def test_killed_torchbot_leaves_interrupted_builds_that_resume(tmp_path: Path, repo: Path) -> None:
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait(condition, what: str, timeout: float = 60.0):
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_killed_torchbot_takes_its_builds_with_it_and_a_restart_resolves_and_resumes(tmp_path: Path,
+                                                                                     repo: Path) -> None:
     import signal
     import subprocess
     import sys
-    import time
 
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    # each build records its shell and a grandchild, then runs for long
+    command = f"echo $$ > {gate}/{{package}}.pid; sleep 300 & echo $! > {gate}/{{package}}.child; wait"
     env = dict(os.environ, TORCHBOT_STATE_DB=f"sqlite:///{tmp_path / 'kill.sqlite'}",
-               TORCHBOT_LOG_DIR=str(tmp_path / "logs"), TORCHBOT_BUILD_COMMAND="sleep 5",
+               TORCHBOT_LOG_DIR=str(tmp_path / "logs"), TORCHBOT_BUILD_COMMAND=command,
                TORCHBOT_BUILD_RESULT_LINK="README.md")
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "release", "build", "--repo", str(repo),
                              "--branch", fx.BRANCH, "--variant", "pytorch-*", "--jobs", "2"],
-                            env=env, cwd=Path(__file__).resolve().parent.parent)
+                            env=env, cwd=Path(__file__).resolve().parent.parent,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ctx = fx.context(tmp_path, state_db=env["TORCHBOT_STATE_DB"], build_command="true",
                      build_result_link="README.md")
-    st = open_state(ctx.settings.state_db)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and sum(b.state == "running" for b in st.builds(fx.BRANCH)) < 2:
-        time.sleep(0.05)
+    pid_files = _wait(lambda: len(list(gate.glob("*.child"))) == 2 and list(gate.glob("*.*")), "two builds running")
+    pids = [int(f.read_text()) for f in pid_files if f.read_text().strip()]
+    assert len(pids) == 4 and all(_alive(p) for p in pids)
+    assert "torchbot-wt-" in builds.git(repo, "worktree", "list")
+    # while it runs, nothing of it can be built a second time
+    busy = builds.prepare(ctx, fx.BRANCH, ["pytorch-*"], repo=repo)
+    assert busy.items == [] and len(busy.skipped) == 3
+    assert all(s.reason.startswith("already building since") for s in busy.skipped)
+
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    rows = {r["package"]: r["state"] for r in builds.status(ctx, fx.BRANCH)}
-    assert sorted(rows.values()) == ["interrupted"] * 3, rows  # 2 running + 1 queued, owner gone
+    _wait(lambda: not any(_alive(p) for p in pids), "the builds to die with torchbot")
+
+    rows = {r["package"]: r for r in builds.status(ctx, fx.BRANCH)}  # the next start resolves the run
+    assert sorted(r["state"] for r in rows.values()) == ["interrupted"] * 3, rows
+    assert all("resume with --resume" in r["message"] for r in rows.values())
+    assert "torchbot-wt-" not in builds.git(repo, "worktree", "list")
+    admin = repo / ".git" / "worktrees"
+    assert not admin.exists() or not any(admin.iterdir())  # pruned
+    with open_state(ctx.settings.state_db).session() as s:
+        (run,) = s.query(BuildRun).all()
+        assert run.state == "interrupted" and not Path(run.worktree).exists()
+        assert run.outcome.startswith(f"interrupted: torchbot stopped during this build of {fx.BRANCH}; 3 build(s)")
     plan = builds.prepare(ctx, fx.BRANCH, repo=repo, resume=True)
     assert sorted(i.package for i in plan.items) == sorted(p for p in fx.ALL if p.startswith("pytorch-"))
     assert {r["state"] for r in builds.run_local(ctx, plan, jobs=2)} == {"succeeded"}
+    st = open_state(ctx.settings.state_db)
+    # one interrupted and one succeeded build per variant, never two at once
+    per_variant = {}
+    for b in st.builds(fx.BRANCH, latest_only=False):
+        per_variant.setdefault(b.package, []).append(b.state)
+    assert per_variant == {i.package: ["interrupted", "succeeded"] for i in plan.items}
 
 
 def test_result_check_and_a_variant_another_torchbot_is_building(tmp_path: Path, repo: Path) -> None:
