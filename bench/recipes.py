@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from config.catalog import branch_to_dict, load_catalog  # noqa: E402
 from release.recipes import render  # noqa: E402
 from release.recipes.init import init_repository  # noqa: E402
-from release.recipes.reader import catalog_from_repository  # noqa: E402
+from release.recipes.repos import catalog_from_repository  # noqa: E402
 
 RUNS = 5
 

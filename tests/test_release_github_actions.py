@@ -94,8 +94,7 @@ def test_each_variant_runs_on_its_platforms_runner(tmp_path: Path) -> None:
 
 
 def test_dry_run_json_lists_package_platform_runner_and_ref(tmp_path: Path, monkeypatch, capsys) -> None:
-    from bot import cli
-
+    from bot.frontends.cli import main as cli
     repo = fx.make_repo(tmp_path, packages=fx.OK + [fx.ARM, fx.DARWIN, fx.COMPANION])
     monkeypatch.setenv("TORCHBOT_STATE_DB", f"sqlite:///{tmp_path / 'cli.sqlite'}")
     monkeypatch.setenv("TORCHBOT_GITHUB_RUNNERS", "aarch64-darwin=macos-15")
@@ -184,8 +183,7 @@ def test_a_bad_org_cannot_reach_the_workflow(tmp_path: Path) -> None:
 
 
 def test_workflow_commit_goes_to_the_named_branch_without_touching_the_checkout(tmp_path: Path, capsys) -> None:
-    from bot import cli
-
+    from bot.frontends.cli import main as cli
     ctx = fx.context(tmp_path)
     repo = fx.make_repo(tmp_path)
     (repo / "scratch.txt").write_text("mine\n")

@@ -9,7 +9,8 @@ from config.errors import CatalogError, RefusedError
 from config.catalog import branch_to_dict, load_catalog
 from release.adapters.git import commit_changes
 from release.recipes.init import init_repository
-from release.recipes.reader import catalog_from_repository, read_repository
+from release.recipes.reader import read_repository
+from release.recipes.repos import catalog_from_repository
 from tests.fixtures_repo import git, refs, with_origin
 
 

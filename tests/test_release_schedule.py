@@ -80,8 +80,7 @@ def test_two_schedulers_on_one_db_run_each_run_once(tmp_path: Path) -> None:
 
 
 def test_cli_schedule(tmp_path: Path, monkeypatch, capsys) -> None:
-    from bot import cli
-
+    from bot.frontends.cli import main as cli
     monkeypatch.setenv("TORCHBOT_STATE_DB", f"sqlite:///{tmp_path / 'cli.sqlite'}")
     assert cli.main(["schedule", "list", "--json"]) == 0
     jobs = json.loads(capsys.readouterr().out)

@@ -531,9 +531,3 @@ def _read_branch(embedded: Catalog, path: str, name: str, ref: str, sha: str, en
         bm.pins = tuple(sorted(pins, key=lambda p: (-pins[p], p)))
     return bm
 
-
-def catalog_from_repository(path: str | os.PathLike, embedded: Catalog) -> Catalog:
-    """The embedded catalog with its branches replaced by the repository's real ones."""
-    from release.recipes.repos import catalog_from_repositories
-
-    return catalog_from_repositories([path], embedded)
