@@ -76,7 +76,7 @@ def _environment(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def _torchbot(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=tmp_path, env=_environment(tmp_path, **extra),
+    return subprocess.run([sys.executable, "-m", "bot", *args], cwd=tmp_path, env=_environment(tmp_path, **extra),
                           capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -103,7 +103,7 @@ def test_build_and_publish_print_one_line_per_finished_variant_when_not_on_a_ter
 
 
 def test_bump_all_reports_each_branch_as_it_is_checked_and_committed(env, capsys) -> None:  # noqa: F811
-    from bot.cli import main as cli
+    from bot.frontends.cli.main import main as cli
     from tests.fixtures_pins import git
 
     git(env, "reset", "-q", "--hard")
@@ -139,7 +139,7 @@ def _read_pty(fd: int, proc: subprocess.Popen) -> str:
 def test_on_a_terminal_the_build_shows_a_live_bar(tmp_path: Path) -> None:
     work = fx.make_repo(tmp_path)
     main, child = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "release", "build", "--repo", str(work), "--branch",
+    proc = subprocess.Popen([sys.executable, "-m", "bot", "release", "build", "--repo", str(work), "--branch",
                              fx.BRANCH, "--variant", "pytorch-*cpu*", "--variant", "*sm90*"],
                             cwd=tmp_path,
                             env=_environment(tmp_path, TORCHBOT_BUILD_COMMAND=fx.NIX_BUILD, COLUMNS="160"),

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from config.progress import Progress
 from release.builds import run as builds
+from release.builds.commands import plan_build
 from release.state import Build, BuildLock, open_state
 from tests import fixtures_builds as fx
 from tests.fixtures_postgres import PostgresServer
@@ -59,9 +61,10 @@ def test_a_result_finished_while_postgres_is_down_is_recorded_when_it_is_back(tm
     gate.mkdir()
     url = server.new_database()
     ctx = fx.context(tmp_path, state_db=url, build_command=gated(gate), state_wait_seconds=120)
-    plan = builds.prepare(ctx, fx.BRANCH, fx.OK, repo=repo)
-    rows: list = []
-    run = threading.Thread(target=lambda: rows.extend(builds.run_local(ctx, plan, jobs=2)))
+    plan = plan_build(ctx, fx.BRANCH, fx.OK, repo=repo, jobs=2)  # what a confirmed /build runs
+    results: list = []
+    heard: list = []
+    run = threading.Thread(target=lambda: results.append(plan.apply(Progress(heard.append, verb="built"))))
     run.start()
     wait_for(lambda: all((gate / f"{p}.started").exists() for p in fx.OK), "both builds to start")
     wait_for(lambda: {b.state for b in open_state(url).builds(fx.BRANCH)} == {"running"}, "the running rows")
@@ -73,7 +76,10 @@ def test_a_result_finished_while_postgres_is_down_is_recorded_when_it_is_back(tm
     server.resume()
     run.join(timeout=120)
     assert not run.is_alive()
-    assert {r["package"]: r["state"] for r in rows} == {p: "succeeded" for p in fx.OK}
+    (result,) = results  # what the job's thread shows
+    assert {r["package"]: r["state"] for r in result.rows} == {p: "succeeded" for p in fx.OK}
+    assert result.ok and result.text().endswith("2 succeeded")
+    assert heard[-1].kind == "end" and heard[-1].snapshot.line() == "2/2 built"
     st = open_state(url)
     assert {b.package: b.state for b in st.builds(fx.BRANCH)} == {p: "succeeded" for p in fx.OK}
     with st.session() as s:
@@ -89,7 +95,7 @@ def test_a_torchbot_killed_during_the_outage_leaves_its_results_to_the_next_star
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHBOT_")}
     env.update(PYTHONPATH=str(ROOT), TORCHBOT_STATE_DB=url, TORCHBOT_LOG_DIR=str(tmp_path / "logs"),
                TORCHBOT_BUILD_COMMAND=gated(gate), TORCHBOT_STATE_WAIT_SECONDS="600")
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "release", "build", "--repo", str(repo), "--branch",
+    proc = subprocess.Popen([sys.executable, "-m", "bot", "release", "build", "--repo", str(repo), "--branch",
                              fx.BRANCH, "--variant", fx.OK[0]], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

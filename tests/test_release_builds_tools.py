@@ -98,14 +98,14 @@ def test_neither_flox_nor_nix_build_is_one_line_naming_both(tmp_path: Path, repo
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHBOT_")}
     env.update(PATH=str(tools_dir(tmp_path, "git")), PYTHONPATH=str(ROOT),
                TORCHBOT_STATE_DB=f"sqlite:///{tmp_path / 'state.sqlite'}", TORCHBOT_LOG_DIR=str(tmp_path / "logs"))
-    r = subprocess.run([sys.executable, "-m", "bot.cli", "release", "build", "--repo", str(repo), "--branch",
+    r = subprocess.run([sys.executable, "-m", "bot", "release", "build", "--repo", str(repo), "--branch",
                         fx.BRANCH], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == [
         "torchbot: local builds: neither flox nor nix-build is on PATH (install one, set TORCHBOT_BUILD_COMMAND, "
         "or build on GitHub with --backend github)."]
     # a GitHub build needs neither
-    r = subprocess.run([sys.executable, "-m", "bot.cli", "release", "build", "--repo", str(repo), "--branch",
+    r = subprocess.run([sys.executable, "-m", "bot", "release", "build", "--repo", str(repo), "--branch",
                         fx.BRANCH, "--backend", "github", "--dry-run"], cwd=tmp_path, env=env, capture_output=True,
                        text=True, timeout=120, check=False)
     assert r.returncode == 0 and r.stdout.startswith("Build 4 variant(s)"), r.stderr

@@ -50,6 +50,11 @@ def host_platform() -> str:
     return f"{_MACHINES.get(machine, machine)}-{system}"
 
 
+def local_tool(settings) -> str:
+    """How local builds run on this host, as torchbot says it at start (flox, else nix-build)."""
+    return local_builder(settings.build_command).describe()
+
+
 def build_platforms(settings) -> list[str]:
     """The platforms the local backend builds: TORCHBOT_BUILD_PLATFORMS, else this host's."""
     return list(getattr(settings, "build_platforms", None) or [host_platform()])

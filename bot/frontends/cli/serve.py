@@ -45,6 +45,7 @@ def _serve(args, ctx) -> int:
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
+    said = _builds_at_start(app, ctx)
     scheduler = None
     if not args.no_schedule:
         from release.schedule.jobs import start_scheduler
@@ -53,9 +54,11 @@ def _serve(args, ctx) -> int:
     try:
         if server is not None:
             _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events"))
+            for line in said:
+                _say(line)
             server.serve_forever()
         else:
-            _serve_socket(app, s, who)
+            _serve_socket(app, s, who, said)
     finally:
         if scheduler is not None:
             scheduler.shutdown(wait=False)
@@ -63,7 +66,23 @@ def _serve(args, ctx) -> int:
     return 0
 
 
-def _serve_socket(app, settings, who) -> None:
+def _builds_at_start(app, ctx) -> list[str]:
+    """Before answering anyone: resolve the build runs a stopped torchbot left (their Slack
+    messages say what became of them and how to resume), and say how local builds run here."""
+    from bot.frontends.slack.jobs import report_restarts
+    from release.builds.recover import reconcile
+    from release.builds.run import local_tool
+
+    lines = [f"torchbot: {local_tool(ctx.settings)}"]
+    resolved = reconcile(ctx)
+    told = report_restarts(app.client, ctx)
+    if resolved or told:
+        lines.append(f"torchbot: {len(resolved)} build run(s) a stopped torchbot left were resolved; "
+                     f"{told} job message(s) updated")
+    return lines
+
+
+def _serve_socket(app, settings, who, said=()) -> None:
     import logging
     import threading
 
@@ -90,6 +109,8 @@ def _serve_socket(app, settings, who) -> None:
         raise ConfigError("Socket Mode did not connect within 30 s: Slack gave a WebSocket URL but never said "
                           "hello (a proxy or firewall in the way?); or use `torchbot serve --http`.")
     _say(startup.connected_line(who, f"Socket Mode (pings every {settings.socket_ping_seconds:g} s)"))
+    for line in said:
+        _say(line)
     try:
         threading.Event().wait()
     finally:
