@@ -94,7 +94,8 @@ def test_a_bot_killed_during_a_build_is_resolved_told_and_resumed_on_restart(tmp
                    TORCHBOT_BUILD_COMMAND=(f"echo $$ > {gate}/{{package}}.pid; sleep 300 & "
                                            f"echo $! > {gate}/{{package}}.child; wait"))
         first = Bot(tmp_path, slack, env)
-        assert first.proc.lines[1].startswith("torchbot: local builds run TORCHBOT_BUILD_COMMAND")
+        assert "in HTTP mode" in first.start_line and first.start_line.endswith(
+            f"; local builds run TORCHBOT_BUILD_COMMAND ({env['TORCHBOT_BUILD_COMMAND']})")
         pid, _ = first.plan(f"{fx.BRANCH} pytorch-*")
         first.confirm(pid)
         files = wait_for(lambda: len(list(gate.glob("*.child"))) == 2 and list(gate.glob("*.*")), "two builds")
@@ -111,8 +112,8 @@ def test_a_bot_killed_during_a_build_is_resolved_told_and_resumed_on_restart(tmp
 
         second = Bot(tmp_path, slack, {**env, "TORCHBOT_BUILD_COMMAND": "true"})
         try:
-            assert "build run(s) a stopped torchbot left were resolved; 1 job message(s) updated" in \
-                second.proc.lines[2]
+            wait_for(lambda: any("1 build run(s) a stopped torchbot left were resolved; 1 job message(s) updated"
+                                 in line for line in second.proc.err), "the log line of the restart")
             edited = wait_for(lambda: "interrupted" in parent(slack, title)["text"] and parent(slack, title),
                               "the job message to be updated")
             assert edited["ts"] == ts and "edited" in edited
