@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from config.catalog import Branch, Catalog, Companion, CudaGroup, TorchSource, Variant, vtuple
-from config.errors import CatalogError, ExternalError
+from config.errors import CatalogError, ExternalError, RefusedError
 from release.recipes.factcache import FactCache
 from release.recipes.facts import NONE_PIN, RECIPES_DIR, RecipeFacts, read_recipe
 
@@ -141,7 +141,8 @@ def find_git_dir(path: str | os.PathLike) -> Path:
     if r.returncode or not r.stdout.strip():
         from release.adapters.git import not_a_repository  # the failure path only: ask stays light
 
-        raise not_a_repository(path, r.stderr)
+        refusal: RefusedError = not_a_repository(path, r.stderr)  # git's ownership check named as such
+        raise refusal
     return Path(r.stdout.strip())
 
 

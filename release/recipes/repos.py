@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from config.catalog import Branch, Catalog, vtuple
-from config.errors import CatalogError
+from config.errors import CatalogError, RefusedError
 from release.recipes.reader import PYTORCH_REPO, VISION_REPO, RepoModel, read_repository
 
 
@@ -92,7 +92,8 @@ def _watch(path: str | os.PathLike) -> _Watch:
         if r.returncode or len(lines) < 2:
             from release.adapters.git import not_a_repository  # the failure path only: ask stays light
 
-            raise not_a_repository(path, r.stderr)
+            refusal: RefusedError = not_a_repository(path, r.stderr)  # git's ownership check named as such
+            raise refusal
         gd = Path(lines[0])
         common = Path(lines[1]) if os.path.isabs(lines[1]) else (p / lines[1]).resolve()
         w = _DIRS[key] = _Watch(gd, common)
