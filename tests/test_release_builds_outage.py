@@ -116,3 +116,25 @@ def test_a_torchbot_killed_during_the_outage_leaves_its_results_to_the_next_star
     with open_state(url).session() as s:
         assert s.query(BuildLock).count() == 0
         assert s.query(Build).one().out_path.endswith(f"/result-{fx.OK[0]}")  # what the build made
+
+
+def test_two_runs_of_one_variant_on_postgres_build_it_once(tmp_path: Path, server) -> None:
+    repo = fx.make_repo(tmp_path)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    url = server.new_database()
+    ctx = fx.context(tmp_path, state_db=url, build_command=gated(gate))
+    first_plan = builds.prepare(ctx, fx.BRANCH, [fx.OK[0]], repo=repo)
+    second_plan = builds.prepare(ctx, fx.BRANCH, [fx.OK[0]], repo=repo)  # both planned before either runs
+    first: list = []
+    run = threading.Thread(target=lambda: first.extend(builds.run_local(ctx, first_plan)))
+    run.start()
+    wait_for(lambda: (gate / f"{fx.OK[0]}.started").exists(), "the first build to start")
+    second = builds.run_local(ctx, second_plan)
+    assert [(r["package"], r["state"]) for r in second] == [(fx.OK[0], "skipped")]
+    assert second[0]["message"].startswith("already building since")
+    assert builds.prepare(ctx, fx.BRANCH, [fx.OK[0]], repo=repo).items == []  # and the plan says so too
+    (gate / "go").touch()
+    run.join(timeout=120)
+    assert [r["state"] for r in first] == ["succeeded"]
+    assert [b.state for b in open_state(url).builds(fx.BRANCH, latest_only=False)] == ["succeeded"]
