@@ -16,7 +16,7 @@ RUN apt-get update \
  # single-user Nix: the store and its database belong to the user that builds
  && mkdir -p /nix/store /nix/var/nix \
  && chown -R torchbot:torchbot /nix \
- && printf 'sandbox = false\nbuild-users-group =\n' > /etc/nix/nix.conf \
+ && mkdir -p /etc/nix && printf 'sandbox = false\nbuild-users-group =\n' > /etc/nix/nix.conf \
  # repositories mounted from the host belong to another uid; git refuses those ("dubious
  # ownership") unless told they are safe. torchbot only reads them and commits through git.
  && git config --system --add safe.directory '*' \

@@ -5,31 +5,34 @@ set, else ``flox build {package}`` when ``flox`` is on PATH, else ``nix-build`` 
 recipe expression (:data:`NIX_BUILD`: the file's function called with its defaults, or through
 ``callPackage`` of ``<nixpkgs>`` when it takes packages as arguments, as flox does), else none.
 
-**Builds die with the bot.** ``run_build`` starts each build in a process group of its own
-(a new session), under a small ``sh`` guard that, on SIGTERM, sends SIGTERM to its whole group.
-On Linux the guard gets ``PR_SET_PDEATHSIG`` = SIGTERM (``prctl`` in the child, then a check
-that the parent did not die before it), so when torchbot dies (even by SIGKILL) the kernel
-signals the guard and the guard stops the build's group. The death signal follows the *thread*
-that forked; builds are started from a thread that waits for the build until it ends, so it
-fires only when torchbot goes. Nix's own builders die with their ``nix-build`` (Nix sets the
-same signal on them). Belt and braces: every build process carries ``TORCHBOT_BUILD_RUN=<run>``
-in its environment and its group is recorded, so a restarted torchbot stops what is left of a
-dead run (``stop_run_processes``: SIGTERM, then SIGKILL after a grace period). The other
-choice, re-adopting builds after a restart, would need torchbot to follow processes that are
-not its children and read their exit status from somewhere; a build interrupted by a restart
-is instead resumed (``--resume``) from a clean worktree.
+**Builds die with the bot.** ``run_build`` starts each build in a process group of its own (a
+new session) and registers the group with a watchdog: one small process per torchbot process
+(``python -I -S -c`` :data:`_WATCHDOG`, started at the first build, in a session of its own so a
+Ctrl-C meant for torchbot does not reach it) that reads group numbers from a pipe only torchbot
+holds. When torchbot dies, however it dies (SIGKILL included), the kernel closes that pipe; the
+watchdog reads end-of-file and stops every build group still registered: SIGTERM, then SIGKILL
+after :data:`GRACE` seconds. This works on Linux and macOS alike, costs nothing per build but a
+line on the pipe, and does not depend on which thread started a build (``PR_SET_PDEATHSIG``
+fires when the *thread* that forked exits, and would need a guard process per build to reach
+the whole group). Nix's own builders die with their ``nix-build`` (Nix sets
+``PR_SET_PDEATHSIG`` on them). Belt and braces: every build process carries
+``TORCHBOT_BUILD_RUN=<run>`` in its environment and its group is recorded, so a restarted
+torchbot stops whatever a dead run left (``stop_run_processes``). The other choice, re-adopting
+builds after a restart, would need torchbot to follow processes that are not its children and
+to recover their exit status from somewhere; a build interrupted by a restart is resumed
+(``--resume``) from a clean worktree instead.
 
 May import: config.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -49,21 +52,78 @@ _RECIPE_EXPR = (
 NIX_BUILD = f"nix-build -E '{_RECIPE_EXPR}' --arg recipe ./.flox/pkgs/{{package}}.nix -o result-{{package}}"
 FLOX_BUILD = "flox build {package}"
 
-# the guard: SIGTERM to it stops the whole group; otherwise it waits for the command's status
-_GUARD = 'trap "trap - TERM; kill -TERM 0" TERM; /bin/sh -c "$1" & wait $!'
-_PR_SET_PDEATHSIG = 1
+GRACE = 10.0  # seconds between SIGTERM and SIGKILL when a dead torchbot's builds are stopped
+
+# The watchdog: group numbers come in as "+N" / "-N" lines; at end of input (torchbot is gone)
+# every group still registered is stopped. Imports nothing of torchbot (it runs with -I -S).
+_WATCHDOG = """
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+groups = set()
+for line in sys.stdin:
+    op, n = line[:1], line[1:].strip()
+    if n.isdigit():
+        (groups.add if op == "+" else groups.discard)(int(n))
+def signal_all(sig):
+    alive = set()
+    for g in groups:
+        try:
+            os.killpg(g, sig)
+            alive.add(g)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            alive.add(g)
+    return alive
+groups = signal_all(signal.SIGTERM)
+end = time.monotonic() + float(sys.argv[1])
+while groups and time.monotonic() < end:
+    time.sleep(0.1)
+    groups = signal_all(0)
+signal_all(signal.SIGKILL)
+"""
 
 
-def _load_prctl():
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
+class Watchdog:
+    """This process's watchdog (see the module docstring): ``add(pgid)`` / ``remove(pgid)``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._groups: set[int] = set()
+
+    def _start(self) -> None:
+        self._proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG, str(GRACE)],
+                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True, text=True)
+        for g in self._groups:  # a watchdog started again (the last one was killed) learns them all
+            self._proc.stdin.write(f"+{g}\n")
+        self._proc.stdin.flush()
+
+    def _say(self, line: str) -> None:
+        for _ in range(2):
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            try:
+                self._proc.stdin.write(line)
+                self._proc.stdin.flush()
+                return
+            except (BrokenPipeError, OSError):
+                self._proc = None
+
+    def add(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.add(pgid)
+            self._say(f"+{pgid}\n")
+
+    def remove(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.discard(pgid)
+            if self._proc is not None:
+                self._say(f"-{pgid}\n")
 
 
-_PRCTL = _load_prctl()
+WATCHDOG = Watchdog()
 
 
 @dataclass
@@ -106,25 +166,16 @@ def local_builder(configured: str | None, path: str | None = None) -> Builder:
     return Builder("none", None)
 
 
-def _die_with_parent(parent: int) -> Callable[[], None]:
-    def in_child() -> None:
-        if _PRCTL is not None:
-            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # torchbot died between fork and prctl
-            os._exit(143)
-
-    return in_child
-
-
-def start_guarded(command: str, cwd: Path, log, mark: str | None) -> subprocess.Popen:
-    """``command`` under the guard, in a new session (its own process group), output to ``log``."""
+def start_build(command: str, cwd: Path, log, mark: str | None) -> subprocess.Popen:
+    """``command`` in a new session (its own process group), output to ``log``, registered with
+    the watchdog (the caller calls ``WATCHDOG.remove`` once it has ended)."""
     env = dict(os.environ)
     if mark:
         env[BUILD_MARK] = mark
-    return subprocess.Popen(
-        ["/bin/sh", "-c", _GUARD, "torchbot-build", command], cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL, start_new_session=True, env=env, preexec_fn=_die_with_parent(os.getpid()),
-    )
+    proc = subprocess.Popen(command, shell=True, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    WATCHDOG.add(proc.pid)
+    return proc
 
 
 def run_build(command: str, cwd: Path, log_path: Path, timeout: float, result_link: Path,
@@ -159,7 +210,7 @@ def run_build(command: str, cwd: Path, log_path: Path, timeout: float, result_li
 def _run_logged(command: str, cwd: Path, log, timeout: float, mark: str | None,
                 on_start: Callable[[int], None] | None) -> int | Outcome:
     try:
-        proc = start_guarded(command, cwd, log, mark)
+        proc = start_build(command, cwd, log, mark)
     except OSError as err:
         log.write(f"torchbot: could not start the build: {err}\n")
         return Outcome("failed", f"could not start: {err}")
@@ -174,6 +225,8 @@ def _run_logged(command: str, cwd: Path, log, timeout: float, mark: str | None,
     except BaseException:  # torchbot is stopping (KeyboardInterrupt, SystemExit): the build stops with it
         kill_group(proc)
         raise
+    finally:
+        WATCHDOG.remove(proc.pid)
 
 
 def kill_group(proc: subprocess.Popen) -> None:

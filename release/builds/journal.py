@@ -45,17 +45,20 @@ def _decode(fields: dict) -> dict:
     return out
 
 
+_BUILDS, _LOCKS, _RUNS = Build.__table__, BuildLock.__table__, BuildRun.__table__  # plain SQL, no ORM bookkeeping
+
+
 def _apply(ses, change: dict) -> None:
     """One journal entry as SQL: ``build`` + ``set`` (Build fields), ``unlock`` (its lock row),
     ``pgid`` (its lock's process group), ``run`` + ``run_set`` (BuildRun fields)."""
     if change.get("set"):
-        ses.execute(update(Build).where(Build.id == change["build"]).values(**_decode(change["set"])))
+        ses.execute(update(_BUILDS).where(_BUILDS.c.id == change["build"]).values(**_decode(change["set"])))
     if change.get("pgid") is not None:
-        ses.execute(update(BuildLock).where(BuildLock.build_id == change["build"]).values(pgid=change["pgid"]))
+        ses.execute(update(_LOCKS).where(_LOCKS.c.build_id == change["build"]).values(pgid=change["pgid"]))
     if change.get("unlock"):
-        ses.execute(delete(BuildLock).where(BuildLock.build_id == change["build"]))
+        ses.execute(delete(_LOCKS).where(_LOCKS.c.build_id == change["build"]))
     if change.get("run_set"):
-        ses.execute(update(BuildRun).where(BuildRun.run_key == change["run"]).values(**_decode(change["run_set"])))
+        ses.execute(update(_RUNS).where(_RUNS.c.run_key == change["run"]).values(**_decode(change["run_set"])))
 
 
 class Journal:
@@ -66,6 +69,7 @@ class Journal:
         self.rows = rows  # build id -> the row as last changed (to_dict shape)
         self._backlog: list[dict] = []  # changes not yet in the DB, oldest first
         self._spooled = 0  # how many of the backlog are already in the spool file
+        self._lazy_since: float | None = None  # when the oldest unwritten process group came
         self._lock = threading.Lock()
         self.outage_since: float | None = None
 
@@ -80,8 +84,11 @@ class Journal:
             self._backlog.append({"build": build_id, "set": _encode(fields), "unlock": unlock})
 
     def process_group(self, build_id: int, pgid: int) -> None:
+        """A build's process group: written with the next change, or by ``write(lazy=True)``
+        a second later (no transaction of its own for every build that starts)."""
         with self._lock:
             self._backlog.append({"build": build_id, "pgid": pgid})
+            self._lazy_since = self._lazy_since or time.monotonic()
 
     def run(self, **fields) -> None:
         with self._lock:
@@ -92,13 +99,24 @@ class Journal:
         with self._lock:
             return len(self._backlog)
 
+    def due(self) -> bool:
+        """Whether ``write(lazy=True)`` would write now: a change other than a process group, or
+        a process group waiting for a second."""
+        with self._lock:
+            if any("pgid" not in c for c in self._backlog):
+                return True
+            return bool(self._backlog) and time.monotonic() - (self._lazy_since or 0) >= 1.0
+
     # -- writing -----------------------------------------------------------------------------
 
-    def write(self) -> bool:
-        """Write the backlog in one transaction. False when the store does not answer: the
-        backlog is then in memory and in the spool file."""
+    def write(self, lazy: bool = False) -> bool:
+        """Write the backlog in one transaction (``lazy``: only when :meth:`due`). False when the
+        store does not answer: the backlog is then in memory and in the spool file."""
+        if lazy and not self.due():
+            return True
         with self._lock:
             todo = list(self._backlog)
+            self._lazy_since = None
         if not todo:
             return True
         try:

@@ -155,10 +155,10 @@ class LocalRun:
                         self._started(item)
                         pool.submit(self._work, item, wt, events)
                         inflight += 1
-                    self.journal.write()
+                    self.journal.write(lazy=True)
                     if not inflight:
                         continue
-                    for kind, package, value in _drain(events, 2.0 if self.journal.pending else None):
+                    for kind, package, value in _drain(events, 1.0 if self.journal.pending else None):
                         if kind == "pgid":
                             self.groups.add(value)
                             self.journal.process_group(self.ids[package], value)
