@@ -160,10 +160,11 @@ def _workflow_checks(path: Path) -> None:
 
 
 def test_rendered_workflow_is_valid_and_safe(tmp_path: Path) -> None:
-    ctx = fx.context(tmp_path, build_jobs=3)
+    ctx = fx.context(tmp_path, github_max_parallel=3, build_jobs=5)
     text = render_workflow(ctx.settings)
     assert "workflow_dispatch:" in text and "include: ${{ fromJSON(inputs.pytorch) }}" in text
-    assert "runs-on: ${{ matrix.runs_on }}" in text and "max-parallel: 3" in text
+    assert "runs-on: ${{ matrix.runs_on }}" in text and text.count("max-parallel: 3") == 2
+    assert "max-parallel: 5" not in text  # TORCHBOT_BUILD_JOBS is local parallelism only
     assert 'FLOX_ORG: "acme"' in text and 'run: flox publish -o "$FLOX_ORG" "$PACKAGE"' in text
     assert "needs: pytorch" in text and "permissions: {}" in text
     # no ${{ }} inside a run: line, every action pinned to a 40-hex commit with its tag
@@ -175,6 +176,28 @@ def test_rendered_workflow_is_valid_and_safe(tmp_path: Path) -> None:
     path = tmp_path / "torchbot-build.yml"
     path.write_text(text)
     _workflow_checks(path)
+
+
+def test_no_cap_by_default_leaves_max_parallel_out(tmp_path: Path) -> None:
+    """GitHub's default is no cap: every matrix job runs at once."""
+    text = render_workflow(fx.context(tmp_path, build_jobs=1).settings)
+    assert "max-parallel" not in text and "$max_parallel" not in text
+    assert "fail-fast: false" in text and "matrix:" in text
+    path = tmp_path / "torchbot-build.yml"
+    path.write_text(text)
+    _workflow_checks(path)
+
+
+def test_a_bad_max_parallel_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    from config.errors import ConfigError
+    from config.settings import load_settings
+
+    for bad in ("0", "-2", "lots"):
+        with pytest.raises(ConfigError) as err:
+            load_settings(_env_file=None, github_max_parallel=bad)
+        assert str(err.value).startswith("TORCHBOT_GITHUB_MAX_PARALLEL: ") and "\n" not in str(err.value)
+    assert load_settings(_env_file=None, github_max_parallel="none").github_max_parallel is None
+    assert load_settings(_env_file=None, github_max_parallel="20").github_max_parallel == 20
 
 
 def test_a_bad_org_cannot_reach_the_workflow(tmp_path: Path) -> None:

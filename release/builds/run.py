@@ -135,18 +135,38 @@ def _catalog_pin(ctx, branch: str) -> str | None:
 def build(ctx, plan: BuildPlan, jobs: int | None = None, *, progress: Progress | None = None,
           notice: dict | None = None) -> list[dict]:
     """Run a plan with its backend; the variants it skips are listed after the builds.
-    ``progress`` hears of every build as it starts and ends (local backend); ``notice`` is where
-    the front end reports the run, kept with it for a restart to update."""
+    ``progress`` hears of every build as it starts and ends (both backends); ``notice`` is where
+    the front end reports a local run, kept with it for a restart to update."""
     if plan.backend == "github":
         from release.builds.github import dispatch_build
 
-        rows = dispatch_build(ctx, plan)
+        rows = dispatch_build(ctx, plan, progress=_github_rows(progress, len(plan.items)))
+        if progress is not None:
+            progress.end()
     elif plan.backend != "local":
         raise UsageError(f"Unknown build backend '{plan.backend}' (local or github).")
     else:
         rows = run_local(ctx, plan, jobs, progress=progress, notice=notice)
     return rows + [{"package": s.package, "branch": plan.branch, "backend": plan.backend, "state": "skipped",
                     "platform": s.platform, "message": s.reason} for s in plan.skipped]
+
+
+def _github_rows(progress: Progress | None, total: int):
+    """The GitHub backend reports build rows as they change; as progress events: a row that
+    runs started, a row that ended finished (its log is the job's page)."""
+    if progress is None:
+        return None
+    progress.begin(total)
+
+    def on_row(row: dict) -> None:
+        state, log = row.get("state"), row.get("log") or ""
+        url = log if log.startswith("http") else None
+        if state == "running":
+            progress.started(row["package"])
+        elif state in ("succeeded", "failed", "interrupted"):
+            progress.finished(row["package"], state, row.get("message") or "", url=url, log=None if url else log)
+
+    return on_row
 
 
 def status(ctx, branch: str | None = None) -> list[dict]:
