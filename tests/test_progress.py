@@ -151,3 +151,22 @@ def test_on_a_terminal_the_build_shows_a_live_bar(tmp_path: Path) -> None:
     assert "\x1b[" in screen  # rich drew on the terminal
     assert "3/3 built, 0 failed, 0 running" in screen
     assert not re.search(r"^\[\d+/\d+\]", screen, re.M)  # not the log-style lines
+
+
+def test_github_builds_report_through_the_same_events(tmp_path: Path) -> None:
+    from release.builds import run as builds
+    from tests.fakes_github import FakeGitHub
+
+    work = fx.make_repo(tmp_path)
+    heard: list = []
+    with FakeGitHub(fail={fx.FAILING}) as gh:
+        ctx = fx.context(tmp_path, github_api_url=gh.url, github_token=gh.token, github_repo=gh.repo,
+                         github_poll_seconds=0.01)
+        plan = builds.prepare(ctx, fx.BRANCH, repo=work, backend="github")
+        builds.build(ctx, plan, progress=Progress(heard.append, verb="built"))
+    finished = {e.item: e for e in heard if e.kind == "finished"}
+    assert set(finished) == set(fx.ALL)
+    assert finished[fx.FAILING].state == "failed"
+    assert finished[fx.FAILING].url.startswith("https://github.com/acme/build-pytorch/actions/runs/")
+    assert heard[0].kind == "begin" and heard[-1].kind == "end"
+    assert heard[-1].snapshot.line() == "3/4 built, 1 failed"
