@@ -6,7 +6,7 @@
 # builds each recipe with nix-build of the same expression). Nix's sandbox needs user namespaces,
 # which containers rarely allow, so it is off (Debian's default). A real PyTorch build downloads
 # its pinned nixpkgs and what cache.nixos.org has, and needs hours and the disk of a build host:
-# for CUDA variants send builds to CI instead (`--backend github`, TORCHBOT_BUILD_BACKEND).
+# for CUDA variants send builds to CI instead (`--backend github`; scheduled builds: TORCHBOT_SCHEDULE_BUILD_BACKEND).
 FROM python:3.11-slim
 
 RUN apt-get update \
