@@ -86,12 +86,15 @@ class LocalRun:
         if self.command is None:
             raise UsageError(local_builder(None).describe() + ".")
         home = worktree_home()
+        ACTIVE_RUNS.add(self.run_key)  # before it is recorded: a restart check never takes it for dead
         try:
             items = self._open(home)
+        except BaseException:
+            ACTIVE_RUNS.discard(self.run_key)
+            raise
         finally:
             if not self.ids:  # nothing recorded, nothing to build here: no worktree either
                 shutil.rmtree(home, ignore_errors=True)
-        ACTIVE_RUNS.add(self.run_key)
         for i in self.ids.values():
             _RUNNING[i] = True
         try:
