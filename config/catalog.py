@@ -283,6 +283,7 @@ class Catalog:
     providers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cloud provider -> words naming it
     cpu_brands: dict[str, str] = field(default_factory=dict)  # CPU brand word -> x86_64 | aarch64
     vision: dict[str, Branch] = field(default_factory=dict)  # build-torchvision branches (with repositories)
+    data_dir: Path = DATA_DIR  # where the data was read: the CPU model tables are read from it when first needed
 
     def branch(self, name: str) -> Branch:
         try:
@@ -572,6 +573,7 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         relevant_flags=relevant | {f for i in isas.values() for f in i.requires},
         providers={k: tuple(v) for k, v in inst.get("providers", {}).items()},
         cpu_brands={w: arch for arch, words in cpus.get("brands", {}).items() for w in words},
+        data_dir=data_dir,
     )
     branches = []
     for name, raw in raw_branches.items():
