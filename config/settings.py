@@ -224,8 +224,10 @@ class Settings(BaseSettings):
     flox_org: str = Field(FLOX_ORG, description=(
         "Flox organisation in install commands and publishing; the placeholder `your-org` is refused "
         "where it would be published or committed (`release publish`, `release workflow --write`/`--commit`)"))
-    build_command: str = Field("flox build {package}", description=(
-        "local build command; placeholders `{package}` and `{org}` (shell-quoted)"))
+    build_command: str | None = Field(None, description=(
+        "the local build command, a template with placeholders `{package}` and `{org}` (shell-quoted); unset: "
+        "`flox build {package}` when flox is on PATH, else nix-build of the same recipe (torchbot says which when "
+        "it starts)"))
     publish_command: str = Field("flox publish -o {org} {package}", description=(
         "publish command; placeholders `{package}` and `{org}`"))
     build_timeout: float = Field(6 * 3600.0, gt=0, description="seconds a build may take before it is stopped")
@@ -241,6 +243,15 @@ class Settings(BaseSettings):
     local_branches: Path = Field(default_factory=default_branches_file, description=(
         "the record of branches `release branch create` made, kept by repository (git directory): "
         "a branch shows where its repository is read, nowhere else"))
+    state_wait_seconds: float = Field(300.0, ge=0, description=(
+        "how long a build run that has ended keeps retrying a state DB that does not answer; its results stay in "
+        "memory and in a spool file beside the logs, and are written when the DB answers (at the latest when "
+        "torchbot next starts)"))
+    progress_seconds: float = Field(5.0, ge=1, le=600, description=(
+        "the shortest time between two edits of a Slack job message's progress line (chat.update)"))
+    log_url: str | None = Field(None, description=(
+        "base URL where TORCHBOT_LOG_DIR is served (http:// or https://); progress in Slack links failed builds "
+        "to their logs under it, and shows the log's path when unset"))
 
     # `torchbot serve --http` (the --host/--port options override these)
     host: str = Field("0.0.0.0", description="where `torchbot serve --http` listens (`--host` overrides)")
@@ -375,6 +386,18 @@ class Settings(BaseSettings):
             return None
         raw = value.get_secret_value().strip()
         return SecretStr(raw) if raw else None
+
+    @field_validator("build_command", "log_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return (value.strip() or None) if isinstance(value, str) else value
+
+    @field_validator("log_url")
+    @classmethod
+    def _log_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value if value is None or value.endswith("/") else value + "/"
 
     @field_validator("github_max_parallel", mode="before")
     @classmethod

@@ -140,7 +140,10 @@ def find_git_dir(path: str | os.PathLike) -> Path:
         raise CatalogError(f"The repository path {path} does not exist.")
     r = subprocess.run(["git", "-C", str(p), "rev-parse", "--absolute-git-dir"], capture_output=True, text=True)
     if r.returncode or not r.stdout.strip():
-        raise RefusedError(f"{path} is not a git repository.")
+        from release.adapters.git import not_a_repository  # the failure path only: ask stays light
+
+        refusal: RefusedError = not_a_repository(path, r.stderr)  # git's ownership check named as such
+        raise refusal
     return Path(r.stdout.strip())
 
 

@@ -90,7 +90,10 @@ def _watch(path: str | os.PathLike) -> _Watch:
                            capture_output=True, text=True)
         lines = r.stdout.split()
         if r.returncode or len(lines) < 2:
-            raise RefusedError(f"{path} is not a git repository.")
+            from release.adapters.git import not_a_repository  # the failure path only: ask stays light
+
+            refusal: RefusedError = not_a_repository(path, r.stderr)  # git's ownership check named as such
+            raise refusal
         gd = Path(lines[0])
         common = Path(lines[1]) if os.path.isabs(lines[1]) else (p / lines[1]).resolve()
         w = _DIRS[key] = _Watch(gd, common)

@@ -93,8 +93,9 @@ def create_app(ctx: Context, chat: Chat | None = None) -> App:
             pid = body["actions"][0].get("value", "")
             user = body.get("user", {}).get("id", "")
             channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")
-            reporter = JobReport(client, respond, channel, user)
-            result = chat.confirm(pid, user, on_start=reporter.started, on_done=reporter.done)
+            reporter = JobReport(client, respond, channel, user, interval=s.progress_seconds)
+            result = chat.confirm(pid, user, on_start=reporter.started, on_done=reporter.done,
+                                  on_progress=reporter.progress, notice=reporter.notice)
             if isinstance(result, JobReply):
                 reporter.attach(result)
                 respond(replace_original=True, text=result.text() + reporter.where())
