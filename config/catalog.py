@@ -9,7 +9,6 @@ the recipe generator and the repository reader can share them without I/O.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -391,6 +390,8 @@ class Catalog:
 
 
 def _load(name: str, data_dir: Path) -> dict:
+    import tomllib  # only when the catalog is built, not when it comes from the compiled cache
+
     path = data_dir / name
     try:
         with path.open("rb") as fh:
@@ -590,11 +591,20 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
     cat = cat.with_branches(expand_branches(cat, raw_branches, "the catalog"), "embedded")
     if cat.recommended not in cat.branches:
         raise CatalogError(f"The recommended branch '{cat.recommended}' is not in the catalog.")
-    return cat
+    from config.vision_branches import vision_specs  # the companion repository's branches, as data
+
+    vision = {s["branch"]["name"]: Branch(**s["branch"], cuda_groups=tuple(CudaGroup(*g) for g in s["groups"]),
+                                          variants=tuple(Variant(**v) for v in s["variants"]))
+              for s in vision_specs(cat, data_dir)}
+    return replace(cat, vision=vision)
 
 
 @lru_cache(maxsize=4)
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
     """The embedded catalog. Branches ``release branch create`` made are not in it: they belong
-    to their repository and join the catalog where it is read (config.branch_records)."""
-    return build_catalog(data_dir)
+    to their repository and join the catalog where it is read (config.branch_records). Built
+    once per content of the data files and torchbot's code, then read from the compiled cache
+    (config.catalog_cache)."""
+    from config.catalog_cache import cached, files_key
+
+    return cached("catalog", files_key(data_dir), lambda: build_catalog(data_dir), Catalog)

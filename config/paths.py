@@ -13,6 +13,7 @@ of torchbot and no pydantic (``torchbot ask`` uses it on its fast path).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 APP = "torchbot"
@@ -28,9 +29,19 @@ def _dirs():
     return platformdirs.PlatformDirs(APP, appauthor=False)
 
 
+def _xdg(variable: str, fallback: str) -> Path | None:
+    """On Linux, what platformdirs answers (``$XDG_..._HOME``, else the fallback under ``~``)
+    without importing it and what it imports (a quick ``ask`` reads the cache and the records);
+    None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    base = os.environ.get(variable, "")
+    return Path(base if base.strip() else os.path.expanduser(fallback)) / APP
+
+
 def data_dir() -> Path:
     """Durable data: the state DB, the record of created branches."""
-    return Path(_dirs().user_data_dir)
+    return _xdg("XDG_DATA_HOME", "~/.local/share") or Path(_dirs().user_data_dir)
 
 
 def state_dir() -> Path:
@@ -51,7 +62,7 @@ def default_log_dir() -> Path:
 
 
 def default_cache_dir() -> Path:
-    return Path(_dirs().user_cache_dir)
+    return _xdg("XDG_CACHE_HOME", "~/.cache") or Path(_dirs().user_cache_dir)
 
 
 def default_branches_file() -> Path:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 
 from config.errors import TorchbotError
@@ -66,10 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     command = next((w for w in words if not w.startswith("-")), None)
     parser = build_parser((QUICK[command],) if command in QUICK else REGISTRARS)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    if args.verbose or command not in QUICK:  # `ask` and `catalog` log nothing: no logging to set up
+        import logging
+
+        logging.basicConfig(
+            level=logging.DEBUG if args.verbose else logging.WARNING,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
     from release.context import Context
 
     try:
@@ -97,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 141
     except Exception as err:  # last resort: a sentence for the user, the traceback in the log
+        import logging
+
         logging.getLogger("torchbot").debug("unexpected error", exc_info=True)
         print(f"torchbot: internal error ({type(err).__name__}); rerun with -v for details.", file=sys.stderr)
         return 1
