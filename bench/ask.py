@@ -1,9 +1,16 @@
-"""How fast `ask` answers: answers per second in-process over a varied corpus, and the
-wall time of one `torchbot ask` process. Goals: >= 2,000 answers/s, < 0.5 s per process.
+"""How fast `ask` answers: answers per second in-process over a varied corpus, and the wall
+time of one `torchbot ask` process beside a bare `python -c pass` of the same interpreter,
+interleaved in the same run so both see the same machine load. Goals: >= 2,000 answers/s;
+one process <= 150 ms, <= 250 ms answering from both real repositories.
 
 With repositories (`bench/ask.py GITDIR_PYTORCH GITDIR_TORCHVISION`, e.g. the git dirs of the
 real build-pytorch and build-torchvision) it also measures the rate answering from them, with
-torchvision questions in the corpus: the model is cached by commit, so the rate must stay >= 2,000/s."""
+torchvision questions in the corpus: the model is cached by commit, so the rate must stay >= 2,000/s.
+
+Processes are timed after one warm-up run, as a user's second `ask` is: the compiled catalog
+cache (config/catalog_cache.py) and Python's bytecode are written by then. The first process
+with an empty cache is reported too. On a shared machine the figures move with the load: run it
+a few times and quote the range, with the bare-python baseline of the same run."""
 
 from __future__ import annotations
 
@@ -18,6 +25,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench._home import isolate  # noqa: E402
+
+isolate()  # torchbot's own files go to a temporary home, never the real one
 
 from bot.frontends.commands import ask  # noqa: E402
 from release.context import Context  # noqa: E402
@@ -75,23 +86,48 @@ def main() -> None:
                   f"variants; first read {first:.2f} s): {rate(rctx, mixed):,.0f} answers/s over {len(mixed)} questions "
                   "incl. torchvision/torchaudio (goal >= 2,000)")
 
-            print(f"one `torchbot ask` process answering from them: {process_ms(repo_path=','.join(map(str, paths))):.0f} ms "
-                  "wall (median of 7, recipe cache warm; goal < 500 ms)")
-    print(f"one `torchbot ask` process: {process_ms():.0f} ms wall (median of 7; goal < 500 ms)")
+            print(processes("one `torchbot ask` process answering from them", 250, ",".join(map(str, paths))))
+    print(processes("one `torchbot ask` process", 150))
 
 
-def process_ms(repo_path: str | None = None) -> float:
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("TORCHBOT_")}
+RUNS = 15
+QUESTION = "which variant for an H100 with Graviton3"
+
+
+def processes(what: str, goal_ms: int, repo_path: str | None = None) -> str:
+    """The wall time of `torchbot ask` processes and of bare `python -c pass` processes, RUNS of
+    each interleaved, after a warm-up; and the first process with an empty cache."""
+    import tempfile
+
+    # a user's shell writes bytecode; torchbot's files go to the bench's temporary home
+    env = {k: v for k, v in os.environ.items()
+           if not k.upper().startswith("TORCHBOT_") and k != "PYTHONDONTWRITEBYTECODE"}
     if repo_path:
         env["TORCHBOT_REPO_PATH"] = repo_path
     exe = ROOT / ".venv" / "bin" / "torchbot"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "bot"]
-    walls = []
-    for _ in range(7):
+    cmd = [*([str(exe)] if exe.exists() else [sys.executable, "-m", "bot"]), "ask", QUESTION]
+    bare = [sys.executable, "-c", "pass"]
+
+    def wall(argv: list[str], extra: dict[str, str] | None = None) -> float:
         t = time.perf_counter()
-        subprocess.run(cmd + ["ask", "which variant for an H100 with Graviton3"], check=True, capture_output=True, env=env, cwd=ROOT)
-        walls.append(time.perf_counter() - t)
-    return statistics.median(walls) * 1000
+        subprocess.run(argv, check=True, capture_output=True, env={**env, **(extra or {})}, cwd=ROOT)
+        return (time.perf_counter() - t) * 1000
+
+    with tempfile.TemporaryDirectory() as empty:
+        cold = wall(cmd, {"TORCHBOT_CACHE_DIR": empty})
+    wall(cmd)  # warm-up: the compiled cache and the bytecode written
+    asks, bares = [], []
+    for _ in range(RUNS):
+        bares.append(wall(bare))
+        asks.append(wall(cmd))
+    verdict = "under" if statistics.median(asks) <= goal_ms else "OVER"
+    return (f"{what}: {_spread(asks)} beside a bare `python -c pass`: {_spread(bares)} "
+            f"({RUNS} interleaved runs; {verdict} the goal of {goal_ms} ms; first process with an empty cache "
+            f"{cold:.0f} ms)")
+
+
+def _spread(ms: list[float]) -> str:
+    return f"median {statistics.median(ms):.0f} ms (min {min(ms):.0f}, max {max(ms):.0f})"
 
 
 def clone(src: str, dst: Path) -> Path:

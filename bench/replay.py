@@ -40,6 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench._home import isolate  # noqa: E402
+
+isolate()  # torchbot's own files go to a temporary home, never the real one
+
 from replay_history import RECIPES, History, Operation, nixpkgs_facts  # noqa: E402
 
 from tests.fakes_nixpkgs import FakeNixpkgs  # noqa: E402

@@ -9,7 +9,6 @@ the recipe generator and the repository reader can share them without I/O.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -391,6 +390,8 @@ class Catalog:
 
 
 def _load(name: str, data_dir: Path) -> dict:
+    import tomllib  # only when the catalog is built, not when it comes from the compiled cache
+
     path = data_dir / name
     try:
         with path.open("rb") as fh:
@@ -490,6 +491,18 @@ def branch_to_dict(branch: Branch) -> dict:
     return raw
 
 
+def expand_branches(cat: Catalog, raw_branches: dict[str, dict], where: str) -> list[Branch]:
+    """Branches from their TOML tables with their variant matrices; CatalogError for an impossible one."""
+    branches = []
+    for name, raw in raw_branches.items():
+        b = branch_from_dict(name, raw)
+        problems = cat.matrix_conflicts(b)
+        if problems:
+            raise CatalogError(f"Branch '{name}' in {where} is impossible: {'; '.join(problems)}.")
+        branches.append(replace(b, variants=cat.expand(b)))
+    return branches
+
+
 def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | None = None) -> Catalog:
     gpus = _load("gpus.toml", data_dir)
     cpus = _load("cpus.toml", data_dir)
@@ -575,38 +588,23 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         cpu_brands={w: arch for arch, words in cpus.get("brands", {}).items() for w in words},
         data_dir=data_dir,
     )
-    branches = []
-    for name, raw in raw_branches.items():
-        b = branch_from_dict(name, raw)
-        problems = cat.matrix_conflicts(b)
-        if problems:
-            raise CatalogError(f"Branch '{name}' in the catalog is impossible: {'; '.join(problems)}.")
-        branches.append(replace(b, variants=cat.expand(b)))
-    cat = cat.with_branches(branches, "embedded")
+    cat = cat.with_branches(expand_branches(cat, raw_branches, "the catalog"), "embedded")
     if cat.recommended not in cat.branches:
         raise CatalogError(f"The recommended branch '{cat.recommended}' is not in the catalog.")
-    return cat
+    from config.vision_branches import vision_specs  # the companion repository's branches, as data
+
+    vision = {s["branch"]["name"]: Branch(**s["branch"], cuda_groups=tuple(CudaGroup(*g) for g in s["groups"]),
+                                          variants=tuple(Variant(**v) for v in s["variants"]))
+              for s in vision_specs(cat, data_dir)}
+    return replace(cat, vision=vision)
 
 
 @lru_cache(maxsize=4)
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
-    return build_catalog(data_dir, _local_branches())
+    """The embedded catalog. Branches ``release branch create`` made are not in it: they belong
+    to their repository and join the catalog where it is read (config.branch_records). Built
+    once per content of the data files and torchbot's code, then read from the compiled cache
+    (config.catalog_cache)."""
+    from config.catalog_cache import cached, files_key
 
-
-def local_branches_file() -> Path:
-    """Branches created by `torchbot release branch create` are recorded here, so the bot
-    answers from them without editing the packaged data."""
-    import os
-
-    return Path(os.environ.get("TORCHBOT_LOCAL_BRANCHES", "torchbot-branches.toml"))
-
-
-def _local_branches() -> dict[str, dict]:
-    path = local_branches_file()
-    if not path.is_file():
-        return {}
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh).get("branch", {})
-    except tomllib.TOMLDecodeError as err:
-        raise CatalogError(f"{path} is not valid TOML: {err}.") from None
+    return cached("catalog", files_key(data_dir), lambda: build_catalog(data_dir), Catalog)

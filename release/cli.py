@@ -1,7 +1,9 @@
 """`torchbot release ...`: each part of the release manager registers its own verbs
 (release.recipes.cli: init/render; release.pins.cli: bump-pins; release.branches.cli: branch;
-release.docs.cli: docs; release.builds.cli: build, status, workflow; release.publishing.cli: publish), and the output helpers they share.
-Missing parts are skipped."""
+release.docs.cli: docs; release.builds.cli: build, status, workflow; release.publishing.cli:
+publish), and the output helpers they share:
+``emit`` (a result as text or JSON) and ``watch`` (live progress on stderr: rich on a terminal,
+one line per finished item otherwise). Missing parts are skipped."""
 
 from __future__ import annotations
 
@@ -46,3 +48,74 @@ def refusal(err, as_json: bool) -> int:
         print(json.dumps({"ok": False, "error": err.message}, indent=2))
     print(f"torchbot: {err.message}", file=sys.stderr)
     return err.exit_code
+
+
+class TerminalProgress:
+    """Renders :mod:`config.progress` events on ``stream`` (stderr): a live rich bar with done,
+    failed, running, elapsed and ETA on a terminal; one line per finished item otherwise (logs
+    and CI stay readable). ``close()`` stops the live display."""
+
+    def __init__(self, stream=None, live: bool | None = None):
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if live is None else live
+        self._bar = None
+        self._task = None
+
+    def __call__(self, event) -> None:
+        if self.live:
+            self._live(event)
+        elif event.kind == "finished":
+            print(self._line(event), file=self.stream, flush=True)
+        elif event.kind == "note":
+            print(f"torchbot: {event.message}", file=self.stream, flush=True)
+
+    @staticmethod
+    def _line(event) -> str:
+        from config.progress import duration
+
+        s = event.snapshot
+        took = f" ({duration(event.seconds)})" if event.seconds is not None else ""
+        tail = f": {event.message}" if event.message else ""
+        where = f"  log: {event.url or event.log}" if event.state in ("failed", "interrupted") and (
+            event.url or event.log) else ""
+        return f"[{s.finished}/{s.total}] {event.state} {event.item}{took}{tail}{where}  ({s.line()})"
+
+    def _live(self, event) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from config.progress import duration
+
+        s = event.snapshot
+        if self._bar is None and event.kind != "end":
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
+                                 console=Console(file=self.stream), transient=False)
+            self._bar.start()
+            self._task = self._bar.add_task(s.verb, total=s.total or None, counts="", eta="")
+        if self._bar is None:
+            return
+        if event.kind == "finished" and event.state in ("failed", "interrupted"):
+            where = event.url or event.log or ""
+            self._bar.console.print(f"[red]{event.state}[/] {event.item}: {event.message}  {where}",
+                                    markup=True, highlight=False)
+        elif event.kind == "note":
+            self._bar.console.print(f"torchbot: {event.message}", markup=False, highlight=False)
+        counts = f"{s.done}/{s.total} {s.verb}, {s.failed} failed, {s.running} running"
+        eta = f"ETA {duration(s.eta)}" if s.eta is not None else ""
+        self._bar.update(self._task, completed=s.finished, total=s.total or None, counts=counts, eta=eta)
+        if event.kind == "end":
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def watch(verb: str, stream=None, live: bool | None = None):
+    """A :class:`config.progress.Progress` rendered by :class:`TerminalProgress`; call
+    ``progress.listener.close()`` when the work ends, however it ends."""
+    from config.progress import Progress
+
+    return Progress(TerminalProgress(stream, live), verb=verb)

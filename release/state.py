@@ -54,6 +54,28 @@ def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def process_start(pid: int | None = None) -> str | None:
+    """When a process started (clock ticks since boot, from /proc), so a pid reused by another
+    process is not taken for the owner; None where /proc is missing."""
+    try:
+        text = Path(f"/proc/{pid or os.getpid()}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def owner_alive(owner: str | None, start: str | None = None) -> bool | None:
+    """True/False for an owner on this host (``host:pid``, with its process start time when
+    known); None for an owner on another host (its liveness cannot be seen from here)."""
+    host, _, pid = (owner or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None if host and host != socket.gethostname() else False
+    if not _alive(int(pid)):
+        return False
+    return start is None or process_start(int(pid)) in (None, start)
+
+
 class Base(DeclarativeBase):
     pass
 
@@ -95,6 +117,48 @@ class Build(Base):
             "message": self.message,
             "external_id": self.external_id,
         }
+
+
+class BuildRun(Base):
+    """One local build run (one ``release build`` or confirmed ``/build``): who runs it, its
+    worktree and spool file, and where a front end reports it (``notice``: JSON, opaque here,
+    e.g. a Slack message). ``state``: running | finished | interrupted. A restarted torchbot
+    resolves the runs of a dead owner (``release.builds.recover``); ``notified`` is set once the
+    front end has told its users."""
+
+    __tablename__ = "build_runs"
+
+    run_key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    branch: Mapped[str] = mapped_column(String(200), index=True)
+    state: Mapped[str] = mapped_column(String(20), index=True, default="running")
+    owner: Mapped[str] = mapped_column(String(200))
+    owner_start: Mapped[str | None] = mapped_column(String(40), nullable=True)  # the owner's process start time
+    repo: Mapped[str | None] = mapped_column(Text, nullable=True)
+    worktree: Mapped[str | None] = mapped_column(Text, nullable=True)
+    spool: Mapped[str | None] = mapped_column(Text, nullable=True)
+    notice: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    finished: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    outcome: Mapped[str | None] = mapped_column(Text, nullable=True)  # what a restart found and did
+    notified: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class BuildLock(Base):
+    """The lock that keeps two builds of one variant from running at once: one row per
+    (branch, package) while a build of it is queued or running, with the process group of the
+    build once it started."""
+
+    __tablename__ = "build_locks"
+    __table_args__ = (UniqueConstraint("branch", "package", name="uq_build_lock"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    branch: Mapped[str] = mapped_column(String(200))
+    package: Mapped[str] = mapped_column(String(200))
+    build_id: Mapped[int] = mapped_column(Integer, index=True)
+    run_key: Mapped[str] = mapped_column(String(64), index=True)
+    owner: Mapped[str] = mapped_column(String(200))
+    since: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    pgid: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class GithubRun(Base):
@@ -297,7 +361,9 @@ class State:
         host = socket.gethostname()
         changed = 0
         with self.session() as s:
-            for b in s.scalars(select(Build).where(Build.state.in_(ACTIVE), Build.backend == "local")):
+            runs = select(BuildRun.run_key)  # builds of a recorded run are resolved with it (release.builds.recover)
+            for b in s.scalars(select(Build).where(Build.state.in_(ACTIVE), Build.backend == "local",
+                                                   Build.run_key.is_(None) | Build.run_key.not_in(runs))):
                 owner = b.owner or ""
                 o_host, _, o_pid = owner.rpartition(":")
                 if o_host == host and o_pid.isdigit() and int(o_pid) != os.getpid() and _alive(int(o_pid)):

@@ -5,6 +5,8 @@ server runs as the ``postgres`` system user (or ``nobody``).
 
 Usage: ``from tests.fixtures_postgres import postgres`` in a test module, then a test takes
 ``postgres`` and calls ``postgres.new_database()`` for a SQLAlchemy URL of an empty database.
+A test that stops the server (``halt()`` / ``resume()``: an outage that keeps the data) starts
+its own ``PostgresServer().start()`` and ``stop()``s it.
 """
 
 from __future__ import annotations
@@ -64,6 +66,15 @@ class PostgresServer:
         opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
         self._run(_bin("pg_ctl"), "-D", str(data), "-l", str(self.dir / "server.log"), "-o", opts, "-w", "start")
         return self
+
+    def halt(self) -> None:
+        """Stop the server and keep its data (an outage; ``resume()`` ends it)."""
+        self._run(_bin("pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
+        self._run(_bin("pg_ctl"), "-D", str(self.dir / "data"), "-l", str(self.dir / "server.log"), "-o", opts,
+                  "-w", "start")
 
     def stop(self) -> None:
         subprocess.run([_bin("pg_ctl"), "-D", str(self.dir / "data"), "-m", "immediate", "stop"],

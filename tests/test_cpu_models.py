@@ -109,7 +109,7 @@ NAMED = {
     "neoverse_v3": "Neoverse V3", "nvidia_olympus": "NVIDIA Vera", "cortex_x925": "GB10 CPU", "ampereone": "AmpereOne",
     "cortex_a72": "Graviton 1", "cortex_a76": "Cortex-A76", "thunderx2": "ThunderX2", "a64fx": "A64FX",
     "zen6": "Zen 6", "bulldozer": "FX-8350", "nehalem": "Westmere", "pentium_noavx": "Pentium G4560",
-    "pantherlake": "Core Ultra X7 358H",
+    "pantherlake": "Core Ultra X7 358H", "core2": "Core 2 Quad Q6600", "k10": "Phenom II X6 1090T", "bobcat": "AMD E-350",
 }
 
 

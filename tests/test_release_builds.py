@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from release.builds import run as builds
-from release.state import Build, open_state
+from release.state import Build, BuildRun, open_state
 from tests import fixtures_builds as fx
 
 
@@ -111,35 +111,80 @@ def test_cli_build_and_status_json(tmp_path: Path, repo: Path, monkeypatch, caps
     assert "does not exist" in capsys.readouterr().err
 
 
-def test_killed_torchbot_leaves_interrupted_builds_that_resume(tmp_path: Path, repo: Path) -> None:
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait(condition, what: str, timeout: float = 60.0):
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_killed_torchbot_takes_its_builds_with_it_and_a_restart_resolves_and_resumes(tmp_path: Path,
+                                                                                     repo: Path) -> None:
     import signal
     import subprocess
     import sys
-    import time
 
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    # each build records its shell and a grandchild, then runs for long
+    command = f"echo $$ > {gate}/{{package}}.pid; sleep 300 & echo $! > {gate}/{{package}}.child; wait"
     env = dict(os.environ, TORCHBOT_STATE_DB=f"sqlite:///{tmp_path / 'kill.sqlite'}",
-               TORCHBOT_LOG_DIR=str(tmp_path / "logs"), TORCHBOT_BUILD_COMMAND="sleep 5",
+               TORCHBOT_LOG_DIR=str(tmp_path / "logs"), TORCHBOT_BUILD_COMMAND=command,
                TORCHBOT_BUILD_RESULT_LINK="README.md")
     proc = subprocess.Popen([sys.executable, "-m", "bot", "release", "build", "--repo", str(repo),
                              "--branch", fx.BRANCH, "--variant", "pytorch-*", "--jobs", "2"],
-                            env=env, cwd=Path(__file__).resolve().parent.parent)
+                            env=env, cwd=Path(__file__).resolve().parent.parent,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ctx = fx.context(tmp_path, state_db=env["TORCHBOT_STATE_DB"], build_command="true",
                      build_result_link="README.md")
-    st = open_state(ctx.settings.state_db)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and sum(b.state == "running" for b in st.builds(fx.BRANCH)) < 2:
-        time.sleep(0.05)
+    pid_files = _wait(lambda: len(list(gate.glob("*.child"))) == 2 and list(gate.glob("*.*")), "two builds running")
+    pids = [int(f.read_text()) for f in pid_files if f.read_text().strip()]
+    assert len(pids) == 4 and all(_alive(p) for p in pids)
+    assert "torchbot-wt-" in builds.git(repo, "worktree", "list")
+    # while it runs, nothing of it can be built a second time
+    busy = builds.prepare(ctx, fx.BRANCH, ["pytorch-*"], repo=repo)
+    assert busy.items == [] and len(busy.skipped) == 3
+    assert all(s.reason.startswith("already building since") for s in busy.skipped)
+
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    rows = {r["package"]: r["state"] for r in builds.status(ctx, fx.BRANCH)}
-    assert sorted(rows.values()) == ["interrupted"] * 3, rows  # 2 running + 1 queued, owner gone
+    _wait(lambda: not any(_alive(p) for p in pids), "the builds to die with torchbot")
+
+    rows = {r["package"]: r for r in builds.status(ctx, fx.BRANCH)}  # the next start resolves the run
+    assert sorted(r["state"] for r in rows.values()) == ["interrupted"] * 3, rows
+    assert all("resume with --resume" in r["message"] for r in rows.values())
+    assert "torchbot-wt-" not in builds.git(repo, "worktree", "list")
+    admin = repo / ".git" / "worktrees"
+    assert not admin.exists() or not any(admin.iterdir())  # pruned
+    with open_state(ctx.settings.state_db).session() as s:
+        (run,) = s.query(BuildRun).all()
+        assert run.state == "interrupted" and not Path(run.worktree).exists()
+        assert run.outcome.startswith(f"interrupted: torchbot stopped during this build of {fx.BRANCH}; 3 build(s)")
     plan = builds.prepare(ctx, fx.BRANCH, repo=repo, resume=True)
     assert sorted(i.package for i in plan.items) == sorted(p for p in fx.ALL if p.startswith("pytorch-"))
     assert {r["state"] for r in builds.run_local(ctx, plan, jobs=2)} == {"succeeded"}
+    st = open_state(ctx.settings.state_db)
+    # one interrupted and one succeeded build per variant, never two at once
+    per_variant = {}
+    for b in st.builds(fx.BRANCH, latest_only=False):
+        per_variant.setdefault(b.package, []).append(b.state)
+    assert per_variant == {i.package: ["interrupted", "succeeded"] for i in plan.items}
 
 
-def test_result_check_and_busy_branch(tmp_path: Path, repo: Path) -> None:
-    from config.errors import RefusedError
+def test_result_check_and_a_variant_another_torchbot_is_building(tmp_path: Path, repo: Path) -> None:
+    from release.state import BuildLock, BuildRun
 
     ctx = fx.context(tmp_path, build_command="true", build_result_link="README.md",
                      build_check_command="test -s README.md && test {package} != " + fx.OK[0])
@@ -147,10 +192,24 @@ def test_result_check_and_busy_branch(tmp_path: Path, repo: Path) -> None:
     assert rows[fx.OK[0]]["state"] == "failed" and rows[fx.OK[0]]["message"] == "the result check failed"
     assert rows[fx.OK[1]]["state"] == "succeeded"
     st = open_state(ctx.settings.state_db)
-    with st.session() as s:  # a live torchbot (this process's parent) is building the branch
-        s.add(Build(package=fx.OK[0], branch=fx.BRANCH, state="running", owner=f"{os.uname().nodename}:{os.getppid()}"))
-    with pytest.raises(RefusedError, match="being built right now"):
-        builds.prepare(ctx, fx.BRANCH, repo=repo)
+    owner = f"{os.uname().nodename}:{os.getppid()}"  # a live torchbot (this process's parent) builds OK[0]
+    with st.session() as s:
+        s.add(BuildRun(run_key="other", branch=fx.BRANCH, owner=owner))
+        s.add(Build(id=900, package=fx.OK[0], branch=fx.BRANCH, state="running", owner=owner, run_key="other"))
+        s.add(BuildLock(branch=fx.BRANCH, package=fx.OK[0], build_id=900, run_key="other", owner=owner,
+                        since=datetime(2030, 1, 2, 17, 59)))
+    plan = builds.prepare(ctx, fx.BRANCH, fx.OK, repo=repo)
+    assert [i.package for i in plan.items] == [fx.OK[1]]
+    assert f"skipped {fx.OK[0]}: already building since 2030-01-02 17:59 UTC (build 900, torchbot {owner})" \
+        in plan.text()
+    # a lock taken between the plan and the run is honoured too
+    rows = builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, [fx.OK[1]], repo=repo))
+    assert [r["state"] for r in rows] == ["succeeded"]
+    with st.session() as s:
+        s.add(BuildLock(branch=fx.BRANCH, package=fx.OK[1], build_id=901, run_key="other", owner=owner))
+    late = builds.run_local(ctx, plan)
+    assert [(r["package"], r["state"]) for r in late] == [(fx.OK[1], "skipped")]
+    assert late[0]["message"].startswith("already building since")
 
 
 def test_local_builds_only_what_this_host_builds_and_lists_the_rest(tmp_path: Path, capsys) -> None:

@@ -152,3 +152,27 @@ def test_bad_cron_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="TORCHBOT_BUMP_CRON"):
         schedule.job_specs(_ctx(tmp_path, bump_cron="every monday"))
+
+
+def test_the_poll_job_resolves_a_run_whose_torchbot_died_elsewhere(tmp_path: Path) -> None:
+    """A `release build` killed outside the bot leaves a run marked running; a long-running
+    serve's scheduled poll resolves it (interrupted, lock released), not only a restart."""
+    import socket
+    import subprocess
+
+    from release.state import Build, BuildRun, state_for
+
+    ctx = _ctx(tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    st = state_for(ctx)
+    with st.session() as s:
+        s.add(BuildRun(run_key="run-dead", branch="main", state="running", owner=f"{socket.gethostname()}:{dead.pid}"))
+        s.add(Build(package="pytorch-python313-cpu-avx2", branch="main", state="running", run_key="run-dead",
+                    owner=f"{socket.gethostname()}:{dead.pid}"))
+        s.commit()
+    result = schedule.run_now(ctx, "poll-builds")["result"]
+    assert result.startswith("1 interrupted"), result
+    with st.session() as s:
+        assert s.get(BuildRun, "run-dead").state == "interrupted"
+        assert [b.state for b in s.query(Build).filter_by(run_key="run-dead")] == ["interrupted"]

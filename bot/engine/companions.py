@@ -160,7 +160,7 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
     (rank, isa_pos, _, _), b, v = found[0]
     pick = _pick(cat, b, v, org)
     ans.recommendation = pick
-    repo = f" in {b.repository}" if b.repository else ""
+    repo = f" in {b.repository}" if b.repository else (" in build-torchvision" if b.kind == "build-torchvision" else "")
     ans.reasons.append(f"{kind} for {pt.gpu_arch or 'this CPU'}{'' if not v.cpu_isa else ' + ' + v.cpu_isa}: "
                        f"{v.package} on {b.name}{repo}.")
     pw = pick.pairs_with or {}

@@ -30,7 +30,8 @@ def cpu_plan(cat: Catalog, hw: Hardware, ans: Answer, platform_arch: str | None)
             ans.warnings.append(
                 "CPU not identified: assuming AVX2 (Intel Haswell 2013+ / AMD Zen), which nearly every x86-64 server "
                 f"and desktop has. Check with `{GREP_X86}`: avx512f -> the avx512 build; avx512_vnni or avx512_bf16 -> "
-                "the INT8 / BF16 builds; no avx2 -> the avx build."
+                "the INT8 / BF16 builds; no avx2 -> the avx build; no avx at all (low-power Celeron, Pentium Silver, "
+                "Atom) -> no build here runs on it."
             )
         else:
             ans.warnings.append(
@@ -44,8 +45,10 @@ def cpu_plan(cat: Catalog, hw: Hardware, ans: Answer, platform_arch: str | None)
     if not runnable:
         need = "AVX" if arch == "x86_64" else "ARMv8.2 FP16 and dot-product instructions"
         ans.warnings.append(
-            f"This CPU{f' ({hw.cpu})' if hw.cpu else ''} lacks {need}; every {arch} build is compiled for at least that, "
-            "so any of them would crash with an illegal instruction."
+            f"This CPU{f' ({hw.cpu})' if hw.cpu else ''} lacks {need}; every {arch} build here, CPU-only or CUDA, is "
+            "compiled for at least that, so any of them would stop with an illegal instruction. What runs on it is a "
+            f"PyTorch compiled for baseline {arch} that picks vector kernels at run time, such as nixpkgs' own "
+            "`python3Packages.torch`."
         )
         return None
     general = sorted((i for i in runnable if i.workload is None), key=lambda i: -i.rank)

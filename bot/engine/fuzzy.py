@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from functools import lru_cache
 
 from config.catalog import DATA_DIR
@@ -25,7 +24,17 @@ _WORD_RE = re.compile(r"[a-z]+")
 
 @lru_cache(maxsize=1)
 def keywords() -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
-    with (DATA_DIR / "words.toml").open("rb") as fh:
+    """The keywords, and those of four letters or more by initial (from the compiled cache)."""
+    from config.catalog_cache import cached, files_key
+
+    path = DATA_DIR / "words.toml"
+    return cached("fuzzy-words", files_key(path), lambda: _keywords(path), tuple)
+
+
+def _keywords(path) -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
+    import tomllib
+
+    with path.open("rb") as fh:
         words = frozenset(w.lower() for w in tomllib.load(fh)["fuzzy"]["words"])
     by_initial: dict[str, list[str]] = {}
     for w in sorted(words):

@@ -49,7 +49,7 @@ HELP = """\
 /bump <branch|all> [rev] [--with-companions]  move branches (and their torchvision pairs) to a newer nixpkgs (admins; plan first)
 /bump <branch> <rev> --pytorch X.Y.Z          ... a deliberate PyTorch move: X.Y.Z is what that nixpkgs holds
 /bump <branch> [rev] --torch-src REV,HASH     ... PyTorch from source (a source override; the pin stays without rev)
-/build <branch> [glob]       build variants of a branch (admins; shows the plan first)
+/build <branch> [glob] [--resume]  build variants of a branch (admins; plan first); --resume: the interrupted
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
 @torchbot <question>         same as /variant, answered in the thread"""
@@ -61,8 +61,9 @@ PLANNERS: dict[str, tuple[str, str]] = {
     "publish": ("release.publishing.commands", "plan_publish"),
 }
 USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--with-companions] [--pytorch X.Y.Z] [--torch-src REV,HASH]",
-         "build": "Usage: /build <branch> [glob]",
+         "build": "Usage: /build <branch> [glob] [--resume]",
          "publish": "Usage: /publish <branch>"}
+VERBS = {"build": "built", "publish": "published", "bump": "bumped"}  # "57/237 built"
 SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status."
 
 _MENTION_RE = re.compile(r"<@[A-Z0-9]+>")
@@ -214,8 +215,12 @@ class Chat:
         return self.command("variant", body or "help", user, channel)
 
     def confirm(self, pending_id: str, user: str, on_start: Callable[[Job], None] | None = None,
-                on_done: Callable[[Job], None] | None = None):
-        """Claim the plan for its asker and hand it to the job runner (returns at once)."""
+                on_done: Callable[[Job], None] | None = None, on_progress: Callable | None = None,
+                notice: Callable[[], dict | None] | None = None):
+        """Claim the plan for its asker and hand it to the job runner (returns at once).
+        ``on_progress`` hears the work's progress events (``config.progress``); ``notice()``
+        says where the front end reports the job, kept with a build run so that a restart can
+        tell it what became of the run."""
         try:
             outcome, row = self.state.take_plan(pending_id, user, "confirmed")
         except StateStoreNotAnswering as err:
@@ -224,8 +229,9 @@ class Chat:
             return MessageResult(self._refusal(outcome, row), ok=False)
         args = json.loads(row.args)
         self._audit(user, row.channel, f"confirm /{row.command} {' '.join(args)}")
-        job = Job(_title(row.command, args), lambda job: self._apply(row), key=_job_key(row.command, args),
-                  user=user, on_start=on_start, on_done=on_done)
+        job = Job(_title(row.command, args), lambda job: self._apply(row, job),
+                  key=_job_key(row.command, args), user=user, on_start=on_start, on_done=on_done,
+                  on_progress=on_progress, notice=notice)
         self.runner.submit(job)
         return JobReply(job, self.runner.position(job), self.runner.running())
 
@@ -280,7 +286,10 @@ class Chat:
                 raise UsageError(USAGE["bump"])
             return planner(self.ctx, rest[0], rest[1] if len(rest) > 1 else None, **extra)
         if name == "build":
-            return planner(self.ctx, args[0], args[1:] or None)
+            rest = [a for a in args if a != "--resume"]
+            if not rest:
+                raise UsageError(USAGE["build"])
+            return planner(self.ctx, rest[0], rest[1:] or None, resume=len(rest) < len(args))
         return planner(self.ctx, args[0])
 
     def _plan(self, name: str, args: list[str], user: str, channel: str):
@@ -316,15 +325,20 @@ class Chat:
         self._audit(user, channel, f"plan /{name} {' '.join(args)}")
         return PlanReply(Pending(row.id, name, args, user, channel, plan, row.expires.replace(tzinfo=timezone.utc)))
 
-    def _apply(self, row):
+    def _apply(self, row, job: Job | None = None):
         """In a job: make the plan again from the same arguments; apply it only if nothing it
-        was made from has moved since it was shown."""
+        was made from has moved since it was shown. The job's progress listener hears it run."""
         args, replay = json.loads(row.args), json.loads(row.replay)
         plan = self._make_plan(row.command, replay)
         changes = plans.moved(json.loads(row.expected), plans.expected_refs(row.command, plan.to_dict()))
         if changes:
             return MessageResult(plans.refused_moved(row.command, args, changes), ok=False)
-        return plan.apply()
+        if job is None:
+            return plan.apply()
+        from config.progress import Progress
+
+        progress = Progress(job.on_progress, verb=VERBS.get(row.command, "done"))
+        return plan.apply(progress, job.notice() if job.notice else None)
 
     def _status(self):
         s = self.ctx.settings

@@ -3,7 +3,8 @@ never on a Slack listener thread. A fixed pool of ``Settings.job_workers`` threa
 jobs in order; jobs sharing a ``key`` (one branch's builds, the repository's bumps) run one
 after another, so a second build of a branch waits instead of being refused. Queued and
 running jobs are listed for ``/torchbot status``. Each job reports through its callbacks:
-``on_start(job)`` and ``on_done(job)`` (``job.result`` then holds a result object).
+``on_start(job)`` and ``on_done(job)`` (``job.result`` then holds a result object), and
+``on_progress(event)`` while it works (``config.progress`` events).
 
 Imports only ``bot.frontends.incidents`` and ``config``."""
 
@@ -32,6 +33,8 @@ class Job:
     user: str = ""
     on_start: Callable[["Job"], None] | None = None
     on_done: Callable[["Job"], None] | None = None
+    on_progress: Callable[[Any], None] | None = None  # the work's progress events (config.progress.Event)
+    notice: Callable[[], dict | None] | None = None  # where the front end reports the job (kept with build runs)
     id: str = field(default_factory=lambda: f"j{next(_ids)}")
     state: str = "queued"  # queued | running | done
     created: float = field(default_factory=time.time)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from contextlib import contextmanager
@@ -23,6 +24,18 @@ from config.errors import ExternalError, RefusedError, UsageError
 ZERO = "0" * 40
 RECIPE_DIR = ".flox/pkgs"
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+def not_a_repository(path: str | os.PathLike, stderr: str = "") -> RefusedError:
+    """The refusal for a path git will not use: git's ownership check ("dubious ownership": the
+    repository belongs to another user, e.g. mounted into a container) named as such, anything
+    else as no repository."""
+    if "dubious ownership" in stderr:
+        return RefusedError(
+            f"git refuses {path}: it is owned by another user (git's safe.directory ownership check); "
+            f"run `git config --global --add safe.directory {path}` as the user torchbot runs as, or fix the owner."
+        )
+    return RefusedError(f"{path} is not a git repository.")
 
 
 def open_repo(path: str | os.PathLike):
@@ -284,6 +297,8 @@ def run_git(repo: Path, *args: str, input: str | None = None) -> str:
         ["git", "-C", str(repo), *args], capture_output=True, text=True, input=input
     )
     if proc.returncode != 0:
+        if "dubious ownership" in proc.stderr:
+            raise not_a_repository(repo, proc.stderr)
         raise ExternalError(f"git {' '.join(args[:2])} failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout
 
@@ -326,18 +341,32 @@ def read_blobs(repo: Path, shas: Iterable[str]) -> dict[str, str]:
     return {k: v.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for k, v in out.items() if v is not None}
 
 
+def worktree_home() -> Path:
+    """A new temporary directory to hold one worktree (``<it>/wt``), for callers that record
+    where their worktree is before they make it."""
+    return Path(tempfile.mkdtemp(prefix="torchbot-wt-"))
+
+
 @contextmanager
-def worktree(repo: Path, commit: str) -> Iterator[Path]:
-    """A temporary detached worktree of ``commit``, removed afterwards."""
-    tmp = Path(tempfile.mkdtemp(prefix="torchbot-wt-"))
+def worktree(repo: Path, commit: str, home: Path | None = None) -> Iterator[Path]:
+    """A temporary detached worktree of ``commit`` at ``home/wt``, removed afterwards."""
+    tmp = home or worktree_home()
     path = tmp / "wt"
-    run_git(repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
     try:
+        run_git(repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
         yield path
     finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(path)], capture_output=True)
-        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
-        subprocess.run(["rm", "-rf", str(tmp)], capture_output=True)
+        remove_worktree(repo, tmp)
+
+
+def remove_worktree(repo: Path | None, home: Path) -> None:
+    """Remove a worktree made by :func:`worktree` (``home/wt``) and its directory, and prune the
+    repository's worktree list; what is already gone is fine."""
+    if repo is not None and Path(repo).exists():
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(home / "wt")],
+                       capture_output=True, check=False)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)
+    shutil.rmtree(home, ignore_errors=True)
 
 
 # --- branches checked out in a work tree (moving them without leaving a reverting index) ---

@@ -3,7 +3,7 @@ Python combination, derived from an existing branch (release.branches.derive: th
 recipes and README with the branch's facts changed, every other line kept), checked against
 nixpkgs (the pin exists, every CUDA package set is there, the recipes build the PyTorch the
 name promises), committed without touching the user's checkout, optionally pushed, and
-recorded in the local catalog file the bot answers from."""
+recorded with its repository (config.branch_records), so it shows where that repository is read."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.catalog import Branch, CudaGroup, branch_to_dict, local_branches_file, vtuple
-from config.errors import CatalogError, ExternalError, RefusedError, ValidationError
+from config.branch_records import record_created_branch
+from config.catalog import Branch, CudaGroup, branch_to_dict, vtuple
+from config.errors import ExternalError, RefusedError, ValidationError
 from config.naming import parse_package_name
 from config.results import MessageResult
 from release.adapters import git as gitops
@@ -30,35 +31,6 @@ def _check_name(repo, name: str) -> None:
         repo.git.check_ref_format("--branch", name)
     except git.GitCommandError:
         raise ValidationError(f"'{name}' is not a valid branch name.") from None
-
-
-def record_branch(branch: Branch, path: Path | None = None) -> Path:
-    """Append a [branch."NAME"] table to the local catalog file."""
-    import tomllib
-
-    import tomli_w
-
-    path = path or local_branches_file()
-    existing = ""
-    if path.is_file():
-        existing = path.read_text()
-        try:
-            if branch.name in tomllib.loads(existing).get("branch", {}):
-                raise RefusedError(f"Branch '{branch.name}' is already recorded in {path}.")
-        except tomllib.TOMLDecodeError as err:
-            raise CatalogError(f"{path} is not valid TOML ({err}); fix it before creating branches.") from None
-    table = tomli_w.dumps({"branch": {branch.name: branch_to_dict(branch)}})
-    sep = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(sep + table)
-    try:
-        from config.catalog import load_catalog
-
-        load_catalog.cache_clear()
-    except AttributeError:  # pragma: no cover
-        pass
-    return path
 
 
 def _default_source(name: str, heads: dict[str, str], catalog) -> str | None:
@@ -175,7 +147,7 @@ def create_branch(
         raise
     branch = _definition(d, source, new_doc, catalog, src_spec, purpose, summary)
     try:
-        recorded = record_branch(branch)
+        recorded = record_created_branch(repo_path, branch)
     except Exception:
         repo.git.update_ref("-d", f"refs/heads/{name}", sha)
         if push:

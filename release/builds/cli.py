@@ -4,8 +4,10 @@ the handlers)."""
 from __future__ import annotations
 
 import json
+import sys
 
 from release.cli import emit as _emit
+from release.cli import watch
 
 
 def _build(args, ctx) -> int:
@@ -16,7 +18,14 @@ def _build(args, ctx) -> int:
     if args.dry_run:
         print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.text())
         return 0
-    return _emit(plan.apply(), args.json)
+    if plan.summary.get("tool"):
+        print(f"torchbot: {plan.summary['tool']}", file=sys.stderr)
+    progress = watch("built")
+    try:
+        result = plan.apply(progress)
+    finally:
+        progress.listener.close()
+    return _emit(result, args.json)
 
 
 def _status(args, ctx) -> int:

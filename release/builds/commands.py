@@ -1,11 +1,13 @@
 """Command layer for builds, shared by the CLI and Slack: ``plan_build(ctx, branch, glob) ->
-Plan``; a Plan
-has ``to_dict()``, ``text()`` and ``apply() -> Result`` (``to_dict()``/``text()``)."""
+Plan``; a Plan has ``to_dict()``, ``text()`` and ``apply(progress=None, notice=None) -> Result``
+(``to_dict()``/``text()``); progress is the plain event stream of ``config.progress`` that the
+CLI and Slack render alike."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass
@@ -45,7 +47,7 @@ class Plan:
     action: str
     summary: dict[str, Any]
     summary_text: str
-    _apply: Callable[[], BuildsResult]
+    _apply: Callable[..., BuildsResult]
 
     def to_dict(self) -> dict[str, Any]:
         return {"action": self.action, **self.summary}
@@ -53,8 +55,10 @@ class Plan:
     def text(self) -> str:
         return self.summary_text
 
-    def apply(self) -> BuildsResult:
-        return self._apply()
+    def apply(self, progress=None, notice: dict | None = None) -> BuildsResult:
+        """Run it; ``progress`` (a :class:`config.progress.Progress`) hears of each item as it
+        starts and ends, ``notice`` is where the caller reports it (kept for a restart)."""
+        return self._apply(progress, notice)
 
 
 def plan_build(ctx, branch: str, glob: str | list[str] | None = None, *, repo=None, backend: str | None = None,
@@ -65,9 +69,9 @@ def plan_build(ctx, branch: str, glob: str | list[str] | None = None, *, repo=No
     bp = builds.prepare(ctx, branch, globs, repo=repo, changed_only=changed_only, resume=resume,
                         backend=backend or "local")
 
-    def apply() -> BuildsResult:
+    def apply(progress=None, notice=None) -> BuildsResult:
         if not bp.items and not bp.skipped:
             return BuildsResult("build", [], {"message": "Nothing to build: every selected variant is unchanged."})
-        return BuildsResult("build", builds.build(ctx, bp, jobs))
+        return BuildsResult("build", builds.build(ctx, bp, jobs, progress=progress, notice=notice))
 
     return Plan("build", bp.to_dict(), bp.text(), apply)

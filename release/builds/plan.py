@@ -73,6 +73,7 @@ class BuildPlan:
     unchanged: list[str] = field(default_factory=list)
     backend: str = "local"
     skipped: list[Skip] = field(default_factory=list)
+    tool: str | None = None  # how the local backend builds here (``Builder.describe()``)
 
     @property
     def ref(self) -> str:
@@ -89,11 +90,14 @@ class BuildPlan:
             "platforms": platform_counts(self.items),
             "skipped": [s.to_dict() for s in self.skipped],
             "unchanged": list(self.unchanged),
+            **({"tool": self.tool} if self.tool else {}),
         }
 
     def text(self) -> str:
         where = f"{self.backend}, ref {self.ref}" if self.backend == "github" else self.backend
         lines = [f"Build {len(self.items)} variant(s) of {self.branch} at {self.commit[:12]} ({where})."]
+        if self.tool:
+            lines.append(f"  {self.tool[0].upper()}{self.tool[1:]}.")
         for platform, n in platform_counts(self.items).items():
             runners = {" ".join(i.runs_on) for i in self.items if i.platform == platform and i.runs_on}
             on = f" on {', '.join(sorted(runners))}" if runners else ""
@@ -193,6 +197,18 @@ def _drop(items: list[BuildItem], skipped: list[Skip]) -> tuple[list[BuildItem],
         else:
             kept.append(i)
     return kept, skipped
+
+
+def hold_back(items: list[BuildItem], busy: Mapping[str, str]) -> tuple[list[BuildItem], list[Skip]]:
+    """Items another build holds (``busy``: package -> why, e.g. "already building since …") are
+    skipped, and the companions waiting for them."""
+    kept, skipped = [], []
+    for i in items:
+        if i.package in busy:
+            skipped.append(Skip(i.package, i.platform, busy[i.package]))
+        else:
+            kept.append(i)
+    return _drop(kept, skipped)
 
 
 def place_local(items: list[BuildItem], host_platforms: Iterable[str]) -> tuple[list[BuildItem], list[Skip]]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.errors import ExternalError, RefusedError, ValidationError
+from config.progress import Progress
 from release.adapters import git as gitops
 from release.pins.guards import guard_branch, read_model
 from release.pins.moves import DocsEdit, parse_move
@@ -126,7 +127,7 @@ def _is_vllm(name: str, catalog) -> bool:
 
 
 def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_channel="nixos-unstable",
-              docs_skip=("*-staging", "bump/*")) -> BumpPlanData:
+              docs_skip=("*-staging", "bump/*"), progress: Progress | None = None) -> BumpPlanData:
     move = parse_move(opts.pytorch, opts.torch_src)
     if not opts.all and not opts.branches:
         raise ValidationError("Name the branches to bump with --branch B (repeatable) or use --all.")
@@ -163,15 +164,21 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
 
     # Guards: every branch is checked before anything is written.
     model = read_model(repo_path) if move or any(not bp.edit.up_to_date for bp in data.branches) else None
+    progress = progress or Progress(verb="checked")
+    progress.begin(len(data.branches))
     for bp in data.branches:
         if bp.edit.up_to_date and not move:
+            progress.finished(bp.branch, "up to date")
             continue
+        progress.started(bp.branch)
         g = bp.edit.group
         bp.torch_old = client.torch_version(g.pin)
         bp.torch_new = client.torch_version(new_rev)
         recipes, readme = texts[bp.branch]
         bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog, model=model, move=move))
         bp.message = commit_message(g.pin, new_rev, bp.torch_new, g.cuda_attrs)
+        progress.finished(bp.branch, "checked")
+    progress.end()
     if move:
         from release.pins.moves import apply_move
 
@@ -214,8 +221,11 @@ def _choose_groups(repo, heads, targets, opts: BumpOptions, catalog, skipped) ->
     return chosen
 
 
-def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
+def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -> BumpOutcome:
+    """Commit the plan (and push it, or open its pull requests); ``progress`` hears of each
+    branch as it is done."""
     opts = plan.options
+    progress = progress or Progress(verb="bumped")
     outcome = BumpOutcome()
     if opts.dry_run:
         return outcome
@@ -246,8 +256,10 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
         gitops.push(repo, remote, [f"{new[b]}:refs/heads/{r}" for b, r in refs.items()])
         gh = GitHub(settings)
         nix = NixpkgsClient(settings)
+        progress.begin(len(work))
         try:
             for bp in work:
+                progress.started(bp.branch)
                 body = pr_body(bp, plan, settings, nix, head=refs[bp.branch])
                 try:
                     pr = gh.open_pr(head=refs[bp.branch], base=bp.branch, title=bp.message, body=body)
@@ -257,9 +269,11 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
                     raise
                 outcome.pull_requests.append({"branch": bp.branch, "head": refs[bp.branch], **pr})
                 outcome.pushed.append(refs[bp.branch])
+                progress.finished(bp.branch, "pull request opened", pr.get("url") or "", url=pr.get("url"))
         finally:
             gh.close()
             nix.close()
+            progress.end()
         outcome.commits = new
         outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
         if plan.docs:
@@ -288,6 +302,10 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
             except Exception:  # pragma: no cover - cosmetic
                 pass
     outcome.commits = new
+    progress.begin(len(new))
+    for b in new:
+        progress.finished(b, "pushed" if opts.push else "committed", short(new[b]))
+    progress.end()
     return outcome
 
 

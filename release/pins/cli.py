@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from release.cli import emit as _emit
 from release.cli import refusal as _refusal
+from release.cli import watch
 
 
 def register(verbs) -> None:
@@ -39,6 +40,7 @@ def _bump(args, ctx) -> int:
     from release.pins.commands import plan_bump
 
     target = "all" if args.all else args.branches
+    checks = watch("checked") if args.all else None  # live progress for a bump of every branch
     try:
         plan = plan_bump(
             ctx,
@@ -55,9 +57,19 @@ def _bump(args, ctx) -> int:
             pytorch=args.pytorch,
             torch_src=args.torch_src,
             repo=args.repo,
+            progress=checks,
         )
-        result = plan.apply()
+        if checks is not None:
+            checks.listener.close()
+        bumps = watch("bumped") if args.all and not args.dry_run else None
+        try:
+            result = plan.apply(bumps)
+        finally:
+            if bumps is not None:
+                bumps.listener.close()
     except TorchbotError as err:
+        if checks is not None:
+            checks.listener.close()
         return _refusal(err, args.json)
     _emit(result, args.json)
     return 0

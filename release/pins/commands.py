@@ -163,7 +163,8 @@ class Plan:
                              f"({', '.join(g.labels)}); own commit: {bp.message}")
         return "\n".join(lines)
 
-    def apply(self) -> BumpResult:
+    def apply(self, progress=None, notice=None) -> BumpResult:
+        """Write the bump; ``progress`` (``config.progress.Progress``) hears of each branch."""
         from release.pins.bump import apply_bump
 
         if self.data.companions:
@@ -171,17 +172,18 @@ class Plan:
 
             outcome, companions = apply_with_companions(self.data, self.settings)
             return BumpResult(self, outcome, companions)
-        return BumpResult(self, apply_bump(self.data, self.settings))
+        return BumpResult(self, apply_bump(self.data, self.settings, progress))
 
 
 def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> Plan:
     """``target`` is a branch name, a list of names, or ``"all"``. Options: channel, cuda,
-    from_pin, force, push, open_pr, dry_run, with_companions, pytorch, torch_src, repo."""
+    from_pin, force, push, open_pr, dry_run, with_companions, pytorch, torch_src, repo, progress."""
     from release.pins.bump import BumpOptions, plan_bump as _plan
     from release.adapters.nixpkgs import NixpkgsClient
 
     settings = ctx.settings
     repo = repo_arg(ctx, opts.pop("repo", None))
+    progress = opts.pop("progress", None)  # config.progress.Progress for the branch checks
     if isinstance(target, str):
         names = () if target == "all" else (target,)
     else:
@@ -192,11 +194,13 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     with NixpkgsClient(settings) as client:
         catalog = _catalog(ctx)
         data = _plan(repo, options, client, catalog=catalog, default_channel=settings.default_channel,
-                     docs_skip=tuple(settings.docs_skip_branches))
+                     docs_skip=tuple(settings.docs_skip_branches), progress=progress)
         if options.with_companions:
             from release.pins.companions import plan_companions
 
             data.companions = plan_companions(data, client, ctx, settings.default_channel)
+    if progress is not None and any(bp.edit.changes for bp in data.branches):
+        progress.note(f"hashing the nixpkgs tarball of {short(data.new_rev)} (nix-prefetch-url)")
     record_all_hashes(data, settings)
     return Plan(data, settings)
 

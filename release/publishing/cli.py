@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 from release.cli import emit as _emit
+from release.cli import watch
+
 
 def _publish(args, ctx) -> int:
     from release.publishing.commands import plan_publish
@@ -13,7 +15,12 @@ def _publish(args, ctx) -> int:
     if args.dry_run:
         print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.text())
         return 0
-    return _emit(plan.apply(), args.json)
+    progress = watch("published")
+    try:
+        result = plan.apply(progress)
+    finally:
+        progress.listener.close()
+    return _emit(result, args.json)
 
 
 

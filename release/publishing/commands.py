@@ -14,8 +14,8 @@ def plan_publish(ctx, branch: str | None = None, *, repo=None) -> Plan:
     text = (f"Publish {len(pending)} variant(s)" + (f" of {branch}" if branch else "") + ":\n"
             + "\n".join(f"  {b.branch} {b.package}" for b in pending)) if pending else "Nothing to publish."
 
-    def apply() -> BuildsResult:
-        return BuildsResult("publish", publish.publish_pending(ctx, branch, repo=repo),
+    def apply(progress=None, notice=None) -> BuildsResult:
+        return BuildsResult("publish", publish.publish_pending(ctx, branch, repo=repo, progress=progress),
                             {"message": "Nothing to publish."})
 
     return Plan("publish", summary, text, apply)

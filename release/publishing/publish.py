@@ -21,7 +21,9 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from config.checks import require_real_org
 from config.errors import UsageError
+from config.progress import Progress
 from release.adapters.git import list_recipes, read_blobs, worktree
 from release.builds.plan import recipe_pin
 from release.builds.run import format_command
@@ -127,10 +129,13 @@ def _record(ctx, st, build: Build, pin: str, total_packages: list[str]) -> None:
             s.add(Outbox(release_id=rel.id, kind="summary", client_msg_id=uuid.uuid4().hex))
 
 
-def publish_pending(ctx, branch: str | None = None, *, repo=None) -> list[dict]:
+def publish_pending(ctx, branch: str | None = None, *, repo=None, progress: Progress | None = None) -> list[dict]:
+    """Publish what ``pending`` lists; ``progress`` hears of each variant as it starts and ends."""
     todo = pending(ctx, branch)
     if not todo:
         return []
+    require_real_org(ctx.settings.flox_org, "publishing (install commands and announcements name it)")
+    progress = progress or Progress(verb="published")
     path: Path | None = None
     if repo or ctx.settings.repo_path:
         path = repo_path(ctx, repo)
@@ -140,6 +145,7 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None) -> list[dict]:
     by_commit: dict[str | None, list[Build]] = defaultdict(list)
     for b in todo:
         by_commit[b.commit].append(b)
+    progress.begin(len(todo))
     for commit, group in by_commit.items():
         branch_builds = [b.package for b in state_for(ctx).builds(group[0].branch)]
         local = [b for b in group if b.backend == "local"]
@@ -153,6 +159,7 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None) -> list[dict]:
                 record_publish(ctx, b, totals[b.pin])
             results.append({"package": b.package, "branch": b.branch, "pin": b.pin,
                             "state": "published" if ok else "failed", "message": msg or None})
+            progress.finished(b.package, "published" if ok else "failed", msg)
 
         for b in group:
             if b.backend != "local":
@@ -162,12 +169,15 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None) -> list[dict]:
         if path is not None and commit:
             with worktree(path, commit) as wt:
                 for b in local:
+                    progress.started(b.package)
                     ok, msg = _run(format_command(ctx.settings.publish_command, b.package, ctx), wt,
                                    ctx.settings.publish_timeout)
                     finish(b, ok, msg)
         else:
             for b in local:
+                progress.started(b.package)
                 ok, msg = _run(format_command(ctx.settings.publish_command, b.package, ctx), path,
                                ctx.settings.publish_timeout)
                 finish(b, ok, msg)
+    progress.end()
     return results

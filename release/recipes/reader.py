@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from config.branch_records import with_recorded_branches
 from config.catalog import Branch, Catalog, Companion, CudaGroup, TorchSource, Variant, vtuple
 from config.errors import CatalogError, ExternalError, RefusedError
 from release.recipes.factcache import FactCache
@@ -139,7 +140,10 @@ def find_git_dir(path: str | os.PathLike) -> Path:
         raise CatalogError(f"The repository path {path} does not exist.")
     r = subprocess.run(["git", "-C", str(p), "rev-parse", "--absolute-git-dir"], capture_output=True, text=True)
     if r.returncode or not r.stdout.strip():
-        raise RefusedError(f"{path} is not a git repository.")
+        from release.adapters.git import not_a_repository  # the failure path only: ask stays light
+
+        refusal: RefusedError = not_a_repository(path, r.stderr)  # git's ownership check named as such
+        raise refusal
     return Path(r.stdout.strip())
 
 
@@ -443,6 +447,7 @@ def read_repository(path: str | os.PathLike, embedded: Catalog, *, git_dir: Path
     """Every branch of the repository at ``path`` as the branch model (cached by commit).
     ``git_dir``: its git directory when the caller knows it already (saves a git process)."""
     gd = git_dir or find_git_dir(path)
+    embedded = with_recorded_branches(embedded, gd)  # branches created in this repository (and only here)
     refs = branch_refs(gd)
     key = str(gd)
     cached = {n: _BRANCHES.get((key, n, sha, id(embedded))) for n, (_, sha) in refs.items()}

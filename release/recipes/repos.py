@@ -90,7 +90,10 @@ def _watch(path: str | os.PathLike) -> _Watch:
                            capture_output=True, text=True)
         lines = r.stdout.split()
         if r.returncode or len(lines) < 2:
-            raise RefusedError(f"{path} is not a git repository.")
+            from release.adapters.git import not_a_repository  # the failure path only: ask stays light
+
+            refusal: RefusedError = not_a_repository(path, r.stderr)  # git's ownership check named as such
+            raise refusal
         gd = Path(lines[0])
         common = Path(lines[1]) if os.path.isabs(lines[1]) else (p / lines[1]).resolve()
         w = _DIRS[key] = _Watch(gd, common)
@@ -201,10 +204,77 @@ def _catalog(models: list[RepoModel], embedded: Catalog) -> Catalog:
     return cat
 
 
+# Catalogs of the compiled cache (config.catalog_cache), by (paths, embedded): (tips, catalog, checked at)
+_STORED: dict[tuple, tuple[str, Catalog, float]] = {}
+
+
 def catalog_from_repositories(paths: list[str | os.PathLike], embedded: Catalog) -> Catalog:
     """The embedded catalog with its branches replaced by the repositories' real ones
-    (build-torchvision branches in ``Catalog.vision``)."""
-    return read_repositories(paths, embedded).catalog
+    (build-torchvision branches in ``Catalog.vision``). A process's first read comes from the
+    compiled cache when every branch tip, the record of created branches, the data and the
+    code are what the cached catalog was built from; it is read again when a branch moves."""
+    key = (tuple(str(p) for p in paths), id(embedded))
+    if key in _STATE:
+        return read_repositories(paths, embedded).catalog
+    hit = _STORED.get(key)
+    now = time.monotonic()
+    if hit is not None and now - hit[2] < RECHECK_SECONDS:
+        return hit[1]
+    tips = branch_tips(paths)
+    if tips is None:  # not readable without git: the reader says what is wrong
+        return read_repositories(paths, embedded).catalog
+    if hit is not None and hit[0] == tips:
+        _STORED[key] = (tips, hit[1], now)
+        return hit[1]
+    from config.catalog_cache import cached, files_key
+
+    cat = cached("repo-catalog", f"{tips}\n{files_key(embedded.data_dir)}",
+                 lambda: read_repositories(paths, embedded).catalog, Catalog)
+    if len(_STORED) > 16:
+        _STORED.clear()
+    _STORED[key] = (tips, cat, now)
+    return cat
+
+
+def branch_tips(paths: list[str | os.PathLike]) -> str | None:
+    """What a repository catalog is read from, as text: each repository's git directories and
+    the content of its HEAD, packed-refs and every loose branch ref (heads and remotes), and the
+    record of created branches. Files only, no git process; None when a path is no repository."""
+    from config.branch_records import git_dir_of, repository_key
+    from config.paths import branches_file
+
+    out: list[str] = []
+    try:
+        for p in paths:
+            gd = git_dir_of(p)
+            common = Path(repository_key(gd))
+            out.append(f"repository {Path(p).expanduser().resolve()} {gd} {common}")
+            for f in (gd / "HEAD", common / "packed-refs"):
+                out.append(f"{f.name}: {_text(f)}")
+            stack = [common / "refs" / "heads", common / "refs" / "remotes"]
+            while stack:
+                d = stack.pop()
+                try:
+                    entries = sorted(os.scandir(d), key=lambda e: e.name)
+                except FileNotFoundError:
+                    continue
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(Path(e.path))
+                    else:
+                        out.append(f"{e.path}: {_text(Path(e.path))}")
+        records = branches_file()
+        out.append(f"records {records}: {_text(records)}")
+    except (OSError, CatalogError, RefusedError):
+        return None
+    return "\n".join(out)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return "-"
 
 
 def catalog_from_repository(path: str | os.PathLike, embedded: Catalog) -> Catalog:

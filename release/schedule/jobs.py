@@ -152,9 +152,12 @@ def _job_bump(ctx, branch: str) -> str:
 
 
 def _job_poll(ctx, _arg) -> str:
+    from release.builds.recover import reconcile
     from release.state import state_for
 
-    n = state_for(ctx).mark_interrupted()
+    # Runs whose torchbot died (a `release build` killed elsewhere): processes stopped, spooled
+    # results written, worktrees removed; then builds recorded without a run.
+    n = len(reconcile(ctx)) + state_for(ctx).mark_interrupted()
     try:
         from release.builds.github import poll_active
     except ImportError:

@@ -11,6 +11,18 @@ FLAGS_LINE_RE = re.compile(r"^[ \t]*(?:flags|features)[ \t]*:[ \t]*([^\n]*)$", r
 # Flag names anywhere in the text ("avx512_bf16", "amx_int8", "svebf16", a build name
 # "...-avx512bf16"): instructions the CPU has, never words about the work.
 FLAG_TOKEN_RE = re.compile(r"(?<![a-z0-9])-?m?(?:avx|amx|sve|asimd)[a-z0-9_]*")
+# The lines of pasted lscpu and /proc/cpuinfo output, by their keys: numbers in them are clock
+# speeds, caches and counts ("CPU max MHz: 3090.0000"), never GPU model numbers.
+KEY_LINE_RE = re.compile(
+    r"[ \t]*(?:architecture|cpu op-mode\(s\)|address sizes|byte order|cpu\(s\)|(?:on|off)-line cpu\(s\) list"
+    r"|vendor(?:_id| id)|model name|bios [a-z ]+|cpu family|thread\(s\) per core"
+    r"|core\(s\) per (?:socket|cluster)|socket\(s\)|cluster\(s\)|stepping|frequency boost"
+    r"|cpu(?:\(s\))? scaling mhz|cpu (?:max |min )?mhz|bogomips|flags|features|virtuali[sz]ation(?: type)?"
+    r"|hypervisor vendor|l[123][di]?(?: cache)?|numa node(?:\(s\)|\d+ cpu\(s\))|vulnerability [a-z0-9 _]+"
+    r"|processor|microcode|cache size|physical id|siblings|core id|cpu cores|(?:initial )?apicid"
+    r"|fpu(?:_exception)?|cpuid level|wp|bugs|clflush size|cache_alignment|power management|tlb size"
+    r"|cpu (?:implementer|architecture|variant|part|revision)|model)[ \t]*:(?:[ \t][^\n]*)?"
+)
 _ARCH_LINE_RE = re.compile(r"^[ \t]*architecture[ \t]*:[ \t]*(\S+)", re.M)
 _MODEL_LINE_RE = re.compile(r"^[ \t]*model name[ \t]*:[ \t]*([^\n]*)$", re.M)
 _VENDOR_LINE_RE = re.compile(r"^[ \t]*vendor(?:_id| id)[ \t]*:[ \t]*(\S+)", re.M)

@@ -10,6 +10,11 @@ MAX_INPUT = 100_000  # characters read at all (GPU rows, flag lines)
 SCAN = 16_000  # characters searched for model, instance and unknown names: a question, or pasted
 #                nvidia-smi + lscpu output, is far shorter (/proc/cpuinfo's per-core repeats are dropped first)
 
+# Barriers between the table cells and the lines of the free text GPU names are read from
+# (``gpus.gpu_text``): never folded away, never part of a name, so no name is read across them.
+CELL = " \u00a6 "  # broken bar
+LINE = " \u00b6 "  # pilcrow
+
 # Folding applied before matching model names: trademarks and separators become spaces.
 _FOLD_RE = re.compile(r"\((?:r|tm|c)\)|[®™]|[\-_/,;|()\[\]\"'`]+")
 _SPACES_RE = re.compile(r"\s+")

@@ -9,8 +9,9 @@ import re
 from dataclasses import dataclass, field
 
 from bot.engine.hardware import nvidia_smi
+from bot.engine.hardware.cpu_table import find_cpus
 from bot.engine.hardware.cpus import CPU_LIKE_RE
-from bot.engine.hardware.facts import SCAN, GpuSeen, Hardware
+from bot.engine.hardware.facts import CELL, LINE, SCAN, GpuSeen, Hardware, fold
 from bot.engine.hardware.matchers import Matchers, lookup, token_spans
 from config.catalog import Catalog
 
@@ -43,6 +44,8 @@ _DIGIT_LOOKALIKES = str.maketrans({"o": "0", "l": "1", "i": "1"})
 # "a GPU", "XYZ9000 gpus", "graphics card": a GPU the question mentions without naming one torchbot knows
 _GPU_WORD_RE = re.compile(r"(?<![a-z0-9])(?:([a-z0-9][a-z0-9-]{1,15}) )?(?:gpus?|graphics cards?|video cards?)(?![a-z0-9])")
 _COUNT_RE = re.compile(r"\d+x?|x\d+|[a-z]+")  # "8x gpus", "4 gpus", "nvidia gpu": no model number
+LINE_MARK = LINE.strip()
+_UNIT_AFTER_RE = re.compile(r" ?(?:[kmgt]i?b|[kmg]hz|w|watts?|rpm)(?![a-z0-9])")
 
 
 @dataclass
@@ -53,63 +56,143 @@ class _Named:
     counts: dict[str, int | None] = field(default_factory=dict)
     arch_of: dict[str, str] = field(default_factory=dict)
     spans: list[tuple[int, int]] = field(default_factory=list)
-    resolved: list[str] = field(default_factory=list)  # folded names read by compute capability
     system_cpu: str | None = None
+    cpu_spans: list[tuple[int, int]] | None = None  # CPU model strings of the text, found when needed
 
 
-def read_gpus(cat: Catalog, m: Matchers, hw: Hardware, folded: str, low: str, inst_gpu: str | None) -> None:
+def gpu_text(lines: list[str]) -> str:
+    """The free text GPU names are read from: the question's lines (pasted nvidia-smi and lscpu
+    output already blanked), folded, with every table cell and line kept apart by a barrier
+    (``CELL``, ``LINE``) that no name is read across."""
+    return fold(LINE.join(lines).replace("|", CELL))
+
+
+def read_gpus(cat: Catalog, m: Matchers, hw: Hardware, text: str, rows: list[nvidia_smi.NameCell],
+              inst_gpu: str | None) -> None:
+    """GPUs from the rows of pasted nvidia-smi output (one per row) and from the free ``text``
+    (``gpu_text``), in the order they come."""
     named = _Named(arch_of=dict(cat.gpu_models))
     if inst_gpu:
         named.order, named.counts = [inst_gpu], {inst_gpu: None}
     else:
-        _models_in_text(cat, m, named, folded, table="|" in low or "gpu 0:" in low)
-        _csv_by_cc(cat, m, hw, named, low)
+        _merge(named, _from_rows(cat, m, hw, named, rows), _models_in_text(cat, m, named, text))
     _record(hw, named)
-    _foreign(m, hw, named, folded)
+    _foreign(m, hw, named, text)
     if hw.gpu_arch is None and hw.gpu_foreign is None:
-        _arch_by_number(cat, hw, folded)
+        _arch_by_number(cat, hw, text)
     hw.system_cpu = named.system_cpu
     if not inst_gpu:
-        _unknown_like(m, hw, named, folded)
+        _unknown_like(cat, m, hw, named, text)
 
 
-def _models_in_text(cat: Catalog, m: Matchers, named: _Named, folded: str, table: bool) -> None:
-    """Systems (the first one) and GPU models, with the counts said next to them."""
-    spans = token_spans(folded)
+def _from_rows(cat: Catalog, m: Matchers, hw: Hardware, named: _Named,
+               rows: list[nvidia_smi.NameCell]) -> list[tuple[int, str]]:
+    """One GPU per nvidia-smi row: (line, name) of each row a known GPU fills; names the catalog
+    does not know are kept, so the answer asks about them."""
+    out: list[tuple[int, str]] = []
+    for row in rows:
+        gpu = nvidia_smi.resolve(cat, m, row)
+        if gpu is None:
+            continue
+        if gpu.note and gpu.note not in hw.notes:
+            hw.notes.append(gpu.note)
+        if gpu.arch is None:
+            if gpu.name not in hw.unknown_gpu:
+                hw.unknown_gpu.append(gpu.name)
+            continue
+        named.arch_of.setdefault(gpu.name, gpu.arch)
+        if gpu.system and named.system_cpu is None:
+            named.system_cpu = cat.systems[gpu.system][1]
+        out.append((row.line, gpu.name))
+    return out
+
+
+def _merge(named: _Named, rows: list[tuple[int, str]], said: list[tuple[int, str, int | None]]) -> None:
+    """Rows and names said in words, in the order they come (by line). A name with nvidia-smi
+    rows is counted by its rows (the machine's own word); else by the count said next to it, or
+    by how often it is named."""
+    per_row: dict[str, int] = {}
+    for _, name in rows:
+        per_row[name] = per_row.get(name, 0) + 1
     occurrences: dict[str, int] = {}
     explicit: dict[str, int] = {}
+    for _, name, n in said:
+        occurrences[name] = occurrences.get(name, 0) + 1
+        if n is not None:
+            explicit[name] = explicit.get(name, 0) + n
+    events = sorted([(line, 1, k, name) for k, (line, name) in enumerate(rows)]
+                    + [(line, 0, k, name) for k, (line, name, _) in enumerate(said)])
+    for *_, name in events:
+        if name not in named.order:
+            named.order.append(name)
+    for name in named.order:
+        if name in per_row:
+            named.counts[name] = per_row[name] if per_row[name] > 1 else None
+        else:
+            seen = occurrences.get(name, 0)
+            named.counts[name] = explicit.get(name) or (seen if seen > 1 else None)
+
+
+def _models_in_text(cat: Catalog, m: Matchers, named: _Named, text: str) -> list[tuple[int, str, int | None]]:
+    """Systems (the first one) and GPU models named in words: (line, name, count said next to
+    it). A number inside a CPU's model string ("Xeon E5-1650 v4") names no GPU."""
+    spans = token_spans(text)
+    out: list[tuple[int, str, int | None]] = []
     for sysname, s, e in lookup(m.system, spans, m):
         gname, named.system_cpu = cat.systems[sysname]
         named.spans.append((s, e))
-        if gname not in named.order:
-            named.order.append(gname)
+        out.append((text.count(LINE_MARK, 0, s), gname, None))
         break
-    for name, s, e in lookup(m.gpu, spans, m):
+    hits = list(lookup(m.gpu, spans, m))
+    if hits:
+        hits = _outside_cpus(m, spans, hits, _cpu_spans(cat, m, named, text))
+    for name, s, e in hits:
+        if text[s:e].isdigit() and _UNIT_AFTER_RE.match(text, e):
+            continue  # "4090 MiB", "3090 MHz": a quantity, not a GeForce
         named.spans.append((s, e))
-        if name not in named.order:
-            named.order.append(name)
-        occurrences[name] = occurrences.get(name, 0) + 1
-        n = count_near(folded, s, e, table, folded[e - 1 : e] == "s" and not name.lower().endswith("s"))
-        if n is not None:
-            explicit[name] = explicit.get(name, 0) + n
-    for name in named.order:
-        seen = occurrences.get(name, 0)
-        named.counts[name] = explicit.get(name) or (seen if seen > 1 else None)
+        n = count_near(text, s, e, text[e - 1 : e] == "s" and not name.lower().endswith("s"))
+        out.append((text.count(LINE_MARK, 0, s), name, n))
+    return out
 
 
-def _csv_by_cc(cat: Catalog, m: Matchers, hw: Hardware, named: _Named, low: str) -> None:
-    """nvidia-smi CSV rows: a name torchbot does not know is still read by its compute_cap."""
-    for label, fname, key, cc in nvidia_smi.csv_gpus_by_cc(cat, m, low):
-        named.resolved.append(fname)
-        if label not in named.order:
-            named.order.append(label)
-            named.counts[label] = None
-            named.arch_of[label] = key
-            hw.notes.append(
-                f"'{label}' is not in torchbot's GPU list; its compute capability {cc} (from nvidia-smi) says {key.upper()}."
-            )
+def _outside_cpus(m: Matchers, spans: list[tuple[str, int, int]], hits: list[tuple[str, int, int]],
+                  cpu_spans: list[tuple[int, int]]) -> list[tuple[str, int, int]]:
+    """GPU names read only from tokens no CPU model string holds: a name inside one is dropped
+    ("Xeon E5-1650 v4"), a name reaching into one is read again without its tokens ("RTX 4090
+    + D-2100" is an RTX 4090 and a Xeon D-2100, not an RTX 4090 D)."""
+    out = []
+    for name, s, e in hits:
+        cpus = [(a, b) for a, b in cpu_spans if a < e and s < b and (a, b) != (s, e)]
+        if not cpus:
+            out.append((name, s, e))
+            continue
+        own = [t for t in spans if s <= t[1] and t[2] <= e]
+        rest = [t for t in own if not any(a <= t[1] and t[2] <= b for a, b in cpus)]
+        if len(rest) == len(own):
+            out.append((name, s, e))
         else:
-            named.counts[label] = (named.counts[label] or 1) + 1
+            out.extend(lookup(m.gpu, rest, m))
+    return out
+
+
+def _cpu_spans(cat: Catalog, m: Matchers, named: _Named, text: str) -> list[tuple[int, int]]:
+    """Where CPU model strings are named: a model of the data (its name patterns and its model
+    number tables), a CPU brand with a model number, a CPU-like model number (searched once per
+    question, and only when a GPU-like name is)."""
+    if named.cpu_spans is None:
+        out = [cm.span() for cm in m.cpu.finditer(text)] if m.cpu is not None else []
+        out += [(h.start, h.end) for h in find_cpus(cat, text, m.gpu, SCAN)]
+        if m.brands is not None:
+            for bm in m.brands.finditer(text):
+                model = bm.group("model")
+                # "Xeon W-1650" is a CPU; a brand word before a GPU name with its letters
+                # ("grace h100", "altra max h100") is not
+                last = model.split()[-1] if model and model.strip() else ""
+                if last and not (last[0].isalpha() and last in m.gpu):
+                    out.append(bm.span())
+        out += [cm.span() for cm in CPU_LIKE_RE.finditer(text)]
+        named.cpu_spans = out
+    return named.cpu_spans
 
 
 def _record(hw: Hardware, named: _Named) -> None:
@@ -157,12 +240,14 @@ def _arch_by_number(cat: Catalog, hw: Hardware, folded: str) -> None:
             hw.gpu_unknown_cc = key
 
 
-def _unknown_like(m: Matchers, hw: Hardware, named: _Named, folded: str) -> None:
+def _unknown_like(cat: Catalog, m: Matchers, hw: Hardware, named: _Named, folded: str) -> None:
     """GPU-like names no catalog entry covers are kept, so the answer can ask about them."""
     for gm in _GPU_LIKE_RE.finditer(folded, 0, SCAN):
         s, e = gm.span()
-        if any(s < b and a < e for a, b in named.spans) or any(gm.group(0) in r for r in named.resolved):
+        if any(s < b and a < e for a, b in named.spans):
             continue
+        if any(a <= s and e <= b for a, b in _cpu_spans(cat, m, named, folded)):
+            continue  # "Cortex-A725" is a CPU
         if gm.group(0) not in hw.unknown_gpu:
             hw.unknown_gpu.append(gm.group(0))
             # A letter O or l typed for a digit is suggested, never assumed.
@@ -172,7 +257,7 @@ def _unknown_like(m: Matchers, hw: Hardware, named: _Named, folded: str) -> None
                 hw.gpu_suggestions[gm.group(0)] = guess
 
 
-def count_near(folded: str, start: int, end: int, table: bool, plural: bool) -> int | None:
+def count_near(folded: str, start: int, end: int, plural: bool) -> int | None:
     after = _COUNT_AFTER_RE.match(folded, end)
     if after and 1 <= int(after.group(1)) <= 16:
         return int(after.group(1))
@@ -184,7 +269,7 @@ def count_near(folded: str, start: int, end: int, table: bool, plural: bool) -> 
     n = int(before.group("n"))
     if not 1 <= n <= 64:
         return None
-    if before.group("x") or (not table and (plural or n <= 16)):
+    if before.group("x") or plural or n <= 16:
         head = folded[max(0, start - 24) : start][: before.start()]
         if not before.group("x") and _VERSIONISH_BEFORE.search(head):
             return None  # "python 3.12 H100", "driver 535 A100"

@@ -29,6 +29,7 @@ class Matchers:
 
 
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
+_SPAN_RE = re.compile(r"[a-z0-9]+|[\u00a6\u00b6]")  # words, and the barriers no name is read across
 _COUNT_PREFIX_RE = re.compile(r"(\d{1,2})x([a-z].*)")  # "8xh100"
 
 
@@ -43,9 +44,10 @@ def _name_keys(name: str) -> list[str]:
 
 
 def token_spans(folded: str) -> list[tuple[str, int, int]]:
-    """(token, start, end) of the folded text; "8xh100" is split into "8x" and "h100"."""
+    """(token, start, end) of the folded text; "8xh100" is split into "8x" and "h100"; a cell or
+    line barrier is a token of its own (no key contains it, so no n-gram spans it)."""
     out = []
-    for tm in _TOKEN_RE.finditer(folded):
+    for tm in _SPAN_RE.finditer(folded):
         tok, start = tm.group(0), tm.start()
         cm = _COUNT_PREFIX_RE.fullmatch(tok) if "x" in tok else None
         if cm:

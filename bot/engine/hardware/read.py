@@ -26,6 +26,9 @@ def parse(cat: Catalog, text: str) -> Hardware:
     # Cloud instance first: its name can look like a GPU ("a2-highgpu") and it fixes GPU + CPU.
     low, inst_gpu, inst_cpu = _instances(cat, m, hw, low)
     folded = fold(low)
+    # Pasted nvidia-smi output is read row by row; the free text is read without it.
+    pasted = nvidia_smi.read_pasted(low)
+    free = "\n".join(pasted.lines)
     # Words of the question itself, without pasted flag lines ("amx_int8" is not a workload).
     flagless = cpuinfo.FLAGS_LINE_RE.sub(" ", low)
     prose = fold(flagless)
@@ -33,8 +36,8 @@ def parse(cat: Catalog, text: str) -> Hardware:
     words.read_versions(hw, low, folded)
     words.read_os(hw, prose, low)
     words.read_workload(hw, fold(cpuinfo.FLAG_TOKEN_RE.sub(" ", flagless)))
-    gpus.read_gpus(cat, m, hw, folded, low, inst_gpu)
-    read_cpu(cat, m, hw, low, folded, prose, inst_cpu)
+    gpus.read_gpus(cat, m, hw, gpus.gpu_text(_gpu_lines(hw, pasted.lines)), pasted.rows, inst_gpu)
+    read_cpu(cat, m, hw, low, folded if free == low else fold(free), prose, inst_cpu)
     if words.NO_GPU_RE.search(folded) and hw.gpu_arch is None:
         hw.no_gpu = True
     if hw.instance_gpu_less and hw.gpu_arch is None and hw.gpu_foreign is None:
@@ -43,6 +46,15 @@ def parse(cat: Catalog, text: str) -> Hardware:
             and hw.gpu_unknown_cc is None and not inst_gpu:
         gpus.unnamed_gpu(hw, prose[:SCAN])
     return hw
+
+
+def _gpu_lines(hw: Hardware, lines: list[str]) -> list[str]:
+    """The lines GPU names may be read from: not lscpu's or /proc/cpuinfo's (their numbers are
+    clocks and caches), and an unknown instance's name cut out (it names no GPU)."""
+    out = ["" if cpuinfo.KEY_LINE_RE.fullmatch(line) else line for line in lines]
+    if hw.unknown_instance:
+        out = [line.replace(hw.unknown_instance, "|") for line in out]
+    return out
 
 
 def _typos(hw: Hardware, low: str) -> str:

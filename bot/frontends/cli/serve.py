@@ -1,8 +1,9 @@
 """`torchbot serve` (Slack bot + schedule) and `torchbot chat` (console, no Slack).
 
 ``serve`` checks everything it can before it answers anyone (bot/frontends/slack/startup.py): tokens, the
-state DB, the port, Slack itself; then prints one line saying which bot it is connected as,
-to which workspace and in which mode."""
+state DB, the port, Slack itself; resolves build runs a stopped torchbot left; then prints one
+line saying which bot it is connected as, to which workspace, in which mode, and how local
+builds run here (flox, else nix-build, or neither)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def _serve(args, ctx) -> int:
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
+    said = _builds_at_start(app, ctx)
     scheduler = None
     if not args.no_schedule:
         from release.schedule.jobs import start_scheduler
@@ -54,10 +56,11 @@ def _serve(args, ctx) -> int:
         scheduler = start_scheduler(ctx)
     try:
         if server is not None:
-            _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events"))
+            _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events")
+                 + said)
             server.serve_forever()
         else:
-            _serve_socket(app, s, who)
+            _serve_socket(app, s, who, said)
     finally:
         if scheduler is not None:
             scheduler.shutdown(wait=False)
@@ -65,7 +68,25 @@ def _serve(args, ctx) -> int:
     return 0
 
 
-def _serve_socket(app, settings, who) -> None:
+def _builds_at_start(app, ctx) -> str:
+    """Before answering anyone: resolve the build runs a stopped torchbot left (their Slack
+    messages say what became of them and how to resume; the log says it too). Returns the end
+    of the start line: how local builds run here."""
+    import logging
+
+    from bot.frontends.slack.jobs import report_restarts
+    from release.builds.recover import reconcile
+    from release.builds.run import local_tool
+
+    resolved = reconcile(ctx)
+    told = report_restarts(app.client, ctx)
+    if resolved or told:
+        logging.getLogger("torchbot.builds").warning(
+            "%d build run(s) a stopped torchbot left were resolved; %d job message(s) updated", len(resolved), told)
+    return f"; {local_tool(ctx.settings)}"
+
+
+def _serve_socket(app, settings, who, said="") -> None:
     import logging
     import threading
 
@@ -91,7 +112,7 @@ def _serve_socket(app, settings, who) -> None:
         handler.client.close()
         raise ConfigError("Socket Mode did not connect within 30 s: Slack gave a WebSocket URL but never said "
                           "hello (a proxy or firewall in the way?); or use `torchbot serve --http`.")
-    _say(startup.connected_line(who, f"Socket Mode (pings every {settings.socket_ping_seconds:g} s)"))
+    _say(startup.connected_line(who, f"Socket Mode (pings every {settings.socket_ping_seconds:g} s)") + said)
     try:
         threading.Event().wait()
     finally:

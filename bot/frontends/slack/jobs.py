@@ -1,10 +1,14 @@
 """Where a confirmed job reports in Slack.
 
 A message in the command's channel is the job's thread parent: posted when the job is
-queued and edited in place (``chat.update``) when it starts and when it ends; the result goes
+queued and edited in place (``chat.update``) when it starts, as it progresses ("57/237 built,
+2 failed, 4 running, ETA 3 h", failures linked to their logs; at most every
+``TORCHBOT_PROGRESS_SECONDS``, the latest counts always shown) and when it ends; the result goes
 in its thread, summary and failures first, a long full list attached as a file
 (``files_upload_v2``). When the bot cannot post in the channel (not invited), everything goes
-to the command's response URL instead."""
+to the command's response URL instead. The message's place is kept with a build run
+(``notice()``), so after a restart ``report_restarts`` edits it to say what became of the run
+and how to resume it."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.frontends.chat import JobReply
 from bot.frontends.jobs import Job
 from bot.frontends.slack.blocks import render
-from bot.frontends.slack.text import quoted
+from bot.frontends.slack.text import escape, quoted
 
 log = logging.getLogger("torchbot.slack")
 
@@ -26,11 +30,32 @@ def _hhmm(t: float | None) -> str:
     return time.strftime("%H:%M UTC", time.gmtime(t or time.time()))
 
 
+def _failures(snapshot, limit: int = 5) -> str:
+    """``failed: <log|pkg>, pkg2`` with links where a log URL is known (TORCHBOT_LOG_URL)."""
+    if not snapshot.failures:
+        return ""
+    shown = [f"<{f.url}|{escape(f.item)}>" if f.url else f"`{escape(f.item)}`" for f in snapshot.failures[:limit]]
+    more = f" and {len(snapshot.failures) - limit} more" if len(snapshot.failures) > limit else ""
+    text = "; failed: " + ", ".join(shown) + more
+    first = snapshot.failures[0]
+    if not first.url and first.log:
+        text += f" (logs: `{first.log.rsplit('/', 1)[0]}/`)"
+    return text
+
+
 class JobReport:
-    def __init__(self, client, respond, channel: str, user: str):
+    def __init__(self, client, respond, channel: str, user: str, interval: float = 5.0):
         self.client, self.respond, self.channel, self.user = client, respond, channel, user
         self.ts: str | None = None
+        self.job: Job | None = None
+        self.interval = interval
         self._ready = threading.Event()
+        self._progress_lock = threading.Lock()
+        self._last_edit = float("-inf")
+        self._latest = None  # the newest progress snapshot
+        self._timer: threading.Timer | None = None
+        self._ended = False
+        self._edit_lock = threading.Lock()
 
     def _line(self, job: Job, what: str) -> str:
         """``what`` is message text (escaped); the title holds what the user typed."""
@@ -38,7 +63,7 @@ class JobReport:
 
     def attach(self, reply: JobReply) -> None:
         """Post the thread parent (in the listener, right after the Confirm was accepted)."""
-        job = reply.job
+        job = self.job = reply.job
         what = (f"queued, number {reply.position} in line" if reply.position and job.state == "queued"
                 else "running")
         try:
@@ -65,8 +90,48 @@ class JobReport:
         self._ready.wait(15)
         self._update(job, f"running since {_hhmm(job.started)}")
 
+    def notice(self) -> dict | None:
+        """Where this job's message is (for a restart to edit it), once it was posted."""
+        self._ready.wait(15)
+        if self.ts is None or self.job is None:
+            return None
+        return {"channel": self.channel, "ts": self.ts, "title": self.job.title, "job": self.job.id,
+                "user": self.user}
+
+    def progress(self, event) -> None:
+        """A progress event of the job's work: the message shows the counts, edited at most
+        every ``interval`` seconds and never on the work's own thread (a slow Slack must not
+        slow the builds); an edit held back is made when the interval ends, so the newest
+        counts always show."""
+        with self._progress_lock:
+            self._latest = event.snapshot
+            if self._ended or self.ts is None or self._timer is not None:
+                return
+            wait = max(0.0, self._last_edit + self.interval - time.monotonic())
+            self._timer = threading.Timer(wait, self._show_latest)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _show_latest(self) -> None:
+        with self._progress_lock:
+            self._timer = None
+            self._last_edit = time.monotonic()
+            snapshot = self._latest
+        job = self.job
+        if job is None or snapshot is None:
+            return
+        with self._edit_lock:  # one edit at a time; none after the job's final one
+            if not self._ended:
+                self._update(job, f"running since {_hhmm(job.started)}: {escape(snapshot.line())}{_failures(snapshot)}")
+
     def done(self, job: Job) -> None:
         self._ready.wait(15)
+        with self._progress_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        with self._edit_lock:
+            self._ended = True
         out = render(job.result, can_attach=self.ts is not None, name=f"{job.id}-{job.title.split()[0][1:]}.txt")
         minutes = int(((job.finished or time.time()) - (job.started or job.created)) // 60)
         self._update(job, f"{'done' if getattr(job.result, 'ok', True) else 'ended'} after {minutes} min: {out.text}")
@@ -78,3 +143,30 @@ class JobReport:
             name, content = out.file
             self.client.files_upload_v2(channel=self.channel, thread_ts=self.ts, content=content, filename=name,
                                         title=quoted(job.title) + ": full list", initial_comment="The full list:")
+
+
+def report_restarts(client, ctx) -> int:
+    """After a restart: edit the job message of every build run a stopped torchbot left behind
+    (resolved by ``release.builds.recover``) to say what became of it and how to resume it, and
+    say it in the job's thread. A message that cannot be edited now is tried at the next start.
+    Returns how many were told."""
+    from release.builds.recover import mark_notified, pending_notices
+
+    told = 0
+    for run_key, notice, outcome in pending_notices(ctx):
+        channel, ts = notice.get("channel"), notice.get("ts")
+        if not channel or not ts:
+            mark_notified(ctx, run_key)
+            continue
+        who = f", confirmed by <@{notice['user']}>" if notice.get("user") else ""
+        line = f"`{quoted(notice.get('title') or '/build')}` (job {notice.get('job') or '?'}{who}): {escape(outcome)}"
+        try:
+            client.chat_update(channel=channel, ts=ts, text=line)
+            client.chat_postMessage(channel=channel, thread_ts=ts, text=escape(outcome))
+        except (SlackApiError, SlackClientError, OSError) as err:
+            log.warning("cannot tell %s what became of build run %s (%s); trying again at the next start",
+                        channel, run_key[:8], err)
+            continue
+        mark_notified(ctx, run_key)
+        told += 1
+    return told

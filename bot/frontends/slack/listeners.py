@@ -98,8 +98,9 @@ class Listeners:
             pid = _first_action(body).get("value", "")
             user = body.get("user", {}).get("id", "")
             channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")
-            reporter = JobReport(client, respond, channel, user)
-            result = self.chat.confirm(pid, user, on_start=reporter.started, on_done=reporter.done)
+            reporter = JobReport(client, respond, channel, user, interval=self.ctx.settings.progress_seconds)
+            result = self.chat.confirm(pid, user, on_start=reporter.started, on_done=reporter.done,
+                                       on_progress=reporter.progress, notice=reporter.notice)
             if isinstance(result, JobReply):
                 reporter.attach(result)
                 respond(replace_original=True, text=escape(result.text()) + reporter.where())
