@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from config.catalog import branch_to_dict, load_catalog  # noqa: E402
 from release.recipes import render  # noqa: E402
 from release.recipes.init import init_repository  # noqa: E402
-from release.recipes.reader import catalog_from_repository  # noqa: E402
+from release.recipes.repos import catalog_from_repository  # noqa: E402
 
 RUNS = 5
 
@@ -27,14 +27,13 @@ def cold_reader() -> None:
     """Forget what the reader has read (in process and on disk): every read is a cold one."""
     import os
 
-    from release.recipes import nixscan, reader, repos
+    from release.recipes import reader, repos
 
     os.environ["TORCHBOT_CACHE_DIR"] = "off"
     reader._FACTS.clear()
     reader._BRANCHES.clear()
     reader._DISK.clear()
     repos._STATE.clear()
-    nixscan._SHARED.clear()
 
 
 def timed(fn):

@@ -1,8 +1,10 @@
-"""The folder tree is the architecture: imports between torchbot's packages go one way.
+"""The folder tree is the architecture: imports between torchbot's packages go one way, and no
+module imports one that imports it back.
 
 Every ``import`` and ``from ... import`` in bot/, release/ and config/ (module level or inside
-functions) is parsed with ``ast`` and checked against the allowed directions below. Dynamic
-imports by name (``importlib``) are registrations and are not counted.
+functions) is parsed with ``ast`` and checked against the allowed directions below, and the
+module graph they make (function-level imports included) has no cycle. Dynamic imports by name
+(``importlib``) are registrations and are not counted.
 """
 
 from __future__ import annotations
@@ -139,12 +141,28 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the torchbot modules (and packages) it imports, at module level or inside a
+    function: an import inside a function is still a cycle, only one that waits for a call."""
+    graph: dict[str, set[str]] = {}
+    for path in sources():
+        me = module_name(path)
+        for _, target in imports_of(path):
+            if target != me and (is_module(target) or ROOT.joinpath(*target.split("."), "__init__.py").exists()):
+                graph.setdefault(me, set()).add(target)
+    return graph
+
+
 def test_every_import_goes_in_an_allowed_direction():
     assert violations() == []
 
 
 def test_the_packages_have_no_import_cycle():
     assert find_cycle(layer_graph()) is None
+
+
+def test_no_module_imports_one_that_imports_it_back_even_inside_a_function():
+    assert find_cycle(module_graph()) is None
 
 
 def test_release_and_config_never_import_the_bot():
@@ -174,3 +192,18 @@ def test_the_checker_catches_a_violation(tmp_path, monkeypatch):
     finally:
         fake.unlink()
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_the_checker_catches_a_cycle_closed_by_an_import_inside_a_function():
+    """Two modules of one package, one importing the other at the top and the other importing
+    it back inside a function (what release/recipes/reader.py and repos.py once did)."""
+    a = ROOT / "release" / "recipes" / "_cycle_probe_a.py"
+    b = ROOT / "release" / "recipes" / "_cycle_probe_b.py"
+    a.write_text("from release.recipes._cycle_probe_b import g\n")
+    b.write_text("def g():\n    from release.recipes import _cycle_probe_a\n    return _cycle_probe_a\n")
+    try:
+        cycle = find_cycle(module_graph())
+    finally:
+        a.unlink()
+        b.unlink()
+    assert cycle is not None and {"release.recipes._cycle_probe_a", "release.recipes._cycle_probe_b"} <= set(cycle)

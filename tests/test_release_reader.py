@@ -9,7 +9,8 @@ from config.errors import CatalogError, RefusedError
 from config.catalog import branch_to_dict, load_catalog
 from release.adapters.git import commit_changes
 from release.recipes.init import init_repository
-from release.recipes.reader import catalog_from_repository, read_repository
+from release.recipes.reader import read_repository
+from release.recipes.repos import catalog_from_repository
 from tests.fixtures_repo import git, refs, with_origin
 
 
@@ -129,7 +130,7 @@ def test_facts_come_from_the_recipes_when_no_readme_record_or_catalog_branch_hel
     import shutil
     from dataclasses import replace
 
-    from release.recipes.reader import _META_RE
+    from release.recipes.branchmodel import _META_RE
 
     _, work = made
     repo = tmp_path / "bare-facts"

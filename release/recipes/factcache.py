@@ -1,14 +1,14 @@
 """A persistent cache of recipe facts, keyed by what they are computed from: the recipe's git
-blob id and file name, the reader's own source and the catalog's CPU ISA flags. Blobs are
-content-addressed, so the cache is valid for any clone of any repository and never goes stale;
-a new torchbot (different reader source) starts a new file.
+blob id and file name, the reader's own source, the tree-sitter grammar and the catalog's CPU
+ISA flags. Blobs are content-addressed, so the cache is valid for any clone of any repository
+and never goes stale; a new torchbot (different reader source or grammar) starts a new file.
 
 It makes a ``torchbot ask`` / ``catalog --repo`` process read a repository it has seen before
 without parsing its recipes again. Location: ``TORCHBOT_CACHE_DIR`` (``off`` disables it), else
 ``$XDG_CACHE_HOME/torchbot``, else ``~/.cache/torchbot``. Any I/O error disables it quietly:
 the cache is an optimisation, never a source of truth.
 
-May import: config, release.recipes.facts.
+May import: config, release.recipes.facts, release.recipes.nixtree.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from config.catalog import Catalog, TorchSource
 from release.recipes.facts import RecipeFacts
+from release.recipes.nixtree import grammar_fingerprint
 
 _MAX_ENTRIES = 50_000
 
@@ -36,11 +37,12 @@ def cache_dir() -> Path | None:
 def _reader_hash(catalog: Catalog) -> str:
     h = hashlib.sha256()
     here = Path(__file__).parent
-    for name in ("facts.py", "nixscan.py", "factcache.py"):
+    for name in ("facts.py", "buildchain.py", "nixtree.py", "factcache.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:
             h.update(name.encode())
+    h.update(grammar_fingerprint().encode())
     for isa in sorted(catalog.isas.values(), key=lambda i: i.key):
         h.update(f"{isa.key}:{' '.join(isa.flags)}:{isa.arch}\n".encode())
     return h.hexdigest()[:16]

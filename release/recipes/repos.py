@@ -205,3 +205,8 @@ def catalog_from_repositories(paths: list[str | os.PathLike], embedded: Catalog)
     """The embedded catalog with its branches replaced by the repositories' real ones
     (build-torchvision branches in ``Catalog.vision``)."""
     return read_repositories(paths, embedded).catalog
+
+
+def catalog_from_repository(path: str | os.PathLike, embedded: Catalog) -> Catalog:
+    """The embedded catalog with its branches replaced by the repository's real ones."""
+    return catalog_from_repositories([path], embedded)
