@@ -361,9 +361,10 @@ def _gpu_target(r: _Reading) -> _Gpu:
         r.notes.append(f"builds several GPU targets ({', '.join(targets)}); listed under {gpu_arch}")
     if named and named.gpu_arch and gpu_arch and named.gpu_arch != gpu_arch:
         r.notes.append(f"the name says {named.gpu_arch}, the recipe builds {gpu_arch}")
-    if gpu_arch is None and named and named.gpu_arch and cuda_support is not False and not targets:
+    if gpu_arch is None and named and named.gpu_arch and cuda_support is not False and not archs:
         gpu_arch = named.gpu_arch
-        r.notes.append(f"GPU target {gpu_arch} taken from the name (the recipe leaves it to nixpkgs)")
+        why = "computes it" if targets else "leaves it to nixpkgs"
+        r.notes.append(f"GPU target {gpu_arch} taken from the name (the recipe {why})")
     return _Gpu(tuple(targets), gpu_arch, darwin, pt_isa)
 
 

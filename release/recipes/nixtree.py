@@ -7,12 +7,15 @@ raises ``NixSyntaxError`` naming the line. On the tree:
   ``inherit (s) x``); ``Scope`` holds the names visible at a point: ``let`` bindings, lambda
   parameters with their defaults, ``rec`` sets, and ``with`` environments (a name bound nowhere
   else comes from the innermost ``with``, as in Nix);
-- ``Source.value`` evaluates the literal parts: strings (``${name}`` interpolations of known
-  strings filled in, escapes as written), lists, booleans, ``null``, names bound in scope, ``//``
-  merges, ``++``, and selections (with ``or`` defaults) into known attribute sets. Anything else is
-  ``UNKNOWN``: the reader never guesses a value Nix would compute from nixpkgs.
+- ``Source.value`` evaluates the literal parts: strings (escapes, the indentation of ``''``
+  strings, interpolations of known strings; ``release/recipes/nixstrings.py``), lists, booleans,
+  ``null``, names bound in scope, ``//`` merges, ``++``, and selections (with ``or`` defaults) into
+  known attribute sets. Anything else is ``UNKNOWN``: the reader never guesses a value Nix would
+  compute from nixpkgs (an interpolation of an unknown value stays in its string as written);
+- ``Source.strings_in`` gives string literals as written, for the patterns the reader looks for
+  in build scripts and URLs.
 
-May import: nothing of torchbot.
+May import: release.recipes.nixstrings.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from dataclasses import dataclass
 
 import tree_sitter
 import tree_sitter_nix
+
+from release.recipes import nixstrings
 
 LANGUAGE = tree_sitter.Language(tree_sitter_nix.language())
 STRINGS = frozenset({"string_expression", "indented_string_expression"})
@@ -145,8 +150,8 @@ class Source:
         return self.data[node.start_byte + q : node.end_byte - q].decode(errors="replace")
 
     def strings_in(self, node: tree_sitter.Node | None) -> list[str]:
-        """Every string literal in the expression, as written, in source order (comments are not
-        strings; a string inside an interpolation is part of the string around it)."""
+        """Every string literal in the expression (and unquoted URL), as written, in source order
+        (comments are not strings; a string inside an interpolation is part of the string around it)."""
         out: list[str] = []
         if node is None:
             return out
@@ -156,6 +161,8 @@ class Source:
             t = n.type
             if t in STRINGS:
                 out.append(self.literal(n))
+            elif t == "uri_expression":  # an unquoted URL is a string too
+                out.append(self.text(n))
             elif t != "comment":
                 stack.extend(reversed(n.named_children))
         return out
@@ -280,6 +287,9 @@ class Source:
             inner = Scope(self, scope)
             inner.add(self.bindings(node))
             return self.value(field(node, "body"), inner, depth + 1)
+        if t == "with_expression":
+            inner = Scope(self, scope, env=field(node, "environment"))
+            return self.value(field(node, "body"), inner, depth + 1)
         if t in ("integer_expression", "float_expression", "path_expression", "spath_expression", "uri_expression"):
             return self.text(node)
         return UNKNOWN
@@ -307,26 +317,40 @@ class Source:
         return left + right if isinstance(left, list) and isinstance(right, list) else UNKNOWN
 
     def string(self, node: tree_sitter.Node, scope: Scope | None, depth: int = 0) -> str:
-        """A string literal with ``${name}`` of known strings filled in (other interpolations and
-        escapes kept as written)."""
-        raw = self.literal(node)
-        if "${" not in raw or scope is None:
-            return raw
-        q = 1 if node.type == "string_expression" else 2
-        out, pos = [], node.start_byte + q
-        for part in node.named_children:
-            if part.type != "interpolation":
+        """What a string literal evaluates to (escapes, ``''`` indentation); an interpolation whose
+        value is not a known string stays as written (``${…}``)."""
+        kids = node.named_children
+        indented = node.type == "indented_string_expression"
+        if not indented and (not kids or (len(kids) == 1 and kids[0].type == "string_fragment")):
+            return self.literal(node)  # the usual "10.0": nothing to evaluate
+        data = self.data
+        q = 2 if indented else 1
+        pos, end = node.start_byte + q, node.end_byte - q
+        parts: list[nixstrings.Part] = []
+        for part in kids:
+            if part.start_byte > pos:
+                parts.append((data[pos : part.start_byte].decode(errors="replace"), nixstrings.TEXT))
+            t = part.type
+            start = max(pos, part.start_byte)
+            if t == "string_fragment":
+                parts.append((data[start : part.end_byte].decode(errors="replace"), nixstrings.TEXT))
+            elif t == "dollar_escape":  # `\$` / `''$`: the `$` that follows is text, not an interpolation
+                parts.append(("$", nixstrings.ESCAPE))
+                pos = part.end_byte + 1
                 continue
-            inner = field(part, "expression")
-            v = UNKNOWN
-            if inner is not None and inner.type == "variable_expression":
-                bound = scope.lookup(self.text(inner))
-                v = bound.value(depth + 1) if bound else UNKNOWN
-            if isinstance(v, str):
-                out += [self.data[pos : part.start_byte].decode(errors="replace"), v]
-                pos = part.end_byte
-        out.append(self.data[pos : node.end_byte - q].decode(errors="replace"))
-        return "".join(out)
+            elif t == "escape_sequence":
+                parts.append((nixstrings.unescape(self.text(part), indented), nixstrings.ESCAPE))
+            elif t == "interpolation":
+                parts.append((self._interpolated(part, scope, depth), nixstrings.EXPR))
+            pos = max(pos, part.end_byte)
+        if end > pos:
+            parts.append((data[pos:end].decode(errors="replace"), nixstrings.TEXT))
+        return nixstrings.join(parts, indented)
+
+    def _interpolated(self, part: tree_sitter.Node, scope: Scope | None, depth: int) -> str:
+        inner = field(part, "expression")
+        v = self.value(inner, scope, depth + 1) if inner is not None and scope is not None else UNKNOWN
+        return v if isinstance(v, str) else self.text(part)
 
 
 class Attrs:
