@@ -8,6 +8,7 @@ The values the reader evaluates are checked against ``nix-instantiate --eval`` i
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -249,6 +250,32 @@ def test_a_syntax_error_is_named_by_its_line(text, line, says):
     assert str(err.value).startswith(f"line {line}: ") and says in str(err.value)
     f = read_recipe(load_catalog(), "pytorch-python313-cpu-avx2.nix", text)
     assert f.problem == f"unparsable: {err.value}" and not f.usable
+
+
+MISTAKES = {
+    "a ; dropped": ('cpuFlags = [ "-mavx2" "-mfma" "-mf16c" ];', 'cpuFlags = [ "-mavx2" "-mfma" "-mf16c" ]'),
+    "( closed by ]": ('cpuFlags = [ "-mavx2"', 'cpuFlags = ( "-mavx2"'),
+    "a string left open": ('pname = "p";', 'pname = "p;'),
+    "a } dropped": ("cudaSupport = true; };", "cudaSupport = true; ;"),
+    "no in": ("\nin\n", "\n\n"),
+    "a stray )": ("gpuTargets = [", "gpuTargets = ) ["),
+    "= twice": ("pname = ", "pname = = "),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_the_line_of_a_syntax_error_is_the_line_nix_names(mistake, tmp_path):
+    good = recipe(CHAIN.format(args='gpuTargets = [ "9.0" ];', attrs='pname = "p";'),
+                  let='  cpuFlags = [ "-mavx2" "-mfma" "-mf16c" ];')
+    old, new = MISTAKES[mistake]
+    assert old in good
+    broken = tmp_path / "broken.nix"
+    broken.write_text(good.replace(old, new, 1))
+    r = subprocess.run(["nix-instantiate", "--parse", str(broken)], capture_output=True, text=True, check=False)
+    assert r.returncode != 0
+    nix_line = int(re.search(r"broken\.nix:(\d+):", r.stderr)[1])
+    with pytest.raises(NixSyntaxError, match=rf"^line {nix_line}: "):
+        parse(broken.read_text())
 
 
 def test_a_broken_recipe_is_a_problem_of_its_file_and_line_and_the_branch_is_still_read(tmp_path):

@@ -428,21 +428,23 @@ class Bound:
     """A name's binding: its expression, the scope it is evaluated in, and for
     ``inherit (s) name`` the attribute it takes from ``s``."""
 
-    __slots__ = ("src", "node", "scope", "attr")
+    __slots__ = ("src", "node", "scope", "attr", "_known")
 
     def __init__(self, src: Source, node: tree_sitter.Node | None, scope: Scope, attr: str | None = None):
         self.src = src
         self.node = node
         self.scope = scope
         self.attr = attr
+        self._known = UNKNOWN  # the value once evaluated (UNKNOWN is evaluated again: it may be depth's)
 
     def value(self, depth: int = 0):
-        if self.node is None:
-            return UNKNOWN
+        if self._known is not UNKNOWN or self.node is None:
+            return self._known
         v = self.src.value(self.node, self.scope, depth)
-        if self.attr is None:
-            return v
-        return v.get(self.attr) if isinstance(v, Attrs) else UNKNOWN
+        if self.attr is not None:
+            v = v.get(self.attr) if isinstance(v, Attrs) else UNKNOWN
+        self._known = v
+        return v
 
 
 class Scope:
