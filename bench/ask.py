@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.commands import ask  # noqa: E402
+from bot.frontends.commands import ask  # noqa: E402
 from release.context import Context  # noqa: E402
 from config.catalog import load_catalog  # noqa: E402
 from config.settings import Settings  # noqa: E402
@@ -85,7 +85,7 @@ def process_ms(repo_path: str | None = None) -> float:
     if repo_path:
         env["TORCHBOT_REPO_PATH"] = repo_path
     exe = ROOT / ".venv" / "bin" / "torchbot"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "bot.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "bot"]
     walls = []
     for _ in range(7):
         t = time.perf_counter()

@@ -542,7 +542,7 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
     for m in cpu_models:
         if m.uarch not in uarchs:
             raise CatalogError(f"CPU model '{m.name}' names unknown microarchitecture '{m.uarch}'.")
-    # Patterns are compiled where they are used (bot/hardware.py), which reports a bad one with
+    # Patterns are compiled where they are used (bot/engine/hardware.py), which reports a bad one with
     # check_patterns: compiling 140 of them here would cost every process that never asks.
     instances = tuple(
         Instance(i["pattern"], i["provider"], i.get("gpu"), i["cpu"], tuple(i.get("families", ())), i.get("note", ""))

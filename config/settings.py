@@ -17,7 +17,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -170,6 +170,12 @@ class Settings(BaseSettings):
     default_channel: str = "nixos-unstable"
     http_timeout: float = 10.0
     http_retries: int = 3
+    http_backoff_seconds: float = Field(0.5, ge=0, le=30, description=(
+        "first wait before an HTTP retry (GitHub, nixpkgs, channels); it doubles per retry, plus jitter, "
+        "unless the server sent Retry-After or x-ratelimit-reset, which are honoured"))
+    http_retry_seconds: float = Field(60.0, gt=0, description=(
+        "an HTTP call gives up rather than start a retry wait that would end later than this many seconds "
+        "after its first attempt"))
 
     # Builds, publishing, state
     state_db: str = "sqlite:///torchbot-state.sqlite"
@@ -195,12 +201,23 @@ class Settings(BaseSettings):
     docs_cron: str = "0 7 * * 1"  # weekly README cross-branch tables check, drift to the announce channel
 
     # Builds, publishing and announcements (issue 5)
-    build_backend: str = "local"  # local | github: what scheduled builds after a bump use
+    build_backend: Literal["github", "local", "none"] | None = Field(None, description=(
+        "the former name of TORCHBOT_SCHEDULE_BUILD_BACKEND, honoured when that one is unset"))
     build_result_link: str = "result-{package}"  # must exist after a successful build
     build_check_command: str | None = None  # e.g. 'result-{package}/bin/python -c "import torch"'
     publish_timeout: float = 3600.0
     github_workflow_file: str = "torchbot-build.yml"
     github_poll_seconds: float = 30.0
+    github_max_parallel: int | None = Field(None, ge=1, description=(
+        "max-parallel of the build workflow's matrix jobs; unset (the default, GitHub's) runs every job "
+        "at once. A cap limits runner cost or matches a self-hosted pool's capacity. "
+        "TORCHBOT_BUILD_JOBS is local builds only"))
+    github_stale_hours: float = Field(168.0, gt=0, description=(
+        "torchbot stops following a GitHub run it has seen no change in for this long (its builds become "
+        "interrupted, saying so); GitHub's own limits end jobs well before (6 h hosted, 5 days self-hosted)"))
+    schedule_build_backend: Literal["github", "local", "none"] | None = Field(None, description=(
+        "what builds after a scheduled bump: github, local (on the bot's host) or none (bump and report "
+        "only). Unset: github when TORCHBOT_GITHUB_TOKEN and TORCHBOT_GITHUB_REPO are set, else none"))
     # runs-on labels per platform; recipes requiring big-parallel use the second map first
     github_runners: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=lambda: {
         k: list(v) for k, v in DEFAULT_RUNNERS.items()})
@@ -289,6 +306,28 @@ class Settings(BaseSettings):
             return None
         raw = value.get_secret_value().strip()
         return SecretStr(raw) if raw else None
+
+    @field_validator("github_max_parallel", mode="before")
+    @classmethod
+    def _no_cap(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("", "none"):
+            return None  # GitHub's default: no cap
+        return value
+
+    @field_validator("schedule_build_backend", "build_backend", mode="before")
+    @classmethod
+    def _backend_word(cls, value: object) -> object:
+        if isinstance(value, str):
+            return value.strip().lower() or None
+        return value
+
+    def schedule_backend(self) -> str:
+        """The backend scheduled builds use: the explicit setting, else github when a token and
+        repository are configured, else none (bump and report, build nothing)."""
+        chosen = self.schedule_build_backend or self.build_backend
+        if chosen:
+            return chosen
+        return "github" if self.github_token is not None and self.github_repo else "none"
 
     @field_validator("state_db")
     @classmethod

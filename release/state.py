@@ -1,5 +1,5 @@
-"""The state DB: builds, publishes, releases (Slack threads), the announcement outbox,
-job-run locks and the pending plans of chat commands (waiting for Confirm). SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
+"""The state DB: builds, the GitHub runs being followed, publishes, releases (Slack threads),
+the announcement outbox, job-run locks and the pending plans of chat commands (waiting for Confirm). SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
 default, PostgreSQL works the same). ``open_state(url)`` gives a :class:`State` whose
 ``session()`` is a context manager committing on success and rolling back on error.
 """
@@ -86,6 +86,43 @@ class Build(Base):
             "message": self.message,
             "external_id": self.external_id,
         }
+
+
+class GithubRun(Base):
+    """One workflow_dispatch of the github build backend and what torchbot has seen of it, so a
+    restarted torchbot resumes following where it was. ``request_id`` is in the run's name and
+    is the ``run_key`` of its builds (whose rows hold each job's state); ``run_id`` is GitHub's,
+    once seen. ``status``: dispatching | dispatched | queued | in_progress | completed | stale.
+    ``requests`` counts the API requests spent following it; ``next_poll`` paces polling to
+    the rate limit."""
+
+    __tablename__ = "github_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    request_id: Mapped[str] = mapped_column(String(64), unique=True)
+    branch: Mapped[str] = mapped_column(String(200), index=True)
+    ref: Mapped[str] = mapped_column(String(200))
+    workflow: Mapped[str] = mapped_column(String(200))
+    jobs: Mapped[int] = mapped_column(Integer, default=0)
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    html_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    status: Mapped[str] = mapped_column(String(20), index=True, default="dispatching")
+    conclusion: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    dispatched: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    last_poll: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    last_change: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    next_poll: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    finished: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    polls: Mapped[int] = mapped_column(Integer, default=0)
+    requests: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    def to_dict(self) -> dict:
+        iso = lambda d: d.isoformat(timespec="seconds") + "Z" if d else None  # noqa: E731
+        return {"request_id": self.request_id, "branch": self.branch, "run_id": self.run_id,
+                "html_url": self.html_url, "status": self.status, "conclusion": self.conclusion,
+                "jobs": self.jobs, "dispatched": iso(self.dispatched), "last_poll": iso(self.last_poll),
+                "polls": self.polls, "requests": self.requests, "last_error": self.last_error}
 
 
 class Publish(Base):

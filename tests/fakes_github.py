@@ -1,28 +1,84 @@
 """A fake GitHub Actions API on 127.0.0.1 (threaded http.server) for the github build
-backend: workflow_dispatch creates a run whose name carries the inputs' request id, with
-one job per variant in the ``pytorch`` and ``companions`` JSON inputs. Every GET of a run's
-jobs advances the run one step: queued -> in_progress -> completed; variants in
-``fail`` conclude "failure". The matrix inputs are lists of ``{"package", "platform",
-"runs_on"}`` entries (plain names are accepted too). ``dispatches`` keeps each dispatch
-(workflow file, payload: ``ref`` and ``inputs``);
-``requests`` every (method, path). A wrong bearer token answers 401.
+backend, paging and rate-limiting the way GitHub documents it.
+
+- ``POST .../workflows/{file}/dispatches`` (204) creates a run whose name carries the
+  inputs' request id, with one job per entry of the ``pytorch`` and ``companions`` JSON inputs
+  (lists of ``{"package", "platform", "runs_on"}``; plain names are accepted too); variants in
+  ``fail`` conclude "failure". ``dispatches`` keeps each (workflow file, payload).
+- Listings (``workflows/{file}/runs`` with ``event`` and ``created=>=ISO`` filters, newest
+  first; ``runs/{id}/jobs``) page: ``per_page`` defaults to 30 and is capped at 100, ``page``
+  starts at 1, and a ``Link`` header carries ``next``/``last`` (and ``prev``/``first``) URLs
+  when there is more than one page.
+- Every answer carries ``x-ratelimit-limit/remaining/reset/used/resource``. Past ``rate_limit``
+  requests in a ``window`` (seconds), requests answer ``limit_status`` (403, as GitHub's
+  primary limit; or 429) with ``x-ratelimit-remaining: 0`` until the window resets.
+  ``throttle(n, status=429, retry_after=1)`` makes the next n requests answer that status with
+  ``Retry-After`` (GitHub's secondary limits).
+- Jobs progress in one of two ways. Step mode (default): the whole run advances one step,
+  queued -> in_progress -> completed, each time the last page of its jobs is served. Clock
+  mode (``durations``: package -> seconds, a dict or a callable): each job queues for
+  ``start_delay`` then runs its duration, at most ``max_parallel`` at once (None: no cap, as
+  GitHub without ``max-parallel``); ``no_job``: variants the run never makes a job for;
+  companions start when every pytorch job has ended (their
+  job has ``needs: pytorch``), and are listed only from then on, as GitHub expands a matrix
+  when its job starts.
+- ``log`` keeps every request (monotonic time, method, path, query, status); ``requests`` every
+  (method, path). ``pause(predicate)`` holds a matching request until released (to stop a
+  client in the middle of a poll). A wrong bearer token answers 401. ``upstream``: every path
+  outside the repository's Actions API is forwarded there (a FakeNixpkgs ``api_url``), so one
+  GitHub API base serves both.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
+
+MAX_PER_PAGE = 100
+DEFAULT_PER_PAGE = 30
+
+
+@dataclass
+class Logged:
+    t: float  # time.monotonic() when the request arrived
+    method: str
+    path: str
+    query: dict
+    status: int = 0
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class FakeGitHub:
-    def __init__(self, repo: str = "acme/build-pytorch", token: str = "ghp-test", fail: set[str] | None = None):
+    def __init__(self, repo: str = "acme/build-pytorch", token: str = "ghp-test", fail: set[str] | None = None, *,
+                 durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
+                 max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
+                 limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
+        self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
+        self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
+        self.upstream = upstream
+        self.no_job = set(no_job or ())
         self.lock = threading.Lock()
         self.dispatches: list[tuple[str, dict]] = []
         self.requests: list[tuple[str, str]] = []
+        self.log: list[Logged] = []
         self.runs: dict[int, dict] = {}
+        self._window_start: float | None = None
+        self._used = 0
+        self._throttle: list[tuple[int, float | None]] = []
+        self._pauses: list[tuple[Callable[[str, str, dict], bool], threading.Event, threading.Event]] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,68 +101,234 @@ class FakeGitHub:
         return self
 
     def __exit__(self, *exc):
+        for _, _, release in self._pauses:
+            release.set()
         self.server.shutdown()
         self.server.server_close()
 
-    def _send(self, req, status, payload=None):
-        data = b"" if payload is None else json.dumps(payload).encode()
+    # -- test controls --------------------------------------------------------------------
+
+    def throttle(self, n: int, status: int = 429, retry_after: float | None = 1) -> None:
+        """The next ``n`` requests answer ``status`` with ``Retry-After: retry_after`` (none when
+        None: a plain server error)."""
+        with self.lock:
+            self._throttle.extend([(status, retry_after)] * n)
+
+    def pause(self, predicate: Callable[[str, str, dict], bool]) -> tuple[threading.Event, threading.Event]:
+        """Hold the first request matching ``predicate(method, path, query)``: returns (reached,
+        release); the request is answered once ``release`` is set."""
+        reached, release = threading.Event(), threading.Event()
+        with self.lock:
+            self._pauses.append((predicate, reached, release))
+        return reached, release
+
+    def job_requests(self) -> list[Logged]:
+        return [r for r in self.log if r.method == "GET" and r.path.endswith("/jobs")]
+
+    # -- HTTP -----------------------------------------------------------------------------
+
+    def _send(self, req, status, payload=None, headers: dict | None = None):
+        data = payload if isinstance(payload, bytes) else b"" if payload is None else json.dumps(payload).encode()
         req.send_response(status)
-        req.send_header("Content-Type", "application/json")
+        if "Content-Type" not in (headers or {}):
+            req.send_header("Content-Type", "application/json")
         req.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            req.send_header(k, v)
         req.end_headers()
         req.wfile.write(data)
 
-    def _job(self, run: dict, pkg: str, idx: int) -> dict:
-        step = run["step"]
-        status = ("queued", "in_progress", "completed")[min(step, 2)]
-        job = {"id": run["id"] * 100 + idx, "name": pkg, "status": status, "conclusion": None,
-               "started_at": "2026-01-01T00:00:00Z" if step >= 1 else None, "completed_at": None,
-               "html_url": f"https://github.com/{self.repo}/actions/runs/{run['id']}/job/{run['id'] * 100 + idx}"}
-        if status == "completed":
-            job["conclusion"] = "failure" if pkg in self.fail else "success"
-            job["completed_at"] = "2026-01-01T00:10:00Z"
-        return job
+    def _rate_headers(self, now: float) -> dict[str, str]:
+        reset = (self._window_start or now) + self.window
+        return {"x-ratelimit-limit": str(self.rate_limit),
+                "x-ratelimit-remaining": str(max(0, self.rate_limit - self._used)),
+                "x-ratelimit-reset": str(int(math.ceil(time.time() + (reset - now)))),
+                "x-ratelimit-used": str(self._used), "x-ratelimit-resource": "core"}
 
     def _handle(self, req, method: str) -> None:
-        path = urlparse(req.path).path
+        url = urlparse(req.path)
+        path, query = url.path, {k: v[-1] for k, v in parse_qs(url.query).items()}
         length = int(req.headers.get("Content-Length") or 0)
         body = json.loads(req.rfile.read(length)) if length else {}
+        entry = Logged(time.monotonic(), method, path, query)
         with self.lock:
             self.requests.append((method, path))
-            if req.headers.get("Authorization") != f"Bearer {self.token}":
-                return self._send(req, 401, {"message": "Bad credentials"})
-            prefix = f"/repos/{self.repo}/actions/"
-            if not path.startswith(prefix):
-                return self._send(req, 404, {"message": "Not Found"})
-            rest = path[len(prefix):].split("/")
-            if method == "POST" and rest[0] == "workflows" and rest[2:] == ["dispatches"]:
-                self.dispatches.append((rest[1], body))
-                inputs = body.get("inputs", {})
-                rid = 1000 + len(self.runs)
-                entries = json.loads(inputs.get("pytorch", "[]")) + json.loads(inputs.get("companions", "[]"))
-                pkgs = [e["package"] if isinstance(e, dict) else e for e in entries]
-                self.runs[rid] = {"id": rid, "step": 0, "packages": pkgs, "workflow": rest[1], "ref": body.get("ref"),
-                                  "entries": entries,
-                                  "name": f"torchbot {inputs.get('branch')} {inputs.get('request_id')}"}
-                return self._send(req, 204)
-            if method == "GET" and rest[0] == "workflows" and rest[2:] == ["runs"]:
-                runs = [self._run(r) for r in reversed(self.runs.values()) if r["workflow"] == rest[1]]
-                return self._send(req, 200, {"total_count": len(runs), "workflow_runs": runs})
-            if method == "GET" and rest[0] == "runs" and len(rest) >= 2 and int(rest[1]) in self.runs:
-                run = self.runs[int(rest[1])]
-                if rest[2:] == ["jobs"]:
-                    jobs = [self._job(run, p, i) for i, p in enumerate(run["packages"])]
-                    run["step"] += 1
-                    return self._send(req, 200, {"total_count": len(jobs), "jobs": jobs})
-                return self._send(req, 200, self._run(run))
-            return self._send(req, 404, {"message": "Not Found"})
+            self.log.append(entry)
+            held = [(reached, release) for pred, reached, release in self._pauses
+                    if not reached.is_set() and pred(method, path, query)]
+        for reached, release in held[:1]:
+            reached.set()
+            release.wait(60)
+        with self.lock:
+            status, payload, headers = self._answer(req, method, path, query, body)
+            entry.status = status
+        self._send(req, status, payload, headers)
+
+    def _answer(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
+        if req.headers.get("Authorization") != f"Bearer {self.token}":
+            return 401, {"message": "Bad credentials"}, {}
+        now = time.monotonic()
+        if self._window_start is None or now >= self._window_start + self.window:
+            self._window_start, self._used = now, 0
+        if self._throttle:
+            status, after = self._throttle.pop(0)
+            if after is None:
+                return status, {"message": "Server Error"}, {}
+            return status, {"message": "You have exceeded a secondary rate limit."}, {
+                "Retry-After": f"{after:g}", **self._rate_headers(now)}
+        if self._used >= self.rate_limit:
+            return self.limit_status, {"message": "API rate limit exceeded."}, self._rate_headers(now)
+        self._used += 1
+        status, payload, extra = self._route(req, method, path, query, body)
+        return status, payload, {**self._rate_headers(now), **extra}
+
+    def _route(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
+        prefix = f"/repos/{self.repo}/actions/"
+        if not path.startswith(prefix) and self.upstream:
+            return self._forward(req, method, body)
+        if not path.startswith(prefix):
+            return 404, {"message": "Not Found"}, {}
+        rest = path[len(prefix):].split("/")
+        if method == "POST" and rest[0] == "workflows" and rest[2:] == ["dispatches"]:
+            self._dispatch(rest[1], body)
+            return 204, None, {}
+        if method == "GET" and rest[0] == "workflows" and rest[2:] == ["runs"]:
+            runs = [r for r in reversed(self.runs.values()) if r["workflow"] == rest[1]]
+            if query.get("event"):
+                runs = [r for r in runs if query["event"] == "workflow_dispatch"]
+            created = query.get("created", "")
+            if created.startswith(">="):
+                since = datetime.fromisoformat(created[2:].replace("Z", "+00:00")).timestamp()
+                runs = [r for r in runs if r["created"] >= since]
+            page, links = self._page(req, path, query, len(runs))
+            return 200, {"total_count": len(runs), "workflow_runs": [self._run(r) for r in runs[page]]}, links
+        if method == "GET" and rest[0] == "runs" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) in self.runs:
+            run = self.runs[int(rest[1])]
+            if rest[2:] == ["jobs"]:
+                listed = self._listed(run)
+                page, links = self._page(req, path, query, len(listed))
+                jobs = self._jobs(run, listed[page])
+                if 'rel="next"' not in links.get("Link", "") and self.durations is None:
+                    run["step"] += 1  # step mode: a complete read of the jobs advances the run
+                return 200, {"total_count": len(listed), "jobs": jobs}, links
+            if not rest[2:]:
+                return 200, self._run(run), {}
+        return 404, {"message": "Not Found"}, {}
+
+    def _forward(self, req, method: str, body: dict) -> tuple[int, bytes, dict]:
+        """Anything but Actions goes to ``upstream`` (another fake: nixpkgs commits, pulls)."""
+        data = json.dumps(body).encode() if method == "POST" else None
+        fwd = urllib.request.Request(self.upstream.rstrip("/") + req.path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(fwd, timeout=10) as resp:
+                return resp.status, resp.read(), {"Content-Type": resp.headers.get("Content-Type", "")}
+        except urllib.error.HTTPError as err:
+            return err.code, err.read(), {"Content-Type": err.headers.get("Content-Type", "")}
+
+    def _page(self, req, path: str, query: dict, total: int) -> tuple[slice, dict]:
+        """The slice of one page and its Link header, as GitHub pages (per_page <= 100)."""
+        try:
+            per_page = min(MAX_PER_PAGE, max(1, int(query.get("per_page", DEFAULT_PER_PAGE))))
+            page = max(1, int(query.get("page", 1)))
+        except ValueError:
+            per_page, page = DEFAULT_PER_PAGE, 1
+        last = max(1, math.ceil(total / per_page))
+        host = req.headers.get("Host") or self.url.split("//", 1)[1].rstrip("/")
+
+        def link(n: int) -> str:
+            return f"http://{host}{path}?{urlencode({**query, 'page': n})}"
+
+        rels = []
+        if page < last:
+            rels += [f'<{link(page + 1)}>; rel="next"', f'<{link(last)}>; rel="last"']
+        if page > 1:
+            rels += [f'<{link(page - 1)}>; rel="prev"', f'<{link(1)}>; rel="first"']
+        return slice((page - 1) * per_page, page * per_page), ({"Link": ", ".join(rels)} if rels else {})
+
+    # -- runs and jobs --------------------------------------------------------------------
+
+    def _duration(self, pkg: str) -> float:
+        d = self.durations
+        return float(d(pkg) if callable(d) else d.get(pkg, 0.0))
+
+    def _dispatch(self, workflow: str, body: dict) -> None:
+        self.dispatches.append((workflow, body))
+        inputs = body.get("inputs", {})
+        rid = 1000 + len(self.runs)
+        torch = [e["package"] if isinstance(e, dict) else e for e in json.loads(inputs.get("pytorch", "[]"))]
+        comps = [e["package"] if isinstance(e, dict) else e for e in json.loads(inputs.get("companions", "[]"))]
+        run = {"id": rid, "step": 0, "packages": torch + comps, "torch": torch, "companions": comps,
+               "workflow": workflow, "ref": body.get("ref"), "created": time.time(), "t0": time.monotonic(),
+               "name": f"torchbot {inputs.get('branch')} {inputs.get('request_id')}"}
+        if self.durations is not None:
+            run["times"] = self._schedule(run)
+        self.runs[rid] = run
+
+    def _schedule(self, run: dict) -> dict[str, tuple[float, float]]:
+        """package -> (start, end) in seconds after dispatch: queue, then run, at most
+        max_parallel at once; companions after every pytorch job."""
+        slots = [0.0] * (self.max_parallel or len(run["packages"]) or 1)
+        times: dict[str, tuple[float, float]] = {}
+        ready = self.start_delay
+        for group in (run["torch"], run["companions"]):
+            for pkg in group:
+                slots.sort()
+                start = max(ready, slots[0])
+                slots[0] = start + self._duration(pkg)
+                times[pkg] = (start, slots[0])
+            ready = max([ready] + [times[p][1] for p in group])
+        return times
+
+    def _state(self, run: dict, pkg: str) -> tuple[str, float | None, float | None]:
+        """(status, started epoch, completed epoch) of one job now."""
+        if self.durations is None:
+            status = ("queued", "in_progress", "completed")[min(run["step"], 2)]
+            return status, (run["created"] if run["step"] >= 1 else None), (
+                run["created"] + 600 if status == "completed" else None)
+        start, end = run["times"][pkg]
+        age = time.monotonic() - run["t0"]
+        began, ended = run["created"] + start, run["created"] + end
+        if age >= end:
+            return "completed", began, ended
+        if age >= start:
+            return "in_progress", began, None
+        return "queued", None, None
+
+    def _listed(self, run: dict) -> list[str]:
+        """The packages whose jobs GitHub lists now (companions once their matrix started)."""
+        listed = run["packages"]
+        if self.durations is not None and run["companions"]:
+            torch_done = all(self._state(run, p)[0] == "completed" for p in run["torch"])
+            listed = run["torch"] + (run["companions"] if torch_done else [])
+        return [p for p in listed if p not in self.no_job]
+
+    def _jobs(self, run: dict, pkgs: list[str]) -> list[dict]:
+        out = []
+        index = run.setdefault("index", {p: i for i, p in enumerate(run["packages"])})
+        for pkg in pkgs:
+            idx = index[pkg]
+            status, began, ended = self._state(run, pkg)
+            job_id = run["id"] * 1000 + idx
+            out.append({
+                "id": job_id, "run_id": run["id"], "name": pkg, "status": status,
+                "conclusion": ("failure" if pkg in self.fail else "success") if status == "completed" else None,
+                "created_at": _iso(run["created"]), "started_at": _iso(began) if began else None,
+                "completed_at": _iso(ended) if ended else None,
+                "html_url": f"https://github.com/{self.repo}/actions/runs/{run['id']}/job/{job_id}"})
+        return out
 
     def _run(self, run: dict) -> dict:
-        step = run["step"]
-        status = ("queued", "in_progress", "completed")[min(step, 2)]
+        states = [self._state(run, p)[0] for p in run["packages"] if p not in self.no_job]
+        if all(s == "completed" for s in states):
+            status = "completed"
+        elif all(s == "queued" for s in states):
+            status = "queued"
+        else:
+            status = "in_progress"
         concl = None
         if status == "completed":
             concl = "failure" if self.fail & set(run["packages"]) else "success"
         return {"id": run["id"], "name": "torchbot build", "display_title": run["name"], "status": status,
-                "conclusion": concl, "event": "workflow_dispatch",
+                "conclusion": concl, "event": "workflow_dispatch", "created_at": _iso(run["created"]),
                 "html_url": f"https://github.com/{self.repo}/actions/runs/{run['id']}"}

@@ -46,7 +46,7 @@ class ServeProcess:
     def __init__(self, cwd: Path, env: dict[str, str], args: list[str]):
         base = {k: v for k, v in os.environ.items() if not k.startswith("TORCHBOT_")}
         base.update(PYTHONPATH=str(ROOT), **env)
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", *args], cwd=cwd, env=base,
+        self.proc = subprocess.Popen([sys.executable, "-m", "bot", "serve", *args], cwd=cwd, env=base,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.pid = self.proc.pid
         self.lines: list[str] = []

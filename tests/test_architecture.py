@@ -1,10 +1,8 @@
-"""The folder tree is the architecture: imports between torchbot's packages go one way, and no
-module imports one that imports it back.
+"""The folder tree is the architecture: imports between torchbot's packages go one way.
 
 Every ``import`` and ``from ... import`` in bot/, release/ and config/ (module level or inside
-functions) is parsed with ``ast`` and checked against the allowed directions below, and the
-module graph they make (function-level imports included) has no cycle. Dynamic imports by name
-(``importlib``) are registrations and are not counted.
+functions) is parsed with ``ast`` and checked against the allowed directions below. Dynamic
+imports by name (``importlib``) are registrations and are not counted.
 """
 
 from __future__ import annotations
@@ -36,15 +34,36 @@ ALLOWED: dict[str, set[str]] = {
     "release.schedule": {"config", "release.adapters", "release.state", "release.context", "release.recipes",
                          "release.pins", "release.branches", "release.docs", "release.builds", "release.publishing"},
     "release": {"config"},  # release/__init__.py
-    "bot": {"config", "release.context", "release.recipes", "release.pins", "release.branches", "release.docs",
-            "release.builds", "release.publishing", "release.schedule", "release.cli", "release.state"},
+    # The answer engine is pure apart from bot.engine.host (checked below): config only.
+    "bot.engine": {"config"},
+    "bot.frontends": {"bot.engine", "config", "release.context", "release.recipes", "release.pins",
+                      "release.branches", "release.docs", "release.builds", "release.publishing",
+                      "release.schedule", "release.cli", "release.state"},
+    "bot": {"bot.frontends"},  # bot/__init__.py, bot/__main__.py
 }
 COMMAND_LAYERS = ("commands", "cli")
+
+# Within bot.frontends: front end -> the other front-end modules it may import. The command
+# layer imports no front end; Slack and the console build on the chat dispatcher; only the
+# console script (cli) may import them all.
+FRONTEND_CORE = {"commands", "chat", "pending", "jobs", "incidents"}
+FRONTENDS_ALLOWED: dict[str, set[str]] = {
+    "commands": set(),
+    "incidents": set(),
+    "pending": set(),
+    "jobs": {"incidents"},
+    "chat": {"commands", "incidents", "jobs", "pending"},
+    "console": FRONTEND_CORE,
+    "slack": FRONTEND_CORE,
+    "cli": FRONTEND_CORE | {"console", "slack"},
+}
+# Modules that may import nothing of torchbot: adapters to the machine itself.
+IMPORT_NOTHING = ("bot.engine.host",)
 
 
 def layer(module: str) -> str:
     parts = module.split(".")
-    if parts[0] in ("bot", "config"):
+    if parts[0] == "config" or module == "bot" or module == "bot.__main__":
         return parts[0]
     if len(parts) >= 2:
         return ".".join(parts[:2])
@@ -89,8 +108,9 @@ def sources() -> list[Path]:
 
 def is_command_layer(module: str) -> bool:
     """Command layers and front ends: commands.py / cli.py modules, the schedule (it drives the
-    other concerns through their command layers, as a chat front end does) and the bot."""
-    return module.rsplit(".", 1)[-1] in COMMAND_LAYERS or module.startswith(("bot", "release.schedule"))
+    other concerns through their command layers, as a chat front end does) and the bot's front ends."""
+    return (module.rsplit(".", 1)[-1] in COMMAND_LAYERS or module in ("bot", "bot.__main__")
+            or module.startswith(("bot.frontends", "release.schedule")))
 
 
 def violations() -> list[str]:
@@ -106,7 +126,38 @@ def violations() -> list[str]:
                 found.append(f"{where}: {mine} may not import {theirs}")
             if not is_command_layer(me) and is_command_layer(target) and target != "release.cli":
                 found.append(f"{where}: adapters and domain modules never import a command layer or the bot")
+            if me in IMPORT_NOTHING:
+                found.append(f"{where}: {me} imports nothing of torchbot")
+            found += frontend_violations(me, target, where)
     return found
+
+
+def frontend_part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) >= 3 and parts[:2] == ["bot", "frontends"] else None
+
+
+def frontend_violations(me: str, target: str, where: str) -> list[str]:
+    mine, theirs = frontend_part(me), frontend_part(target)
+    if mine is None or theirs is None or mine == theirs:
+        return []
+    assert mine in FRONTENDS_ALLOWED, f"{me}: front end {mine} has no import rule; add it to FRONTENDS_ALLOWED"
+    if theirs not in FRONTENDS_ALLOWED[mine]:
+        return [f"{where}: bot.frontends.{mine} may not import bot.frontends.{theirs}"]
+    return []
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the torchbot modules it imports, at module level or inside functions."""
+    known = {module_name(p) for p in sources()}
+    graph: dict[str, set[str]] = {}
+    for path in sources():
+        me = module_name(path)
+        for _, target in imports_of(path):
+            # `from pkg import name` imports pkg (its __init__) and, when name is a module, pkg.name
+            if target in known and target != me and not me.startswith(target + "."):
+                graph.setdefault(me, set()).add(target)
+    return graph
 
 
 def layer_graph() -> dict[str, set[str]]:
@@ -141,18 +192,6 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def module_graph() -> dict[str, set[str]]:
-    """Module -> the torchbot modules (and packages) it imports, at module level or inside a
-    function: an import inside a function is still a cycle, only one that waits for a call."""
-    graph: dict[str, set[str]] = {}
-    for path in sources():
-        me = module_name(path)
-        for _, target in imports_of(path):
-            if target != me and (is_module(target) or ROOT.joinpath(*target.split("."), "__init__.py").exists()):
-                graph.setdefault(me, set()).add(target)
-    return graph
-
-
 def test_every_import_goes_in_an_allowed_direction():
     assert violations() == []
 
@@ -161,7 +200,7 @@ def test_the_packages_have_no_import_cycle():
     assert find_cycle(layer_graph()) is None
 
 
-def test_no_module_imports_one_that_imports_it_back_even_inside_a_function():
+def test_no_module_import_cycle_even_through_function_level_imports():
     assert find_cycle(module_graph()) is None
 
 
@@ -176,8 +215,9 @@ def test_release_and_config_never_import_the_bot():
     assert offenders == []
 
 
-@pytest.mark.parametrize("pkg", sorted({p.parent for p in (ROOT / "release").rglob("__init__.py")}))
-def test_each_release_package_says_what_it_holds_and_may_import(pkg):
+@pytest.mark.parametrize("pkg", sorted({p.parent for name in ("release", "bot") for p in (ROOT / name).rglob("__init__.py")}),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_package_says_what_it_holds_and_may_import(pkg):
     doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()))
     assert doc and "import" in doc.lower(), f"{pkg.relative_to(ROOT)}/__init__.py needs a docstring with its import rule"
 
@@ -207,3 +247,16 @@ def test_the_checker_catches_a_cycle_closed_by_an_import_inside_a_function():
         a.unlink()
         b.unlink()
     assert cycle is not None and {"release.recipes._cycle_probe_a", "release.recipes._cycle_probe_b"} <= set(cycle)
+
+
+def test_the_checker_catches_a_front_end_or_engine_violation():
+    """The engine importing a front end (even inside a function) and the command layer importing
+    Slack are found; Slack building on the chat dispatcher is not."""
+    probe = ROOT / "bot" / "engine" / "_violation_probe.py"
+    probe.write_text("def f():\n    from bot.frontends.chat import Chat\n")
+    try:
+        assert any("_violation_probe" in v and "may not import bot.frontends" in v for v in violations())
+    finally:
+        probe.unlink()
+    assert frontend_violations("bot.frontends.commands", "bot.frontends.slack.blocks", "probe")
+    assert frontend_violations("bot.frontends.slack.app", "bot.frontends.chat", "probe") == []

@@ -4,7 +4,7 @@ words its warnings must contain."""
 
 import pytest
 
-from bot.commands import ask
+from bot.frontends.commands import ask
 from release.context import Context
 from config.settings import Settings
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands import ask
+from bot.frontends.commands import ask
 from config.settings import Settings
 from release.context import Context
 

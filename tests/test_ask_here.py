@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.commands import ask
-from bot.host import gather
+from bot.frontends.commands import ask
+from bot.engine.host import gather
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -170,7 +170,7 @@ def test_cli_ask_here_with_nvidia_smi_and_cpuinfo(tmp_path):
     cpuinfo = write(tmp_path, "cpuinfo", SPR_CPUINFO)
     env = dict(os.environ)
     env.pop("TORCHBOT_REPO_PATH", None)
-    base = [sys.executable, "-m", "bot.cli", "ask", "--here", "--no-nvml", "--nvidia-smi", smi, "--cpuinfo", str(cpuinfo)]
+    base = [sys.executable, "-m", "bot", "ask", "--here", "--no-nvml", "--nvidia-smi", smi, "--cpuinfo", str(cpuinfo)]
     r = subprocess.run([*base, "--json", "python", "3.12"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
@@ -180,7 +180,7 @@ def test_cli_ask_here_with_nvidia_smi_and_cpuinfo(tmp_path):
 
 
 def test_the_chat_help_asks_for_what_ask_here_reads():
-    from bot.chat import HELP
-    from bot.host import SMI_QUERY
+    from bot.frontends.chat import HELP
+    from bot.engine.host import SMI_QUERY
 
     assert f"nvidia-smi {' '.join(SMI_QUERY)}" in HELP and "lscpu" in HELP and "torchbot ask --here" in HELP

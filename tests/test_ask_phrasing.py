@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bot import fuzzy
-from bot.commands import ask
-from bot.hardware import parse
+from bot.engine import fuzzy
+from bot.frontends.commands import ask
+from bot.engine.hardware import parse
 
 GUARD = [w for w in Path(__file__).with_name("guard_corpus.txt").read_text().split() if not w.startswith("#")]
 
@@ -105,7 +105,7 @@ def test_an_unknown_gpu_never_gets_a_cpu_only_answer(ctx):
 
 def test_every_instance_pattern_has_a_shape_the_gate_lets_through(cat):
     """The cheap pre-check before the instance search must never hide a real instance name."""
-    from bot.hardware import _INSTANCE_GATE_RE
+    from bot.engine.hardware.instances import _INSTANCE_GATE_RE
 
     names = ["p5.48xlarge", "p6e-gb200.36xlarge", "g4dn.xlarge", "c7i-flex.large", "m8i.metal-48xl", "a1.medium",
              "a3-highgpu-8g", "a4x-maxgpu-4g", "c4a-standard-8", "n2-custom-8-32768", "e2-medium", "g4-standard-48",
@@ -119,7 +119,7 @@ def test_every_instance_pattern_has_a_shape_the_gate_lets_through(cat):
 def test_a_bad_pattern_in_the_data_is_a_sentence_not_a_traceback(tmp_path):
     import shutil
 
-    from bot.hardware import _matchers
+    from bot.engine.hardware.matchers import matchers
     from config.catalog import DATA_DIR, build_catalog
     from config.errors import CatalogError
 
@@ -127,7 +127,7 @@ def test_a_bad_pattern_in_the_data_is_a_sentence_not_a_traceback(tmp_path):
     cpus = tmp_path / "data" / "cpus.toml"
     cpus.write_text(cpus.read_text().replace('pattern = "graviton ?4"', 'pattern = "graviton (4"', 1))
     with pytest.raises(CatalogError, match=r"CPU model pattern 'graviton \(4' in the catalog is invalid"):
-        _matchers(build_catalog(tmp_path / "data"))
+        matchers(build_catalog(tmp_path / "data"))
 
 
 def test_a_gpu_that_only_comes_with_an_arm_host_gets_an_arm_build(ctx):

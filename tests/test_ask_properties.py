@@ -6,7 +6,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.commands import ask
+from bot.frontends.commands import ask
 from release.context import Context
 from config.settings import Settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.chat import Chat, PlanReply
+from bot.frontends.chat import Chat, PlanReply
 from tests import fixtures_builds as fx
 
 

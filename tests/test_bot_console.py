@@ -5,8 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.chat import Chat
-from bot.console import run
+from bot.frontends.chat import Chat
+from bot.frontends.console import run
 from release.context import Context
 from config.settings import Settings
 
@@ -39,7 +39,7 @@ def test_chat_errors_are_sentences_not_tracebacks(tmp_path):
 
 
 def test_torchbot_chat_console_script():
-    r = subprocess.run([sys.executable, "-m", "bot.cli", "chat"], input="DGX Spark\n", capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "bot", "chat"], input="DGX Spark\n", capture_output=True,
                        text=True, cwd=ROOT, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
     assert r.returncode == 0, r.stderr
     assert "pytorch-python313-cuda13_1-sm121-armv9" in r.stdout

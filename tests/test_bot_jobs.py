@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.slack_app import create_app
-from bot.slack_http import make_http_server, start_in_thread
+from bot.frontends.slack.app import create_app
+from bot.frontends.slack.http_mode import make_http_server, start_in_thread
 from config.settings import Settings
 from release.context import Context
 from tests import fixtures_builds as fx

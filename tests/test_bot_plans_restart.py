@@ -9,7 +9,7 @@ import json
 import time
 import urllib.parse
 
-from bot.chat import Chat, PlanReply
+from bot.frontends.chat import Chat, PlanReply
 from release.context import Context
 from config.settings import Settings
 from tests.fakes_nixpkgs import FakeNixpkgs

@@ -15,8 +15,8 @@ import urllib.request
 
 import pytest
 
-from bot.slack_app import create_app
-from bot.slack_http import make_http_server, start_in_thread
+from bot.frontends.slack.app import create_app
+from bot.frontends.slack.http_mode import make_http_server, start_in_thread
 from config.settings import Settings
 from release.context import Context
 from tests.fakes_nixpkgs import FakeNixpkgs

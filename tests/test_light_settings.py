@@ -63,7 +63,7 @@ def run_ask(cwd, *code):
 
 
 def test_ask_runs_without_importing_pydantic(clean):
-    r = run_ask(clean, "import sys", "from bot.cli import main", "assert main(['ask', 'H100 with Graviton3']) == 0",
+    r = run_ask(clean, "import sys", "from bot.frontends.cli.main import main", "assert main(['ask', 'H100 with Graviton3']) == 0",
                 "assert not [m for m in sys.modules if m.startswith('pydantic')], 'pydantic imported'",
                 "assert 're' in sys.modules and 'slack_bolt' not in sys.modules and 'git' not in sys.modules")
     assert r.returncode == 0, r.stderr
@@ -72,6 +72,6 @@ def test_ask_runs_without_importing_pydantic(clean):
 
 def test_ask_with_a_dotenv_reads_it(clean):
     (clean / ".env").write_text("TORCHBOT_FLOX_ORG=from-dotenv\n")
-    r = run_ask(clean, "from bot.cli import main", "main(['ask', 'DGX Spark'])")
+    r = run_ask(clean, "from bot.frontends.cli.main import main", "main(['ask', 'DGX Spark'])")
     assert r.returncode == 0, r.stderr
     assert "flox install from-dotenv/pytorch-python313-cuda13_1-sm121-armv9" in r.stdout

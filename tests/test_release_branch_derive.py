@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from bot.cli import main as cli
+from bot.frontends.cli.main import main as cli
 from config.catalog import load_catalog
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import git, refs, tree_files

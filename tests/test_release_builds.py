@@ -95,8 +95,7 @@ def test_timeout_marks_failed(tmp_path: Path, repo: Path) -> None:
 
 
 def test_cli_build_and_status_json(tmp_path: Path, repo: Path, monkeypatch, capsys) -> None:
-    from bot import cli
-
+    from bot.frontends.cli import main as cli
     monkeypatch.setenv("TORCHBOT_STATE_DB", f"sqlite:///{tmp_path / 'cli.sqlite'}")
     monkeypatch.setenv("TORCHBOT_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.setenv("TORCHBOT_BUILD_COMMAND", "true")
@@ -121,7 +120,7 @@ def test_killed_torchbot_leaves_interrupted_builds_that_resume(tmp_path: Path, r
     env = dict(os.environ, TORCHBOT_STATE_DB=f"sqlite:///{tmp_path / 'kill.sqlite'}",
                TORCHBOT_LOG_DIR=str(tmp_path / "logs"), TORCHBOT_BUILD_COMMAND="sleep 5",
                TORCHBOT_BUILD_RESULT_LINK="README.md")
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "release", "build", "--repo", str(repo),
+    proc = subprocess.Popen([sys.executable, "-m", "bot", "release", "build", "--repo", str(repo),
                              "--branch", fx.BRANCH, "--variant", "pytorch-*", "--jobs", "2"],
                             env=env, cwd=Path(__file__).resolve().parent.parent)
     ctx = fx.context(tmp_path, state_db=env["TORCHBOT_STATE_DB"], build_command="true",

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from bot.cli import main as cli
+from bot.frontends.cli.main import main as cli
 from release.context import Context
 from config.errors import ExternalError, RefusedError, ValidationError
 from config.settings import Settings

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from bot.chat import Chat, PlanReply
-from bot.cli import main as cli
+from bot.frontends.chat import Chat, PlanReply
+from bot.frontends.cli.main import main as cli
 from config.errors import ExternalError
 from config.settings import Settings
 from release.context import Context

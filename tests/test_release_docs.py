@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bot.cli import main as cli
+from bot.frontends.cli.main import main as cli
 from release.context import Context
 from release.schedule import jobs as schedule
 from tests import fixtures_builds as fx

@@ -94,8 +94,7 @@ def test_each_variant_runs_on_its_platforms_runner(tmp_path: Path) -> None:
 
 
 def test_dry_run_json_lists_package_platform_runner_and_ref(tmp_path: Path, monkeypatch, capsys) -> None:
-    from bot import cli
-
+    from bot.frontends.cli import main as cli
     repo = fx.make_repo(tmp_path, packages=fx.OK + [fx.ARM, fx.DARWIN, fx.COMPANION])
     monkeypatch.setenv("TORCHBOT_STATE_DB", f"sqlite:///{tmp_path / 'cli.sqlite'}")
     monkeypatch.setenv("TORCHBOT_GITHUB_RUNNERS", "aarch64-darwin=macos-15")
@@ -161,10 +160,11 @@ def _workflow_checks(path: Path) -> None:
 
 
 def test_rendered_workflow_is_valid_and_safe(tmp_path: Path) -> None:
-    ctx = fx.context(tmp_path, build_jobs=3)
+    ctx = fx.context(tmp_path, github_max_parallel=3, build_jobs=5)
     text = render_workflow(ctx.settings)
     assert "workflow_dispatch:" in text and "include: ${{ fromJSON(inputs.pytorch) }}" in text
-    assert "runs-on: ${{ matrix.runs_on }}" in text and "max-parallel: 3" in text
+    assert "runs-on: ${{ matrix.runs_on }}" in text and text.count("max-parallel: 3") == 2
+    assert "max-parallel: 5" not in text  # TORCHBOT_BUILD_JOBS is local parallelism only
     assert 'FLOX_ORG: "acme"' in text and 'run: flox publish -o "$FLOX_ORG" "$PACKAGE"' in text
     assert "needs: pytorch" in text and "permissions: {}" in text
     # no ${{ }} inside a run: line, every action pinned to a 40-hex commit with its tag
@@ -178,14 +178,35 @@ def test_rendered_workflow_is_valid_and_safe(tmp_path: Path) -> None:
     _workflow_checks(path)
 
 
+def test_no_cap_by_default_leaves_max_parallel_out(tmp_path: Path) -> None:
+    """GitHub's default is no cap: every matrix job runs at once."""
+    text = render_workflow(fx.context(tmp_path, build_jobs=1).settings)
+    assert "max-parallel" not in text and "$max_parallel" not in text
+    assert "fail-fast: false" in text and "matrix:" in text
+    path = tmp_path / "torchbot-build.yml"
+    path.write_text(text)
+    _workflow_checks(path)
+
+
+def test_a_bad_max_parallel_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    from config.errors import ConfigError
+    from config.settings import load_settings
+
+    for bad in ("0", "-2", "lots"):
+        with pytest.raises(ConfigError) as err:
+            load_settings(_env_file=None, github_max_parallel=bad)
+        assert str(err.value).startswith("TORCHBOT_GITHUB_MAX_PARALLEL: ") and "\n" not in str(err.value)
+    assert load_settings(_env_file=None, github_max_parallel="none").github_max_parallel is None
+    assert load_settings(_env_file=None, github_max_parallel="20").github_max_parallel == 20
+
+
 def test_a_bad_org_cannot_reach_the_workflow(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="TORCHBOT_FLOX_ORG"):
         render_workflow(fx.context(tmp_path, flox_org='acme"\n    run: curl evil').settings)
 
 
 def test_workflow_commit_goes_to_the_named_branch_without_touching_the_checkout(tmp_path: Path, capsys) -> None:
-    from bot import cli
-
+    from bot.frontends.cli import main as cli
     ctx = fx.context(tmp_path)
     repo = fx.make_repo(tmp_path)
     (repo / "scratch.txt").write_text("mine\n")

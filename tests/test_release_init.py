@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from bot.cli import main as cli
+from bot.frontends.cli.main import main as cli
 from config.errors import RefusedError, ValidationError
 from config.catalog import load_catalog
 from release.adapters.git import commit_changes

@@ -118,10 +118,9 @@ def server():
 
 
 def client(server, retries=3) -> NixpkgsClient:
-    s = Settings(channels_url=server.channels_url, github_api_url=server.api_url, http_retries=retries, http_timeout=2)
-    c = NixpkgsClient(s)
-    c.backoff = 0.05
-    return c
+    s = Settings(channels_url=server.channels_url, github_api_url=server.api_url, http_retries=retries, http_timeout=2,
+                 http_backoff_seconds=0.05)
+    return NixpkgsClient(s)
 
 
 def test_adapter_facts(server):
@@ -162,9 +161,9 @@ def test_adapter_garbage(server):
 
 
 def test_adapter_connection_refused():
-    s = Settings(channels_url="http://127.0.0.1:9/", github_api_url="http://127.0.0.1:9/", http_retries=2, http_timeout=1)
+    s = Settings(channels_url="http://127.0.0.1:9/", github_api_url="http://127.0.0.1:9/", http_retries=2, http_timeout=1,
+                 http_backoff_seconds=0.01)
     c = NixpkgsClient(s)
-    c.backoff = 0.01
     with pytest.raises(ExternalError, match="after 2 attempts"):
         c.channel_head("nixos-unstable")
 

@@ -61,7 +61,7 @@ def test_runner_settings_override_per_platform_and_bad_values_name_the_setting(m
     s = Settings(_env_file=None)
     assert s.github_runners["aarch64-linux"] == ["self-hosted", "ARM64"]
     assert s.github_runners["x86_64-linux"] == ["ubuntu-latest"]
-    from bot.cli import main
+    from bot.frontends.cli.main import main
 
     monkeypatch.setenv("TORCHBOT_GITHUB_RUNNERS", "aarch64-linux")
     assert main(["release", "status"]) == 2

@@ -73,8 +73,7 @@ def test_publish_without_repo_is_a_clear_error(tmp_path: Path) -> None:
 def test_cli_publish_json(tmp_path: Path, monkeypatch, capsys) -> None:
     import json
 
-    from bot import cli
-
+    from bot.frontends.cli import main as cli
     repo = fx.make_repo(tmp_path, packages=fx.OK)
     ctx = fx.context(tmp_path, **FAST_BUILD)
     builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo))

@@ -80,8 +80,7 @@ def test_two_schedulers_on_one_db_run_each_run_once(tmp_path: Path) -> None:
 
 
 def test_cli_schedule(tmp_path: Path, monkeypatch, capsys) -> None:
-    from bot import cli
-
+    from bot.frontends.cli import main as cli
     monkeypatch.setenv("TORCHBOT_STATE_DB", f"sqlite:///{tmp_path / 'cli.sqlite'}")
     assert cli.main(["schedule", "list", "--json"]) == 0
     jobs = json.loads(capsys.readouterr().out)
@@ -108,7 +107,8 @@ def test_scheduled_bump_builds_changed_variants_then_nothing(tmp_path: Path) -> 
         nix.add_rev(pins.NEW, "2.8.4", {"cudaPackages_12_8"})
         nix.channels["nixos-unstable"] = pins.NEW
         ctx = _ctx(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=nix.api_url, nixpkgs_tarball_url=nix.tarball_url,
-                   build_command="true", build_result_link="README.md", http_retries=1)
+                   build_command="true", build_result_link="README.md", http_retries=1,
+                   schedule_build_backend="local")
         first = schedule.run_now(ctx, f"bump:{branch}")["result"]
         rows = [r for r in __import__("release.builds.run").builds.run.status(ctx, branch)]
         second = schedule.run_now(ctx, f"bump:{branch}")["result"]

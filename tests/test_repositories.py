@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from bot.cli import main
-from bot.commands import ask
+from bot.frontends.cli.main import main
+from bot.frontends.commands import ask
 from config.catalog import load_catalog
 from config.settings import Settings
 from release.context import Context
@@ -232,7 +232,7 @@ def test_a_missing_repository_in_the_list_is_one_clear_sentence(repos, tmp_path)
 
     pt, _ = repos
     env = {"TORCHBOT_REPO_PATH": f"{pt.path},{tmp_path / 'nope'}", "PATH": "/usr/bin:/bin", "TORCHBOT_CACHE_DIR": "off"}
-    r = subprocess.run([sys.executable, "-m", "bot.cli", "ask", "H100"], capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-m", "bot", "ask", "H100"], capture_output=True, text=True, env=env)
     assert r.returncode == 1 and "does not exist" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -1,17 +1,27 @@
 """The GitHub adapter (REST over httpx): pull requests on the managed repository, and the
 few GitHub Actions endpoints the github build backend uses (dispatch, runs, jobs).
 
+Every call goes through the shared retry policy (``release.adapters.http``: backoff with
+jitter, ``Retry-After`` and ``x-ratelimit-reset`` honoured). Lists are read whole: 100 per
+page (GitHub's maximum), following the ``Link: rel="next"`` header until there is none.
+``Actions.requests`` counts the requests sent and ``Actions.rate`` holds the last rate-limit
+headers, so the follower can count requests per poll and pace itself.
+
 May import: config.
 """
 
 from __future__ import annotations
 
-import time
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
 from config.errors import ExternalError, UsageError
 from config.settings import Settings
+from release.adapters.http import HttpClient, RateLimit
+
+PER_PAGE = 100  # GitHub's maximum page size
+MAX_PAGES = 1000  # a guard against a server whose "next" never ends
 
 
 class GitHub:
@@ -20,98 +30,120 @@ class GitHub:
         headers = {"User-Agent": "torchbot", "Accept": "application/vnd.github+json"}
         if settings.github_token is not None:
             headers["Authorization"] = f"Bearer {settings.github_token.get_secret_value()}"
-        self._client = client or httpx.Client(timeout=settings.http_timeout, headers=headers)
-        self.retries = max(1, int(settings.http_retries))
+        self.http = HttpClient(settings, headers=headers, client=client)
 
     def close(self) -> None:
-        self._client.close()
+        self.http.close()
 
     def open_pr(self, *, head: str, base: str, title: str, body: str, repo: str | None = None) -> dict:
         """POST /repos/{repo}/pulls; returns {"number", "url"}."""
         repo = repo or self.settings.github_repo
         url = f"{self.settings.github_api_url}repos/{repo}/pulls"
         payload = {"title": title, "head": head, "base": base, "body": body}
-        last = ""
-        for attempt in range(self.retries):
-            if attempt:
-                time.sleep(0.2 * 2 ** (attempt - 1))
-            try:
-                resp = self._client.post(url, json=payload)
-            except httpx.HTTPError as err:
-                last = type(err).__name__
-                continue
-            if resp.status_code >= 500:
-                last = f"HTTP {resp.status_code}"
-                continue
-            if resp.status_code not in (200, 201):
-                raise ExternalError(f"GitHub refused the pull request {head} -> {base} (HTTP {resp.status_code}).")
-            try:
-                data = resp.json()
-                return {"number": data.get("number"), "url": data.get("html_url") or data.get("url")}
-            except (ValueError, AttributeError):
-                raise ExternalError("GitHub answered the pull request with garbage.") from None
-        raise ExternalError(f"Could not open the pull request {head} -> {base} ({last}).")
+        resp = self.http.request("POST", url, json=payload,
+                                 failure=f"Could not open the pull request {head} -> {base}")
+        if resp.status_code not in (200, 201):
+            raise ExternalError(f"GitHub refused the pull request {head} -> {base} (HTTP {resp.status_code}).")
+        try:
+            data = resp.json()
+            return {"number": data.get("number"), "url": data.get("html_url") or data.get("url")}
+        except (ValueError, AttributeError):
+            raise ExternalError("GitHub answered the pull request with garbage.") from None
+
+
+def github_time(value: str | None) -> datetime | None:
+    """A GitHub timestamp (``2026-01-01T00:00:00Z``) as a naive UTC datetime."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC).replace(tzinfo=None)
 
 
 class Actions:
     """The few GitHub Actions endpoints torchbot uses."""
 
-    def __init__(self, settings, client=None):
-        import httpx
-
+    def __init__(self, settings: Settings, client: httpx.Client | None = None):
         if settings.github_token is None:
             raise UsageError("The github backend needs TORCHBOT_GITHUB_TOKEN.")
         self.s = settings
         self.repo = settings.github_repo
         self.base = f"{settings.github_api_url}repos/{self.repo}/actions/"
-        self.http = client or httpx.Client(
-            timeout=settings.http_timeout,
-            headers={
-                "Authorization": f"Bearer {settings.github_token.get_secret_value()}",
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": "2022-11-28",
-                "User-Agent": "torchbot",
-            },
-        )
+        self.http = HttpClient(settings, client=client, headers={
+            "Authorization": f"Bearer {settings.github_token.get_secret_value()}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": "torchbot",
+        })
 
-    def _call(self, method: str, path: str, **kw):
-        import httpx
+    @property
+    def requests(self) -> int:
+        return self.http.requests
 
-        last = ""
-        for attempt in range(max(1, self.s.http_retries)):
-            if attempt:
-                time.sleep(0.2 * 2 ** (attempt - 1))
-            try:
-                resp = self.http.request(method, self.base + path, **kw)
-            except httpx.HTTPError as err:
-                last = type(err).__name__
-                continue
-            if resp.status_code >= 500 or resp.status_code == 429:
-                last = f"HTTP {resp.status_code}"
-                continue
-            if resp.status_code >= 400:
-                raise ExternalError(f"GitHub refused {method} {path} (HTTP {resp.status_code}).")
-            return resp.json() if resp.content else {}
-        raise ExternalError(f"GitHub did not answer {method} {path} ({last}).")
+    @property
+    def rate(self) -> RateLimit | None:
+        return self.http.rate
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _send(self, method: str, url: str, what: str, **kw) -> httpx.Response:
+        resp = self.http.request(method, url, failure=f"GitHub did not answer {what}", **kw)
+        if resp.status_code >= 400:
+            raise ExternalError(f"GitHub refused {what} (HTTP {resp.status_code}).")
+        return resp
+
+    def _json(self, resp: httpx.Response, what: str) -> dict:
+        try:
+            data = resp.json() if resp.content else {}
+        except ValueError:
+            raise ExternalError(f"GitHub answered {what} with garbage.") from None
+        if not isinstance(data, dict):
+            raise ExternalError(f"GitHub answered {what} with garbage.")
+        return data
+
+    def _all_pages(self, path: str, key: str, params: dict | None = None) -> list[dict]:
+        """Every item of a listing: 100 per page, following ``Link: rel="next"``."""
+        what = f"GET {path}"
+        url: str | None = self.base + path
+        query: dict | None = {**(params or {}), "per_page": PER_PAGE}
+        items: list[dict] = []
+        seen: set[str] = set()
+        while url and len(seen) < MAX_PAGES:
+            resp = self._send("GET", url, what, params=query)
+            seen.add(str(resp.url))
+            batch = self._json(resp, what).get(key)
+            if not isinstance(batch, list):
+                raise ExternalError(f"GitHub answered {what} with garbage (no {key} list).")
+            items.extend(batch)
+            url = resp.links.get("next", {}).get("url")
+            query = None  # the next URL carries the query
+            if url in seen:
+                break
+        return items
 
     def dispatch(self, inputs: dict, ref: str) -> None:
         """workflow_dispatch of the build workflow at ``ref`` (the branch being built: the
         workflow file and the checkout both come from it)."""
-        self._call("POST", f"workflows/{self.s.github_workflow_file}/dispatches",
-                   json={"ref": ref, "inputs": inputs})
+        path = f"workflows/{self.s.github_workflow_file}/dispatches"
+        self._send("POST", self.base + path, f"POST {path}", json={"ref": ref, "inputs": inputs})
 
-    def find_run(self, request_id: str, attempts: int = 10) -> dict:
-        for attempt in range(attempts):
-            data = self._call("GET", f"workflows/{self.s.github_workflow_file}/runs",
-                              params={"event": "workflow_dispatch", "per_page": 50})
-            for run in data.get("workflow_runs", []):
-                if request_id in (run.get("display_title") or run.get("name") or ""):
-                    return run
-            time.sleep(self.s.github_poll_seconds if attempt < attempts - 1 else 0)
-        raise ExternalError("GitHub accepted the dispatch but its run did not appear; `release status` later.")
+    def find_runs(self, request_ids: set[str], since: datetime) -> dict[str, dict]:
+        """request id -> its run, for the dispatch runs created since ``since`` (naive UTC)
+        whose name carries one of ``request_ids``: one listing, every page."""
+        created = (since - timedelta(minutes=5)).replace(microsecond=0).isoformat() + "Z"
+        runs = self._all_pages(f"workflows/{self.s.github_workflow_file}/runs", "workflow_runs",
+                               {"event": "workflow_dispatch", "created": f">={created}"})
+        found: dict[str, dict] = {}
+        for run in runs:
+            title = run.get("display_title") or run.get("name") or ""
+            for rid in request_ids:
+                if rid in title and rid not in found:
+                    found[rid] = run
+        return found
 
     def run(self, run_id: str) -> dict:
-        return self._call("GET", f"runs/{run_id}")
+        path = f"runs/{run_id}"
+        return self._json(self._send("GET", self.base + path, f"GET {path}"), f"GET {path}")
 
     def jobs(self, run_id: str) -> list[dict]:
-        return self._call("GET", f"runs/{run_id}/jobs", params={"per_page": 100}).get("jobs", [])
+        """Every job of a run's latest attempt (every page)."""
+        return self._all_pages(f"runs/{run_id}/jobs", "jobs", {"filter": "latest"})

@@ -3,23 +3,22 @@ exists, the torch version and the CUDA package sets at a revision, and what chan
 two revisions (the GitHub compare API; commits touching a path).
 
 Base URLs come from settings (``channels_url``, ``github_api_url``) so tests point them at
-127.0.0.1. Every call has a timeout and retries with exponential backoff; anything that is
-not a clear answer raises :class:`ExternalError` (nothing has been changed by then).
+127.0.0.1. Every call has a timeout and goes through the shared retry policy
+(``release.adapters.http``: backoff with jitter, ``Retry-After`` and ``x-ratelimit-reset``
+honoured, bounded total time); anything that is not a clear answer raises
+:class:`ExternalError` (nothing has been changed by then).
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import time
 
 import httpx
 
 from config.errors import ExternalError, RefusedError
-from config.settings import Settings
 from config.naming import REV_RE, short
-
-log = logging.getLogger(__name__)
+from config.settings import Settings
+from release.adapters.http import HttpClient
 
 # Files that define python3Packages.torch, newest layout first.
 TORCH_FILES = (
@@ -44,19 +43,17 @@ class NixpkgsClient:
     def __init__(self, settings: Settings, client: httpx.Client | None = None):
         self.settings = settings
         self.repo = settings.nixpkgs_repo
-        self.retries = max(1, int(settings.http_retries))
         headers = {"User-Agent": "torchbot"}
         token = settings.github_token
         if token is not None:
             headers["Authorization"] = f"Bearer {token.get_secret_value()}"
-        self._client = client or httpx.Client(timeout=settings.http_timeout, headers=headers, follow_redirects=True)
+        self.http = HttpClient(settings, headers=headers, follow_redirects=True, client=client)
         self._files: dict[tuple[str, str], str | None] = {}
-        self.backoff = 0.2
 
     def close(self) -> None:
-        self._client.close()
+        self.http.close()
 
-    def __enter__(self) -> "NixpkgsClient":
+    def __enter__(self) -> NixpkgsClient:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -64,25 +61,13 @@ class NixpkgsClient:
 
     # -- transport ------------------------------------------------------------------------
     def _get(self, url: str, what: str, *, accept: str | None = None) -> httpx.Response:
-        last = ""
-        for attempt in range(self.retries):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            try:
-                resp = self._client.get(url, headers={"Accept": accept} if accept else None)
-            except httpx.HTTPError as err:
-                last = f"{type(err).__name__}"
-                log.debug("GET %s failed: %s", url, err)
-                continue
-            if resp.status_code == 404:
-                raise _NotFound(url)
-            if resp.status_code >= 500 or resp.status_code == 429:
-                last = f"HTTP {resp.status_code}"
-                continue
-            if resp.status_code >= 400:
-                raise ExternalError(f"Could not get {what}: the server answered HTTP {resp.status_code}.")
-            return resp
-        raise ExternalError(f"Could not get {what} after {self.retries} attempts ({last}); nothing was changed.")
+        resp = self.http.request("GET", url, headers={"Accept": accept} if accept else None,
+                                 failure=f"Could not get {what}", then="nothing was changed")
+        if resp.status_code == 404:
+            raise _NotFound(url)
+        if resp.status_code >= 400:
+            raise ExternalError(f"Could not get {what}: the server answered HTTP {resp.status_code}.")
+        return resp
 
     def _api(self, path: str) -> str:
         return self.settings.github_api_url + path.lstrip("/")

@@ -1,7 +1,9 @@
 """The GitHub Actions build workflow: ``render_workflow`` fills
 ``release/templates/build-workflow.yml`` (a matrix job per variant, on the runner labels each
 matrix entry carries, running ``flox build`` and ``flox publish``) with the actions pinned in
-``release/templates/actions.toml``; ``write_workflow`` puts it into the target repository:
+``release/templates/actions.toml`` and ``max-parallel`` from ``TORCHBOT_GITHUB_MAX_PARALLEL``
+(unset: the line is left out, GitHub's default of no cap; ``TORCHBOT_BUILD_JOBS`` is for local
+builds only); ``write_workflow`` puts it into the target repository:
 into the working tree, or as a commit on a named branch without touching the checkout.
 
 May import: config, release.context, release.adapters.
@@ -25,6 +27,7 @@ TEMPLATE = TEMPLATES / "build-workflow.yml"
 ACTIONS = TEMPLATES / "actions.toml"
 _ORG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+_MAX_PARALLEL_LINE = re.compile(r"^[ \t]*max-parallel: \$max_parallel\n", re.M)
 
 
 def pinned_actions() -> dict[str, str]:
@@ -40,10 +43,14 @@ def pinned_actions() -> dict[str, str]:
 def render_workflow(settings) -> str:
     if not _ORG_RE.match(settings.flox_org or ""):
         raise UsageError(f"TORCHBOT_FLOX_ORG '{settings.flox_org}' is not a FloxHub organisation name.")
-    return string.Template(TEMPLATE.read_text()).safe_substitute(
+    template = TEMPLATE.read_text()
+    cap = settings.github_max_parallel
+    if cap is None:  # GitHub's default: every matrix job at once
+        template = _MAX_PARALLEL_LINE.sub("", template)
+    return string.Template(template).safe_substitute(
         org=json.dumps(settings.flox_org),
         timeout_minutes=int(math.ceil(min(settings.build_timeout, 6 * 3600) / 60)),  # GitHub caps jobs at 6 h
-        max_parallel=max(1, int(settings.build_jobs)),
+        max_parallel=int(cap) if cap is not None else "",
         **pinned_actions(),
     )
 

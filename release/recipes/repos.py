@@ -208,5 +208,5 @@ def catalog_from_repositories(paths: list[str | os.PathLike], embedded: Catalog)
 
 
 def catalog_from_repository(path: str | os.PathLike, embedded: Catalog) -> Catalog:
-    """The embedded catalog with its branches replaced by the repository's real ones."""
+    """The embedded catalog with its branches replaced by one repository's real ones."""
     return catalog_from_repositories([path], embedded)

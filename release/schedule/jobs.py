@@ -3,8 +3,11 @@
 Jobs:
 - ``bump:<branch>`` on ``Settings.bump_cron`` (vLLM branches only with
   ``bump_vllm_branches``): ``release.pins.commands.plan_bump(ctx, branch, None).apply()``,
-  then a ``--changed-only`` build with ``Settings.build_backend`` (skipped gracefully when the
-  pins module or the repository is absent);
+  then a ``--changed-only`` build with ``Settings.schedule_backend()``
+  (``TORCHBOT_SCHEDULE_BUILD_BACKEND``: github | local | none; unset, github when a GitHub
+  token and repository are configured, otherwise none: the bump is made and reported and
+  nothing is built on the bot's own host) (skipped gracefully when the pins module or the
+  repository is absent);
 - ``docs-check`` on ``Settings.docs_cron`` (weekly): ``release docs --check``; drift goes to the
   announce channel;
 - ``poll-builds`` (GitHub runs of the github backend; interrupted local builds),
@@ -134,9 +137,15 @@ def _job_bump(ctx, branch: str) -> str:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
     result = plan_bump(ctx, branch, None).apply()
     line = result.text().splitlines()[0] if result.text() else "bumped"
+    backend = ctx.settings.schedule_backend()
+    if backend == "none":
+        explicit = ctx.settings.schedule_build_backend or ctx.settings.build_backend
+        why = ("TORCHBOT_SCHEDULE_BUILD_BACKEND=none" if explicit
+               else "no GitHub token configured and TORCHBOT_SCHEDULE_BUILD_BACKEND unset")
+        return f"{line}; build: none ({why}: the schedule builds nothing by itself)"
     from release.builds.commands import plan_build
 
-    built = plan_build(ctx, branch, None, backend=ctx.settings.build_backend, changed_only=True).apply()
+    built = plan_build(ctx, branch, None, backend=backend, changed_only=True).apply()
     skipped = sum(1 for r in built.rows if r.get("state") == "skipped")
     tail = f", {skipped} skipped (other platforms)" if skipped else ""
     return f"{line}; build: {len(built.rows) - skipped} variant(s){tail}"

@@ -1,7 +1,7 @@
 """The ``torchbot`` console script.
 
-Each area registers its own subcommands: ``bot.cli_ask`` (ask, catalog),
-``release.cli`` (release ...), ``release.schedule_cli`` (schedule ...), ``bot.serve_cli``
+Each area registers its own subcommands: ``bot.frontends.cli.ask`` (ask, catalog),
+``release.cli`` (release ...), ``release.schedule_cli`` (schedule ...), ``bot.frontends.cli.serve``
 (serve, chat). Registration modules import heavy libraries only inside their handlers so
 ``torchbot ask`` starts fast. A handler takes (args, ctx) and returns an exit code.
 """
@@ -15,7 +15,7 @@ import sys
 
 from config.errors import TorchbotError
 
-REGISTRARS = ("bot.cli_ask", "release.cli", "release.schedule.cli", "bot.serve_cli")
+REGISTRARS = ("bot.frontends.cli.ask", "release.cli", "release.schedule.cli", "bot.frontends.cli.serve")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,7 +26,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 # Commands whose registrar is imported alone when the command line names them (a quick `ask`).
-QUICK = {"ask": "bot.cli_ask", "catalog": "bot.cli_ask"}
+QUICK = {"ask": "bot.frontends.cli.ask", "catalog": "bot.frontends.cli.ask"}
 
 
 def build_parser(registrars: tuple[str, ...] = REGISTRARS) -> argparse.ArgumentParser:
@@ -83,6 +83,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torchbot: internal error ({type(err).__name__}); rerun with -v for details.", file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from bot.chat import Chat, JobReply, PlanReply
+from bot.frontends.chat import Chat, JobReply, PlanReply
 from release.context import Context
 
 PROMPT = "torchbot> "

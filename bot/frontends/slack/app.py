@@ -3,10 +3,10 @@
 Listeners only plan, ack and enqueue. Every listener acks first (well inside Slack's 3 s):
 fast answers (/variant, /pins, help) are the ack itself; plans ack at once and arrive through
 ``respond`` (the command's response URL); a Confirm hands the plan to the job runner and the
-job reports in a thread of the channel (``bot/slack_jobs.py``). Unknown commands and buttons
+job reports in a thread of the channel (``bot/frontends/slack/jobs.py``). Unknown commands and buttons
 are acked with a short help. An error after the ack reaches the user as an apology with an
 error id that is in the log; tracebacks only go to the log. The Web API base URL comes from
-settings. HTTP serving is in ``bot/slack_http.py``, Socket Mode in ``bot/slack_socket.py``.
+settings. HTTP serving is in ``bot/frontends/slack/http_mode.py``, Socket Mode in ``bot/frontends/slack/socket_mode.py``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import re
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot.chat import PLANNERS, SHORT_HELP, Chat, JobReply
-from bot.commands import ask
-from bot.incidents import report
-from bot.slack_blocks import render
-from bot.slack_jobs import JobReport
+from bot.frontends.chat import PLANNERS, SHORT_HELP, Chat, JobReply
+from bot.frontends.commands import ask
+from bot.frontends.incidents import report
+from bot.frontends.slack.blocks import render
+from bot.frontends.slack.jobs import JobReport
 from release.context import Context
 
 log = logging.getLogger("torchbot.slack")

@@ -33,7 +33,7 @@ def _emit(result, as_json: bool) -> None:
 
 
 def _ask(args, ctx) -> int:
-    from bot.commands import ask
+    from bot.frontends.commands import ask
 
     words = args.question
     if not words and not args.here:
@@ -42,7 +42,7 @@ def _ask(args, ctx) -> int:
     if args.here:
         from pathlib import Path
 
-        from bot.host import gather
+        from bot.engine.host import gather
 
         facts = gather(nvidia_smi=args.nvidia_smi, cpuinfo=Path(args.cpuinfo), use_nvml=not args.no_nvml)
         if not args.json:
@@ -57,7 +57,7 @@ def _ask(args, ctx) -> int:
 def _catalog(args, ctx) -> int:
     from pathlib import Path
 
-    from bot.commands import catalog
+    from bot.frontends.commands import catalog
 
     if args.repo:
         paths = [Path(p) for r in args.repo for p in r.split(",") if p.strip()]

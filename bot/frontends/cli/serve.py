@@ -1,6 +1,6 @@
 """`torchbot serve` (Slack bot + schedule) and `torchbot chat` (console, no Slack).
 
-``serve`` checks everything it can before it answers anyone (bot/startup.py): tokens, the
+``serve`` checks everything it can before it answers anyone (bot/frontends/slack/startup.py): tokens, the
 state DB, the port, Slack itself; then prints one line saying which bot it is connected as,
 to which workspace and in which mode."""
 
@@ -26,8 +26,8 @@ def _say(line: str) -> None:
 
 
 def _serve(args, ctx) -> int:
-    from bot import startup
-    from bot.slack_app import create_app
+    from bot.frontends.slack import startup
+    from bot.frontends.slack.app import create_app
     from release.state import state_for
 
     s = ctx.settings
@@ -37,7 +37,7 @@ def _serve(args, ctx) -> int:
     app = create_app(ctx)
     server = None
     if mode == "http":
-        from bot.slack_http import make_http_server
+        from bot.frontends.slack.http_mode import make_http_server
 
         host, port = args.host or s.host, s.port if args.port is None else args.port
         try:
@@ -69,8 +69,8 @@ def _serve_socket(app, settings, who) -> None:
 
     from slack_sdk.errors import SlackApiError, SlackClientError
 
-    from bot import startup
-    from bot.slack_socket import SocketHandler
+    from bot.frontends.slack import startup
+    from bot.frontends.slack.socket_mode import SocketHandler
     from config.errors import ConfigError
 
     log = logging.getLogger("torchbot.slack")
@@ -97,6 +97,6 @@ def _serve_socket(app, settings, who) -> None:
 
 
 def _chat(args, ctx) -> int:
-    from bot.console import run
+    from bot.frontends.console import run
 
     return run(ctx)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.hardware import Hardware
+from bot.engine.hardware import Hardware
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ turns a mutating command into a *pending plan* that only its asker's Confirm app
 writes an audit line for every mutating command. Pending plans live in the state DB (with
 what they expect not to move, and an expiry), so a Confirm after a restart still works, and
 refuses, naming it, when something moved. A confirmed plan runs in the bounded job runner
-(``bot/jobs.py``), never on the caller's thread. It returns result objects; rendering is the
-front end's job (text for the console, Block Kit in ``bot/slack_blocks.py``).
+(``bot/frontends/jobs.py``), never on the caller's thread. It returns result objects; rendering is the
+front end's job (text for the console, Block Kit in ``bot/frontends/slack/blocks.py``).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
-from bot import pending as plans
-from bot.commands import ask, catalog
-from bot.incidents import report
-from bot.jobs import Job, JobRunner
+from bot.frontends import pending as plans
+from bot.frontends.commands import ask, catalog
+from bot.frontends.incidents import report
+from bot.frontends.jobs import Job, JobRunner
 from release.context import Context
 from config.errors import PermissionDenied, TorchbotError, UsageError
 from config.results import MessageResult

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.answer import Answer
-from bot.chat import JobReply, PlanReply
+from bot.engine.answer import Answer
+from bot.frontends.chat import JobReply, PlanReply
 
 MAX_TEXT = 2900  # a section's text limit is 3000 characters
 MAX_PAGES = 12  # code sections in one message (Slack allows 50 blocks)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.answer import Answer
+from bot.engine.answer import Answer
 from release.context import Context
-from bot.hardware import parse
-from bot.companions import answer_companion, companion_kind
-from bot.select import recommend
+from bot.engine.hardware import parse
+from bot.engine.companions import answer_companion, companion_kind
+from bot.engine.select import recommend
 
 
 def ask(ctx: Context, text: str) -> Answer:

@@ -14,9 +14,9 @@ import time
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.chat import JobReply
-from bot.jobs import Job
-from bot.slack_blocks import render
+from bot.frontends.chat import JobReply
+from bot.frontends.jobs import Job
+from bot.frontends.slack.blocks import render
 
 log = logging.getLogger("torchbot.slack")
 

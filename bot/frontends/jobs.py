@@ -5,7 +5,7 @@ after another, so a second build of a branch waits instead of being refused. Que
 running jobs are listed for ``/torchbot status``. Each job reports through its callbacks:
 ``on_start(job)`` and ``on_done(job)`` (``job.result`` then holds a result object).
 
-Imports only ``bot.incidents`` and ``config``."""
+Imports only ``bot.frontends.incidents`` and ``config``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from bot.incidents import report
+from bot.frontends.incidents import report
 from config.errors import TorchbotError
 from config.results import MessageResult
 

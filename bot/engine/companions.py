@@ -1,7 +1,7 @@
 """torchvision and torchaudio answers: "which torchvision for an RTX 4090 and i9-13900K",
 "torchaudio for a T4".
 
-The PyTorch answer for the hardware is worked out first (bot/select.py); then the companion
+The PyTorch answer for the hardware is worked out first (bot/engine/select.py); then the companion
 package built for the same GPU architecture and a CPU ISA the CPU runs: on a build-torchvision
 branch paired with that PyTorch branch (its recipes build the same PyTorch inline), on the
 PyTorch branch itself (build-pytorch companions import the sibling PyTorch recipe), else on
@@ -17,9 +17,10 @@ import re
 from dataclasses import replace
 from functools import lru_cache
 
-from bot.answer import Answer, Pick
-from bot.hardware import Hardware
-from bot.select import cpu_plan, driver_reason
+from bot.engine.answer import Answer, Pick
+from bot.engine.branches import driver_reason
+from bot.engine.cpu_isa import cpu_plan
+from bot.engine.hardware import Hardware
 from config.catalog import Branch, Catalog, Variant, vtuple
 
 _ASK_RE = re.compile(r"torch[\s_-]?(vision|audio)", re.I)

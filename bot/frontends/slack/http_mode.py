@@ -20,7 +20,7 @@ from socketserver import ThreadingMixIn
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from bot.incidents import report
+from bot.frontends.incidents import report
 
 log = logging.getLogger("torchbot.slack")
 PATH = "/slack/events"

@@ -1,6 +1,6 @@
 """Pending plans as data: what a shown plan expects not to move, how to make it again, and
 what to say when a Confirm cannot apply it. Pure functions over a plan's ``to_dict()``
-(no Slack, git or database here; ``bot.chat`` stores the rows in the state DB)."""
+(no Slack, git or database here; ``bot.frontends.chat`` stores the rows in the state DB)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,84 @@
+"""Benchmark: a 237-variant release through the github backend, against the paging,
+rate-limiting fake GitHub on 127.0.0.1 (tests/fakes_github.py), time scaled down.
+
+A throwaway repository holds 237 pytorch recipes (one real branch's count); the release is
+planned, dispatched (one run) and followed by the real backend (state DB, every jobs page,
+the retry policy). Each job takes 1 to 6 simulated hours (varied by variant), after 30
+simulated seconds in the queue; 1 simulated hour is 0.1 s, and the poll interval is scaled
+the same way (30 s -> 0.83 ms, so polls are back to back, bounded by request latency).
+
+Reports (a) the time from dispatch until every result is recorded, divided by the longest
+job (goal <= 1.2 with no cap: the release takes as long as its longest build, not their
+sum); (b) API requests per poll and per release, measured, and projected at the real poll
+interval against GitHub's 5,000 requests per hour.
+
+    .venv/bin/python bench/github_scale.py [--variants 237] [--hour 0.1] [--max-parallel N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from release.builds import github as gha  # noqa: E402
+from release.builds import run as builds  # noqa: E402
+from tests import fixtures_builds as fx  # noqa: E402
+from tests.fakes_github import FakeGitHub  # noqa: E402
+
+REAL_POLL_SECONDS = 30.0  # TORCHBOT_GITHUB_POLL_SECONDS default
+GITHUB_HOURLY = 5000
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--variants", type=int, default=237)
+    ap.add_argument("--hour", type=float, default=0.1, help="seconds of wall time per simulated hour")
+    ap.add_argument("--max-parallel", type=int, default=None, help="the fake's runner cap (default none)")
+    args = ap.parse_args()
+    hour = args.hour
+    variants = [f"pytorch-python313-cuda12_8-sm{n}-avx2" for n in range(100, 100 + args.variants)]
+    hours = {p: 1.0 + (i * 37 % 51) / 10 for i, p in enumerate(variants)}  # 1.0 .. 6.0 simulated hours
+    longest = max(hours.values()) * hour
+    with tempfile.TemporaryDirectory() as d, FakeGitHub(durations={p: h * hour for p, h in hours.items()},
+                                                       start_delay=30 / 3600 * hour,
+                                                       max_parallel=args.max_parallel) as gh:
+        tmp = Path(d)
+        repo = fx.make_repo(tmp, packages=variants)
+        ctx = fx.context(tmp, github_api_url=gh.url, github_token=gh.token, github_repo=gh.repo,
+                         github_poll_seconds=REAL_POLL_SECONDS / 3600 * hour)
+        plan = builds.prepare(ctx, fx.BRANCH, repo=repo, backend="github")
+        recorded: list[float] = []
+        t0 = time.perf_counter()
+        rows = gha.dispatch_build(ctx, plan, progress=lambda row: recorded.append(time.monotonic()))
+        call = time.perf_counter() - t0
+        took = max(recorded) - gh.runs[1000]["t0"]  # from the fake's receipt of the dispatch
+        (run,) = gha.runs(ctx)
+        total = len(gh.log)
+        refused = sum(r.status >= 400 for r in gh.log)
+    ok = sum(r["state"] == "succeeded" for r in rows)
+    per_poll = run["requests"] / max(1, run["polls"])
+    ratio = took / longest
+    print(f"{len(rows)} variants ({ok} succeeded), one run; longest job {max(hours.values()):.1f} simulated h "
+          f"= {longest:.2f} s; cap {args.max_parallel or 'none'}")
+    print(f"(a) dispatch -> every result recorded: {took:.2f} s = {ratio:.2f} x the longest job (goal <= 1.2); "
+          f"the whole call, with recording the dispatch first: {call:.2f} s = {call / longest:.2f} x")
+    print(f"(b) requests per poll: {per_poll:.2f} (= ceil({len(rows)}/100) = {math.ceil(len(rows) / 100)}); "
+          f"{run['polls']} polls, {total} requests for the release here (dispatch, runs listing, polls; "
+          f"{refused} refused)")
+    polls_real = math.ceil(max(hours.values()) * 3600 / REAL_POLL_SECONDS)
+    per_hour = per_poll * 3600 / REAL_POLL_SECONDS
+    print(f"    at the real {REAL_POLL_SECONDS:g} s poll interval: {per_hour:.0f} requests/hour "
+          f"({per_hour / GITHUB_HOURLY:.0%} of GitHub's {GITHUB_HOURLY:,}), "
+          f"~{polls_real * per_poll + 2:,.0f} requests for a release whose longest job is "
+          f"{max(hours.values()):.0f} h")
+    return 0 if len(rows) == args.variants and (args.max_parallel or ratio <= 1.2) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,77 @@
+"""Pasted ``lscpu`` and ``/proc/cpuinfo`` output: the flag line (the machine's own word on its
+instructions), the architecture line, the model name, the vendor and ARM's CPU part, and the
+microarchitecture archspec names from the flags when the model string carries no model number.
+Pure (archspec's database is data); may import config."""
+
+from __future__ import annotations
+
+import re
+
+from config.catalog import Catalog
+
+CPUINFO_REPEAT_RE = re.compile(r"^processor[ \t]*:[ \t]*[1-9][0-9]*[ \t]*\n(?:[^\n]+\n?)*", re.M)
+FLAGS_LINE_RE = re.compile(r"^[ \t]*(?:flags|features)[ \t]*:[ \t]*([^\n]*)$", re.M)
+# Flag names anywhere in the text ("avx512_bf16", "amx_int8", "svebf16", a build name
+# "...-avx512bf16"): instructions the CPU has, never words about the work.
+FLAG_TOKEN_RE = re.compile(r"(?<![a-z0-9])-?m?(?:avx|amx|sve|asimd)[a-z0-9_]*")
+_ARCH_LINE_RE = re.compile(r"^[ \t]*architecture[ \t]*:[ \t]*(\S+)", re.M)
+_MODEL_LINE_RE = re.compile(r"^[ \t]*model name[ \t]*:[ \t]*([^\n]*)$", re.M)
+_VENDOR_LINE_RE = re.compile(r"^[ \t]*vendor(?:_id| id)[ \t]*:[ \t]*(\S+)", re.M)
+_CPU_PART_RE = re.compile(r"^[ \t]*cpu part[ \t]*:[ \t]*(0x[0-9a-f]{3})", re.M)
+_VENDOR_ARM_RE = re.compile(r"^[ \t]*(?:vendor id[ \t]*:[ \t]*(?:arm|apm|cavium|nvidia|ampere)|cpu implementer[ \t]*:)", re.M)
+_ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "i686": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+           "armv8l": "aarch64"}
+
+
+def pasted_flags(low: str) -> set[str]:
+    """Every flag of the pasted flag lines (lscpu "Flags:", /proc/cpuinfo "flags" / "Features")."""
+    flags: set[str] = set()
+    for fl in FLAGS_LINE_RE.finditer(low):
+        tokens = fl.group(1).split()
+        if len(tokens) >= 3:
+            flags.update(tokens)
+    return flags
+
+
+def pasted_arch(low: str) -> str | None:
+    """x86_64 | aarch64 from an "Architecture:" line."""
+    am = _ARCH_LINE_RE.search(low)
+    return _ARCHES.get(am.group(1)) if am else None
+
+
+def arm_part(low: str) -> str | None:
+    """ARM's "CPU part" id (0xd40 ...)."""
+    pm = _CPU_PART_RE.search(low)
+    return pm.group(1) if pm else None
+
+
+def model_line(low: str) -> str:
+    """The "Model name:" line as pasted, or ""."""
+    mm = _MODEL_LINE_RE.search(low)
+    return mm.group(1).strip() if mm else ""
+
+
+def arm_vendor(low: str) -> bool:
+    """A vendor or CPU-implementer line of an ARM CPU."""
+    return _VENDOR_ARM_RE.search(low) is not None
+
+
+def uarch_from_flags(cat: Catalog, low: str, pasted: set[str]) -> str | None:
+    """An x86 microarchitecture named from pasted flags with archspec's rule (the newest
+    microarchitecture of the CPU's vendor whose features the CPU all has), when torchbot's
+    data maps it. The flags themselves still decide the build."""
+    vm = _VENDOR_LINE_RE.search(low)
+    vendor = {"genuineintel": "GenuineIntel", "authenticamd": "AuthenticAMD"}.get(vm.group(1) if vm else "")
+    if vendor is None or "avx" not in pasted:
+        return None
+    from archspec.cpu import TARGETS
+    from archspec.cpu.detect import compatibility_check_for_x86_64, partial_uarch
+
+    info = partial_uarch(vendor=vendor, features=set(pasted))  # archspec's own reading of the flags
+    by_archspec = {u.archspec: k for k, u in cat.uarchs.items() if u.archspec}
+    best = None
+    for name, t in TARGETS.items():
+        if name in by_archspec and t.vendor == vendor and compatibility_check_for_x86_64(info, t):
+            if best is None or (len(t.ancestors), len(t.features)) > best[0]:
+                best = ((len(t.ancestors), len(t.features)), name)
+    return by_archspec[best[1]] if best else None

@@ -1,0 +1,161 @@
+"""The CPU of a question: a model named in free text (or the CPU of a named instance or system),
+pasted flags (``cpuinfo``), ARM's CPU part, flags stated in prose ("it has AVX-512", "no avx512"),
+and CPU-like names the catalog does not know (kept, so the answer asks). Pure; may import config."""
+
+from __future__ import annotations
+
+import re
+
+from bot.engine.hardware import cpuinfo
+from bot.engine.hardware.facts import SCAN, Hardware, fold
+from bot.engine.hardware.matchers import Matchers
+from config.catalog import Catalog
+
+_ARM_WORD_RE = re.compile(r"(?<![a-z0-9])(?:aarch64|arm64|armv[89](?:\.\d)?(?: ?a)?|arm)(?![a-z0-9])")
+CPU_LIKE_RE = re.compile(r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])")
+# Flags stated in prose ("it has AVX-512", "no avx512"): canonical flag names.
+_STATED_RE = re.compile(
+    r"(?P<neg>\b(?:no|not|without|lacks?|lacking|missing)\s+(?:the\s+)?)?"
+    r"(?<![a-z0-9])(?P<flag>avx ?512 ?_?bf16|avx ?512 ?_?vnni|avx ?512 ?f|avx ?512|avx ?_?vnni|avx ?2|avx|sve ?2|sve|fma|f16c|asimddp|dotprod)(?![a-z0-9])"
+)
+_STATED_CANON = {
+    "avx512bf16": "avx512_bf16",
+    "avx512vnni": "avx512_vnni",
+    "avx512f": "avx512f",
+    "avx512": "avx512",
+    "avxvnni": "avx_vnni",
+    "avx2": "avx2",
+    "avx": "avx",
+    "sve2": "sve2",
+    "sve": "sve",
+    "fma": "fma",
+    "f16c": "f16c",
+    "asimddp": "asimddp",
+    "dotprod": "asimddp",
+}
+
+
+def read_cpu(cat: Catalog, m: Matchers, hw: Hardware, low: str, folded: str, prose: str, inst_cpu: str | None) -> None:
+    # Pasted flags (lscpu "Flags:", /proc/cpuinfo "flags"/"Features") are the machine's own word.
+    pasted = cpuinfo.pasted_flags(low)
+    hw.cpu_arch = cpuinfo.pasted_arch(low) or hw.cpu_arch
+    cpu_name = inst_cpu or hw.system_cpu
+    uarch_key, matched = _named_model(cat, m, hw, fold(cpu_name) if cpu_name else folded[:SCAN])
+    if matched is not None and cpu_name:
+        matched = None  # the instance's or system's CPU, not a span of the question
+    if uarch_key is None:
+        part = cpuinfo.arm_part(low)
+        if part in cat.arm_parts:
+            uarch_key = cat.arm_parts[part]
+            hw.cpu = cat.uarchs[uarch_key].name
+    if uarch_key is None and pasted:
+        uarch_key = _named_from_flags(cat, hw, low, pasted)
+    _set_flags(cat, m, hw, low, uarch_key, pasted)
+    if uarch_key is None and not pasted and not cpu_name:
+        _unknown_cpu(cat, m, hw, folded)
+    elif matched is not None and m.brands is not None:
+        # A second, unknown CPU next to a known one ("Xeon 9999 or EPYC 9654?") is still said.
+        for bm in m.brands.finditer(folded, 0, SCAN):
+            if bm.group("model") and not (bm.start() < matched[1] and matched[0] < bm.end()):
+                if not m.cpu.search(bm.group(0)):
+                    hw.unknown_cpu.append(bm.group(0))
+    _stated_flags(cat, hw, prose)
+
+
+def _named_model(cat: Catalog, m: Matchers, hw: Hardware, text: str) -> tuple[str | None, tuple[int, int] | None]:
+    """The first CPU model of the data named in ``text``: (microarchitecture key, span)."""
+    cm = m.cpu.search(text) if m.cpu is not None else None
+    if not cm:
+        return None, None
+    model = cat.cpu_models[int(cm.lastgroup[1:])]
+    hw.cpu = model.name
+    return model.uarch, cm.span()
+
+
+def _named_from_flags(cat: Catalog, hw: Hardware, low: str, pasted: set[str]) -> str | None:
+    """No model number: name the microarchitecture from the pasted flags (archspec)."""
+    uarch_key = cpuinfo.uarch_from_flags(cat, low, pasted)
+    if uarch_key is not None:
+        hw.cpu = cpuinfo.model_line(low) or cat.uarchs[uarch_key].name
+        hw.notes.append(
+            f"CPU identified from its flags as {cat.uarchs[uarch_key].name} (archspec's microarchitecture database)."
+        )
+    return uarch_key
+
+
+def _set_flags(cat: Catalog, m: Matchers, hw: Hardware, low: str, uarch_key: str | None, pasted: set[str]) -> None:
+    """The flags that decide the build: pasted ones first, else the model's."""
+    if uarch_key is not None:
+        u = cat.uarchs[uarch_key]
+        hw.cpu_uarch = uarch_key
+        hw.cpu_arch = hw.cpu_arch or u.arch
+    if pasted:
+        hw.cpu_flags = frozenset(f for f in pasted if f in m.relevant_flags)
+        hw.flags_source = "pasted"
+        if hw.cpu_arch is None:
+            hw.cpu_arch = "aarch64" if ("asimd" in pasted or "fphp" in pasted) else "x86_64"
+    elif uarch_key is not None:
+        hw.cpu_flags = cat.uarchs[uarch_key].flags
+        hw.flags_source = "model"
+    elif hw.cpu_arch is None and cpuinfo.arm_vendor(low):
+        hw.cpu_arch = "aarch64"
+
+
+def _stated_flags(cat: Catalog, hw: Hardware, prose: str) -> None:
+    """Flags said in words: used when nothing else says, checked against the model otherwise."""
+    stated: set[str] = set()
+    denied: set[str] = set()
+    for sm in _STATED_RE.finditer(prose):
+        flag = _STATED_CANON.get(sm.group("flag").replace(" ", "").replace("_", ""))
+        if flag is None:
+            continue
+        (denied if sm.group("neg") else stated).add(flag)
+    if not (stated or denied):
+        return
+    claimed = _closure(cat, stated - denied) - _closure(cat, denied)
+    hw.stated_flags = claimed | (stated & {"avx512"})
+    if hw.cpu_flags is None:
+        if claimed:
+            hw.cpu_flags = claimed
+            hw.flags_source = "stated"
+            if hw.cpu_arch is None:
+                hw.cpu_arch = "aarch64" if ({"sve", "sve2", "asimddp"} & claimed) else "x86_64"
+            hw.unknown_cpu.clear()  # the flags say what matters
+    elif hw.flags_source == "model":
+        missing = sorted(f for f in (stated - denied) if f != "avx512" and f not in hw.cpu_flags)
+        if missing:
+            hw.notes.append(
+                f"The question says the CPU has {', '.join(missing)}, but {hw.cpu} does not implement "
+                f"{'it' if len(missing) == 1 else 'them'}; this answer follows the hardware."
+            )
+
+
+def _closure(cat: Catalog, flags: set[str]) -> frozenset[str]:
+    out = set(flags)
+    todo = list(flags)
+    while todo:
+        f = todo.pop()
+        for g in cat.implies.get(f, ()):
+            if g not in out:
+                out.add(g)
+                todo.append(g)
+    out.discard("avx512")  # a word, not a cpuinfo flag
+    return frozenset(out)
+
+
+def _unknown_cpu(cat: Catalog, m: Matchers, hw: Hardware, folded: str) -> None:
+    """No CPU model recognised: a brand with a model number torchbot does not know is kept (and
+    its architecture taken from the brand); ARM words make the answer ARM, never x86."""
+    if m.brands is not None:
+        for bm in m.brands.finditer(folded, 0, SCAN):
+            arch = cat.cpu_brands.get(bm.group("brand"))
+            if arch and hw.cpu_arch is None:
+                hw.cpu_arch = arch
+            if bm.group("model") and bm.group(0) not in hw.unknown_cpu:
+                hw.unknown_cpu.append(bm.group(0))
+    for cm in CPU_LIKE_RE.finditer(folded, 0, SCAN):
+        if cm.group(0) not in hw.unknown_cpu:
+            hw.unknown_cpu.append(cm.group(0))
+            hw.cpu_arch = hw.cpu_arch or "x86_64"
+    if hw.cpu_arch is None and _ARM_WORD_RE.search(folded, 0, SCAN):
+        hw.cpu_arch = "aarch64"

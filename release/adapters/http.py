@@ -1,0 +1,207 @@
+"""The one HTTP retry policy of every httpx client torchbot uses (GitHub, nixpkgs, channels).
+
+``HttpClient.request`` sends a request and retries what a server or the network says is
+worth retrying: connection errors and timeouts, HTTP 5xx, 429, and GitHub's rate-limit 403
+(one that carries ``Retry-After`` or ``x-ratelimit-remaining: 0``); a POST is resent after a
+network error only when it cannot have reached the server (connect errors), so a dispatch is
+never sent twice. Any other answer is returned to the adapter, which reads it. Between attempts it waits:
+
+- what the server asked for: ``Retry-After`` (seconds or an HTTP date), else, when
+  ``x-ratelimit-remaining`` is 0, until ``x-ratelimit-reset``;
+- otherwise an exponential backoff with jitter (``TORCHBOT_HTTP_BACKOFF_SECONDS`` doubling
+  per retry, plus up to as much again at random, capped at 30 s).
+
+It gives up after ``TORCHBOT_HTTP_RETRIES`` attempts, or before a wait that would end past
+``TORCHBOT_HTTP_RETRY_SECONDS`` from the first attempt (bounded total time), raising
+:class:`Unavailable` (:class:`RateLimited` when the server's rate limit is why, with the time
+it lifts). Each retry is logged once, naming method, host and path and why; never a header,
+so never a token. ``requests`` counts every request sent (retries included) and ``rate`` holds
+the last ``x-ratelimit-*`` headers seen, so callers can count and pace their polling.
+
+Why tenacity, not stamina: stamina is a thin, opinionated layer over tenacity that computes
+its own backoff; honouring a server's ``Retry-After``/``x-ratelimit-reset`` needs a wait that
+reads the failed response, which tenacity's ``wait`` callable gets directly, together with
+``stop_before_delay`` (never start a wait that would overrun the time bound) and
+``before_sleep`` (one log line per retry). One dependency, the one both stand on.
+
+May import: config.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
+
+import httpx
+import tenacity
+
+from config.errors import ExternalError
+
+log = logging.getLogger("torchbot.http")
+MAX_BACKOFF = 30.0  # seconds: the longest wait the backoff alone ever asks for
+IDEMPOTENT = ("GET", "HEAD", "OPTIONS", "PUT", "DELETE")
+
+
+class Unavailable(ExternalError):
+    """No usable answer after the retry policy ran out (network, 5xx, 429, rate limit)."""
+
+
+class RateLimited(Unavailable):
+    """The server's rate limit is exhausted until ``until`` (epoch seconds)."""
+
+    def __init__(self, message: str, until: float):
+        super().__init__(message)
+        self.until = until
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """GitHub's ``x-ratelimit-*`` headers of one answer."""
+
+    limit: int
+    remaining: int
+    reset: float  # epoch seconds when the window resets
+    used: int
+    resource: str = "core"
+
+    @classmethod
+    def from_headers(cls, headers: httpx.Headers) -> RateLimit | None:
+        try:
+            return cls(limit=int(headers["x-ratelimit-limit"]), remaining=int(headers["x-ratelimit-remaining"]),
+                       reset=float(headers["x-ratelimit-reset"]), used=int(headers.get("x-ratelimit-used", 0)),
+                       resource=headers.get("x-ratelimit-resource", "core"))
+        except (KeyError, ValueError):
+            return None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 3
+    backoff: float = 0.5  # the first backoff wait; it doubles per retry, plus jitter
+    total: float = 60.0  # no wait may end later than this many seconds after the first attempt
+
+    @classmethod
+    def from_settings(cls, settings) -> RetryPolicy:
+        return cls(attempts=max(1, int(settings.http_retries)), backoff=float(settings.http_backoff_seconds),
+                   total=float(settings.http_retry_seconds))
+
+
+class _Retryable(Exception):
+    """A response worth retrying; ``hint`` is the wait the server asked for (seconds) or None."""
+
+    def __init__(self, response: httpx.Response, reason: str, hint: float | None, limit_until: float | None):
+        super().__init__(reason)
+        self.response, self.reason, self.hint, self.limit_until = response, reason, hint, limit_until
+
+
+def server_wait(response: httpx.Response, now: float | None = None) -> tuple[float | None, float | None]:
+    """(seconds the server asks us to wait, epoch when its rate limit lifts), each or None."""
+    now = time.time() if now is None else now
+    hint = until = None
+    after = response.headers.get("retry-after")
+    if after:
+        try:
+            hint = max(0.0, float(after))
+        except ValueError:
+            try:
+                hint = max(0.0, parsedate_to_datetime(after).timestamp() - now)
+            except (TypeError, ValueError):
+                hint = None
+    if response.headers.get("x-ratelimit-remaining") == "0":
+        try:
+            until = float(response.headers["x-ratelimit-reset"])
+        except (KeyError, ValueError):
+            until = None
+        if hint is None and until is not None:
+            hint = max(0.0, until - now) + 1.0  # the reset second itself, plus one for clock skew
+    if hint is not None and until is None:
+        until = now + hint
+    return hint, until
+
+
+def _check(response: httpx.Response) -> httpx.Response:
+    """The response, or _Retryable when the server says try again."""
+    status = response.status_code
+    hint, until = server_wait(response)
+    limited = status in (403, 429) and (hint is not None or response.headers.get("x-ratelimit-remaining") == "0")
+    if status >= 500 or status == 429 or limited:
+        reason = f"HTTP {status}" + (" (rate limited)" if limited else "")
+        return_until = until if limited else None
+        raise _Retryable(response, reason, hint, return_until)
+    return response
+
+
+def _shown(url: httpx.URL | str) -> str:
+    parts = urlsplit(str(url))
+    return f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+class HttpClient:
+    """An httpx client with torchbot's timeout and retry policy, counting requests."""
+
+    def __init__(self, settings, *, headers: dict[str, str] | None = None, follow_redirects: bool = False,
+                 client: httpx.Client | None = None, policy: RetryPolicy | None = None):
+        self.policy = policy or RetryPolicy.from_settings(settings)
+        self.client = client or httpx.Client(timeout=settings.http_timeout, headers=headers or {},
+                                             follow_redirects=follow_redirects)
+        self.requests = 0
+        self.rate: RateLimit | None = None
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        err = state.outcome.exception() if state.outcome else None
+        if isinstance(err, _Retryable) and err.hint is not None:
+            return err.hint
+        if self.policy.backoff <= 0:
+            return 0.0
+        return tenacity.wait_exponential_jitter(multiplier=self.policy.backoff, max=MAX_BACKOFF,
+                                                jitter=self.policy.backoff)(state)
+
+    def request(self, method: str, url: str, *, failure: str, then: str = "", **kwargs) -> httpx.Response:
+        """Send with retries. ``failure`` starts the error message ("Could not get X"), ``then``
+        ends it ("nothing was changed")."""
+        shown = f"{method} {_shown(url)}"
+        end = f"; {then}." if then else "."
+        policy = self.policy
+
+        def log_retry(state: tenacity.RetryCallState) -> None:
+            err = state.outcome.exception() if state.outcome else None
+            why = err.reason if isinstance(err, _Retryable) else type(err).__name__
+            asked = " as the server asked" if isinstance(err, _Retryable) and err.hint is not None else ""
+            log.warning("%s: %s; retry %d of %d in %.1f s%s", shown, why, state.attempt_number,
+                        policy.attempts - 1, state.upcoming_sleep, asked)
+
+        # a POST that may have reached the server is not sent twice: only errors before the
+        # request left (connect) are retried for it; every answer the server gives is read
+        network = (httpx.TransportError,) if method in IDEMPOTENT else (httpx.ConnectError, httpx.ConnectTimeout)
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type((_Retryable, *network)),
+            wait=self._wait,
+            stop=tenacity.stop_after_attempt(policy.attempts) | tenacity.stop_before_delay(policy.total),
+            before_sleep=log_retry,
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    self.requests += 1
+                    response = self.client.request(method, url, **kwargs)
+                    self.rate = RateLimit.from_headers(response.headers) or self.rate
+                    _check(response)
+        except _Retryable as err:
+            tries = retrying.statistics.get("attempt_number", 1)
+            if err.limit_until is not None:
+                at = datetime.fromtimestamp(err.limit_until, UTC).strftime("%H:%M:%S UTC")
+                raise RateLimited(f"{failure}: the server's rate limit holds until {at} "
+                                  f"({err.reason}, {tries} attempt(s)){end}", err.limit_until) from None
+            raise Unavailable(f"{failure} after {tries} attempts ({err.reason}){end}") from None
+        except httpx.TransportError as err:
+            tries = retrying.statistics.get("attempt_number", 1)
+            raise Unavailable(f"{failure} after {tries} attempts ({type(err).__name__}){end}") from None
+        return response
