@@ -40,7 +40,7 @@ _local = threading.local()
 
 def grammar_fingerprint() -> str:
     """What identifies the grammar and binding a tree comes from (for caches of what was read)."""
-    return (f"tree-sitter {tree_sitter.__version__}, nix grammar abi {LANGUAGE.abi_version} "
+    return (f"tree-sitter {getattr(tree_sitter, '__version__', '?')}, nix grammar abi {LANGUAGE.abi_version} "
             f"states {LANGUAGE.parse_state_count} kinds {LANGUAGE.node_kind_count} fields {LANGUAGE.field_count}")
 
 
