@@ -294,3 +294,24 @@ def test_a_broken_recipe_is_a_problem_of_its_file_and_line_and_the_branch_is_sti
     problems = [p for p in model.problems if p.startswith(name)]
     assert len(problems) == 1 and "unparsable: line" in problems[0], model.problems
     assert set(good.packages) - set(model.packages) == {"pytorch-python313-cpu-avx2"}
+
+
+def test_a_process_that_finds_every_recipe_in_the_fact_cache_never_loads_the_grammar(tmp_path):
+    """tree-sitter is imported on the first parse: a warm `ask` or `catalog` does not pay for it."""
+    import os
+    import sys
+
+    work = tmp_path / "build-pytorch"
+    init_repository(work, load_catalog(), ["main"], "t", "t@example.com")
+    probe = (
+        "import sys\n"
+        "from config.catalog import load_catalog\n"
+        "from release.recipes.reader import read_repository\n"
+        f"model = read_repository({str(work)!r}, load_catalog())\n"
+        "print(len(model.branches['main'].variants), 'tree_sitter' in sys.modules)\n"
+    )
+    env = dict(os.environ, TORCHBOT_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                           check=True).stdout.split() for _ in range(2)]
+    assert runs[0][1] == "True" and runs[1][1] == "False"  # the first read parses; the second reads the cache
+    assert runs[0][0] == runs[1][0] != "0"

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-
-from tree_sitter import Node
+from typing import TYPE_CHECKING
 
 from config.catalog import TorchSource
 from release.recipes.nixtree import STRINGS, UNKNOWN, Attrs, Inherit, Scope, Source
 from release.recipes.nixtree import field as child
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 NONE_PIN = "none"
 KINDS = {"torch": "pytorch", "pytorch": "pytorch", "torch-bin": "pytorch", "torchvision": "torchvision",

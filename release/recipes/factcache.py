@@ -8,12 +8,13 @@ without parsing its recipes again. Location: ``TORCHBOT_CACHE_DIR`` (``off`` dis
 ``$XDG_CACHE_HOME/torchbot``, else ``~/.cache/torchbot``. Any I/O error disables it quietly:
 the cache is an optimisation, never a source of truth.
 
-May import: config, release.recipes.facts, release.recipes.nixtree.
+May import: config, release.recipes.facts.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -21,7 +22,6 @@ from pathlib import Path
 
 from config.catalog import Catalog, TorchSource
 from release.recipes.facts import RecipeFacts
-from release.recipes.nixtree import grammar_fingerprint
 
 _MAX_ENTRIES = 50_000
 
@@ -32,6 +32,21 @@ def cache_dir() -> Path | None:
         return None if raw.strip().lower() in ("", "off", "0", "none") else Path(raw)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "torchbot"
+
+
+def grammar_fingerprint() -> str:
+    """The installed tree-sitter and tree-sitter-nix, by their dist-info names (which carry the
+    versions), found without importing them."""
+    out = []
+    for module in ("tree_sitter", "tree_sitter_nix"):
+        spec = importlib.util.find_spec(module)
+        where = spec.submodule_search_locations if spec is not None else None
+        if not where:
+            out.append(f"{module}: not installed")
+            continue
+        package = Path(next(iter(where)))
+        out.append(" ".join(sorted(p.name for p in package.parent.glob(f"{module}-*.dist-info"))) or str(package))
+    return "; ".join(out)
 
 
 def _reader_hash(catalog: Catalog) -> str:

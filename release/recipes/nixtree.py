@@ -22,26 +22,39 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-
-import tree_sitter
-import tree_sitter_nix
+from typing import TYPE_CHECKING
 
 from release.recipes import nixstrings
 
-LANGUAGE = tree_sitter.Language(tree_sitter_nix.language())
+if TYPE_CHECKING:
+    import tree_sitter
+
 STRINGS = frozenset({"string_expression", "indented_string_expression"})
 SETS = frozenset({"attrset_expression", "rec_attrset_expression"})
-_FIELD = {name: LANGUAGE.field_id_for_name(name) for name in (
-    "expression", "body", "function", "argument", "attrpath", "attr", "default", "formals", "universal", "name",
-    "environment", "left", "right", "operator", "element", "attrs", "binding", "formal")}
-_EXPRESSION, _ATTRPATH = _FIELD["expression"], _FIELD["attrpath"]
+_FIELD_NAMES = ("expression", "body", "function", "argument", "attrpath", "attr", "default", "formals", "universal",
+                "name", "environment", "left", "right", "operator", "element", "attrs", "binding", "formal")
+_FIELD: dict[str, int] = {}  # field name -> id in the grammar (filled when the grammar is loaded)
+_EXPRESSION = _ATTRPATH = 0
+_grammar: list = []  # [Language, Parser class] once loaded
 _local = threading.local()
+_loading = threading.Lock()
 
 
-def grammar_fingerprint() -> str:
-    """What identifies the grammar and binding a tree comes from (for caches of what was read)."""
-    return (f"tree-sitter {getattr(tree_sitter, '__version__', '?')}, nix grammar abi {LANGUAGE.abi_version} "
-            f"states {LANGUAGE.parse_state_count} kinds {LANGUAGE.node_kind_count} fields {LANGUAGE.field_count}")
+def language() -> tree_sitter.Language:
+    """The tree-sitter-nix grammar, loaded on first use (a process that finds every recipe in the
+    fact cache never imports tree-sitter)."""
+    global _EXPRESSION, _ATTRPATH
+    if not _grammar:
+        with _loading:
+            if not _grammar:
+                import tree_sitter
+                import tree_sitter_nix
+
+                lang = tree_sitter.Language(tree_sitter_nix.language())
+                _FIELD.update({name: lang.field_id_for_name(name) for name in _FIELD_NAMES})
+                _EXPRESSION, _ATTRPATH = _FIELD["expression"], _FIELD["attrpath"]
+                _grammar.extend([lang, tree_sitter.Parser])
+    return _grammar[0]
 
 
 def field(node: tree_sitter.Node, name: str) -> tree_sitter.Node | None:
@@ -88,7 +101,8 @@ class Inherit:
     name: str
 
 
-Binding = tree_sitter.Node | Inherit  # a binding's value expression, or what it inherits
+if TYPE_CHECKING:
+    Binding = tree_sitter.Node | Inherit  # a binding's value expression, or what it inherits
 
 
 def parse(text: str | bytes) -> Source:
@@ -96,7 +110,8 @@ def parse(text: str | bytes) -> Source:
     data = text.encode() if isinstance(text, str) else text
     parser = getattr(_local, "parser", None)
     if parser is None:
-        parser = _local.parser = tree_sitter.Parser(LANGUAGE)
+        lang = language()
+        parser = _local.parser = _grammar[1](lang)
     tree = parser.parse(data)
     top = tree.root_node
     if top.has_error:
