@@ -1,7 +1,7 @@
 """Nix source as a syntax tree (tree-sitter-nix), and the literal values the recipe reader needs.
 
-``parse`` gives a recipe's tree; a recipe Nix would refuse (the tree has ERROR or MISSING nodes)
-raises ``NixSyntaxError`` naming the line. On the tree:
+``parse`` gives a recipe's tree (``release/recipes/nixgrammar.py``: tree-sitter, loaded on the
+first parse; a syntax error raises ``NixSyntaxError`` naming its line). On the tree:
 
 - ``Source.bindings`` reads an attribute set or ``let`` block (``a.b = …``, ``inherit x``,
   ``inherit (s) x``); ``Scope`` holds the names visible at a point: ``let`` bindings, lambda
@@ -15,54 +15,25 @@ raises ``NixSyntaxError`` naming the line. On the tree:
 - ``Source.strings_in`` gives string literals as written, for the patterns the reader looks for
   in build scripts and URLs.
 
-May import: release.recipes.nixstrings.
+May import: release.recipes.nixstrings, release.recipes.nixgrammar.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from release.recipes import nixstrings
+from release.recipes.nixgrammar import FIELD, NixSyntaxError, field, tree_of
 
 if TYPE_CHECKING:
     import tree_sitter
 
+__all__ = ["STRINGS", "UNKNOWN", "Attrs", "Bound", "Defaulted", "Inherit", "NixSyntaxError", "Scope", "Source", "field",
+           "parse"]
+
 STRINGS = frozenset({"string_expression", "indented_string_expression"})
 SETS = frozenset({"attrset_expression", "rec_attrset_expression"})
-_FIELD_NAMES = ("expression", "body", "function", "argument", "attrpath", "attr", "default", "formals", "universal",
-                "name", "environment", "left", "right", "operator", "element", "attrs", "binding", "formal")
-_FIELD: dict[str, int] = {}  # field name -> id in the grammar (filled when the grammar is loaded)
-_EXPRESSION = _ATTRPATH = 0
-_grammar: list = []  # [Language, Parser class] once loaded
-_local = threading.local()
-_loading = threading.Lock()
-
-
-def language() -> tree_sitter.Language:
-    """The tree-sitter-nix grammar, loaded on first use (a process that finds every recipe in the
-    fact cache never imports tree-sitter)."""
-    global _EXPRESSION, _ATTRPATH
-    if not _grammar:
-        with _loading:
-            if not _grammar:
-                import tree_sitter
-                import tree_sitter_nix
-
-                lang = tree_sitter.Language(tree_sitter_nix.language())
-                _FIELD.update({name: lang.field_id_for_name(name) for name in _FIELD_NAMES})
-                _EXPRESSION, _ATTRPATH = _FIELD["expression"], _FIELD["attrpath"]
-                _grammar.extend([lang, tree_sitter.Parser])
-    return _grammar[0]
-
-
-def field(node: tree_sitter.Node, name: str) -> tree_sitter.Node | None:
-    return node.child_by_field_id(_FIELD[name])
-
-
-class NixSyntaxError(ValueError):
-    """The text is not a Nix expression (what tree-sitter-nix could not read, and where)."""
 
 
 class _Unknown:
@@ -108,39 +79,8 @@ if TYPE_CHECKING:
 def parse(text: str | bytes) -> Source:
     """The recipe's syntax tree; NixSyntaxError when it has a syntax error."""
     data = text.encode() if isinstance(text, str) else text
-    parser = getattr(_local, "parser", None)
-    if parser is None:
-        lang = language()
-        parser = _local.parser = _grammar[1](lang)
-    tree = parser.parse(data)
-    top = tree.root_node
-    if top.has_error:
-        raise NixSyntaxError(_first_error(top, data))
-    body = field(top, "expression")
-    if body is None:
-        raise NixSyntaxError("the file holds no expression")
+    tree, body = tree_of(data)
     return Source(data, tree, body)
-
-
-def _first_error(top: tree_sitter.Node, data: bytes) -> str:
-    """``line N: …`` for the first ERROR or MISSING node, the innermost where errors nest (only
-    branches with errors are walked)."""
-    node = top
-    while True:
-        line = node.start_point[0] + 1
-        if node.is_missing:
-            what = "an expression" if node.type == "identifier" else repr(node.type)
-            return f"line {line}: {what} is missing"
-        inner = next((c for c in node.children if c.has_error), None)
-        if node.is_error and inner is None:
-            first = node.children[0] if node.children else None
-            if first is not None and first.type in ('"', "''") and not first.is_named:
-                return f"line {line}: a string opened here ({first.type}) is never closed"
-            got = data[node.start_byte : node.end_byte].decode(errors="replace").strip().split("\n")[0][:30]
-            return f"line {line}: unexpected {got!r}" if got else f"line {line}: syntax error"
-        if inner is None:
-            return f"line {line}: syntax error"
-        node = inner
 
 
 class Source:
@@ -243,15 +183,16 @@ class Source:
         block = kids[0] if kids and kids[0].type == "binding_set" else \
             next((c for c in kids if c.type == "binding_set"), None)
         data = self.data
+        expression, attrpath = FIELD["expression"], FIELD["attrpath"]
         for b in block.named_children if block is not None else ():
             t = b.type
             if t == "binding":
-                value = b.child_by_field_id(_EXPRESSION)
-                parts = b.child_by_field_id(_ATTRPATH).named_children
+                value = b.child_by_field_id(expression)
+                parts = b.child_by_field_id(attrpath).named_children
                 if len(parts) == 1 and parts[0].type == "identifier":  # the usual `name = value;`
                     name = data[parts[0].start_byte : parts[0].end_byte].decode(errors="replace")
                 else:
-                    path = self.attr_names(b.child_by_field_id(_ATTRPATH))
+                    path = self.attr_names(b.child_by_field_id(attrpath))
                     name = ".".join(path) if path else None
                 if name and value is not None and name not in out:
                     out[name] = value
