@@ -19,6 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._home import isolate  # noqa: E402
+
+isolate()  # torchbot's own files go to a temporary home, never the real one
+
 from bot.frontends.commands import ask  # noqa: E402
 from release.context import Context  # noqa: E402
 from config.catalog import load_catalog  # noqa: E402

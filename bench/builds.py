@@ -21,6 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._home import isolate  # noqa: E402
+
+isolate()  # torchbot's own files go to a temporary home, never the real one
+
 from release.context import Context  # noqa: E402
 from config.settings import Settings  # noqa: E402
 from release.builds import run as builds  # noqa: E402

@@ -24,6 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._home import isolate  # noqa: E402
+
+isolate()  # torchbot's own files go to a temporary home, never the real one
+
 MIRROR = Path("/work/.mirror/barstoolbluz+build-pytorch/repo")
 
 

@@ -26,6 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._home import isolate  # noqa: E402
+
+isolate()  # torchbot's own files go to a temporary home, never the real one
+
 from release.builds import github as gha  # noqa: E402
 from release.builds import run as builds  # noqa: E402
 from tests import fixtures_builds as fx  # noqa: E402

@@ -23,6 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._home import isolate  # noqa: E402
+
+isolate()  # torchbot's own files go to a temporary home, never the real one
+
 from tests.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
 
 NEW = "0123abcd0123abcd0123abcd0123abcd0123abcd"

@@ -22,6 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._home import isolate  # noqa: E402
+
+isolate()  # torchbot's own files go to a temporary home, never the real one
+
 from tests.fakes_slack import FakeSlack  # noqa: E402
 from tests.fakes_socket_mode import FakeSocketMode  # noqa: E402
 from tests.fixtures_serve import ServeProcess, free_port, post, sign  # noqa: E402

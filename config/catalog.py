@@ -283,6 +283,7 @@ class Catalog:
     providers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cloud provider -> words naming it
     cpu_brands: dict[str, str] = field(default_factory=dict)  # CPU brand word -> x86_64 | aarch64
     vision: dict[str, Branch] = field(default_factory=dict)  # build-torchvision branches (with repositories)
+    data_dir: Path = DATA_DIR  # where the data was read: the CPU model tables are read from it when first needed
 
     def branch(self, name: str) -> Branch:
         try:
@@ -489,6 +490,18 @@ def branch_to_dict(branch: Branch) -> dict:
     return raw
 
 
+def expand_branches(cat: Catalog, raw_branches: dict[str, dict], where: str) -> list[Branch]:
+    """Branches from their TOML tables with their variant matrices; CatalogError for an impossible one."""
+    branches = []
+    for name, raw in raw_branches.items():
+        b = branch_from_dict(name, raw)
+        problems = cat.matrix_conflicts(b)
+        if problems:
+            raise CatalogError(f"Branch '{name}' in {where} is impossible: {'; '.join(problems)}.")
+        branches.append(replace(b, variants=cat.expand(b)))
+    return branches
+
+
 def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | None = None) -> Catalog:
     gpus = _load("gpus.toml", data_dir)
     cpus = _load("cpus.toml", data_dir)
@@ -572,15 +585,9 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         relevant_flags=relevant | {f for i in isas.values() for f in i.requires},
         providers={k: tuple(v) for k, v in inst.get("providers", {}).items()},
         cpu_brands={w: arch for arch, words in cpus.get("brands", {}).items() for w in words},
+        data_dir=data_dir,
     )
-    branches = []
-    for name, raw in raw_branches.items():
-        b = branch_from_dict(name, raw)
-        problems = cat.matrix_conflicts(b)
-        if problems:
-            raise CatalogError(f"Branch '{name}' in the catalog is impossible: {'; '.join(problems)}.")
-        branches.append(replace(b, variants=cat.expand(b)))
-    cat = cat.with_branches(branches, "embedded")
+    cat = cat.with_branches(expand_branches(cat, raw_branches, "the catalog"), "embedded")
     if cat.recommended not in cat.branches:
         raise CatalogError(f"The recommended branch '{cat.recommended}' is not in the catalog.")
     return cat
@@ -588,23 +595,6 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
 
 @lru_cache(maxsize=4)
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
-    return build_catalog(data_dir, _local_branches())
-
-
-def local_branches_file() -> Path:
-    """Branches created by `torchbot release branch create` are recorded here, so the bot
-    answers from them without editing the packaged data."""
-    import os
-
-    return Path(os.environ.get("TORCHBOT_LOCAL_BRANCHES", "torchbot-branches.toml"))
-
-
-def _local_branches() -> dict[str, dict]:
-    path = local_branches_file()
-    if not path.is_file():
-        return {}
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh).get("branch", {})
-    except tomllib.TOMLDecodeError as err:
-        raise CatalogError(f"{path} is not valid TOML: {err}.") from None
+    """The embedded catalog. Branches ``release branch create`` made are not in it: they belong
+    to their repository and join the catalog where it is read (config.branch_records)."""
+    return build_catalog(data_dir)

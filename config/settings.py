@@ -5,16 +5,19 @@ variables, a ``.env`` file, an optional ``torchbot.toml`` (path overridable with
 ``TORCHBOT_CONFIG``), then the defaults below. The environment names are a contract
 used by deployments and tests; secrets are ``SecretStr`` so they never print.
 
-Values are checked when settings load (token kinds, Slack IDs, the state DB URL, numbers);
-``load_settings()`` turns every mistake into a :class:`~config.errors.ConfigError` with one line
-per mistake naming its ``TORCHBOT_`` variable.
+Values are checked when settings load (token kinds, Slack IDs, URLs, the state DB URL, command
+placeholders, the Flox org, numbers and intervals, the TOML file itself; the rules shared with
+``ask``'s light settings are in ``config.checks``); ``load_settings()`` turns every mistake into a
+:class:`~config.errors.ConfigError` with one line per mistake naming its ``TORCHBOT_`` variable.
+What the settings name on disk is checked when a command starts (``config.checks.check_files``).
+Defaults for torchbot's own files are the platform's directories (``config.paths``), never the
+working directory. Every field's ``description`` is its README row (``config.settings_doc``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -22,15 +25,29 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
-    PydanticBaseSettingsSource,
     NoDecode,
+    PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
 
-
+from config.checks import (
+    check_config_file,
+    database_url_problem,
+    flox_org_problem,
+    placeholder_problem,
+    url_problem,
+)
 from config.defaults import FLOX_ORG
 from config.errors import ConfigError
+from config.paths import (
+    config_file,
+    default_audit_log,
+    default_branches_file,
+    default_cache_dir,
+    default_log_dir,
+    default_state_db,
+)
 
 USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
 CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]+$")
@@ -122,15 +139,20 @@ def state_db_url(value: str) -> str:
     scheme = scheme.lower()
     if scheme in ("postgres", "postgresql"):
         scheme = "postgresql+psycopg"
+    if not re.match(r"^[a-z0-9]+(\+[a-z0-9_]+)?$", scheme):
+        raise ValueError(f"'{scheme}://' is not a database URL scheme")
+    if not scheme.startswith("sqlite") and (problem := database_url_problem(scheme, rest)):
+        raise ValueError(problem)
     if scheme == "postgresql+psycopg" and importlib.util.find_spec("psycopg") is None:
         raise ValueError("PostgreSQL needs the psycopg driver, which is not installed: "
                          "pip install 'torchbot[postgres]'")
-    if not re.match(r"^[a-z0-9]+(\+[a-z0-9_]+)?$", scheme):
-        raise ValueError(f"'{scheme}://' is not a database URL scheme")
     return f"{scheme}://{rest}"
 
 
 class Settings(BaseSettings):
+    """Every setting; each field's ``description`` is its row in the README's settings table
+    (``python -m config.settings_doc --write README.md``)."""
+
     model_config = SettingsConfigDict(
         env_prefix="TORCHBOT_",
         env_file=".env",
@@ -139,37 +161,55 @@ class Settings(BaseSettings):
     )
 
     # Slack
-    slack_bot_token: SecretStr | None = None
-    slack_app_token: SecretStr | None = None
-    slack_signing_secret: SecretStr | None = None
-    slack_api_url: str = "https://slack.com/api/"
-    socket_ping_seconds: float = Field(1.0, gt=0, le=30)  # Socket Mode ping period; a dead link is noticed in ~3 of them
-    admins: Annotated[list[str], NoDecode] = Field(default_factory=list)  # "U1,U2" or a JSON list
+    slack_bot_token: SecretStr | None = Field(None, description=(
+        "the bot's `xoxb-` token (OAuth & Permissions > Bot User OAuth Token); `serve` needs it"))
+    slack_app_token: SecretStr | None = Field(None, description=(
+        "an `xapp-` app-level token with `connections:write`, for Socket Mode"))
+    slack_signing_secret: SecretStr | None = Field(None, description=(
+        "the app's signing secret; `serve --http` checks every request against it"))
+    slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API base URL")
+    socket_ping_seconds: float = Field(1.0, gt=0, le=30, description=(
+        "Socket Mode ping period; a dead link is noticed within about three of them"))
+    admins: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "who may run mutating commands: Slack user IDs (`U…`/`W…`), comma separated or a JSON list; "
+        "names such as `@alice` are refused; `console` is the terminal user of `torchbot chat`"))
     admin_usergroup: str | None = None
-    allowed_channels: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    announce_channel: str | None = None
-    audit_log: Path = Path("torchbot-audit.log")
+    allowed_channels: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "where mutating commands may run: Slack channel IDs (`C…`/`G…`), comma separated or a JSON list"))
+    announce_channel: str | None = Field(None, description="channel ID for release threads and docs drift")
+    audit_log: Path = Field(default_factory=default_audit_log, description=(
+        "who changed what: a line per mutating chat command planned, refused, confirmed or cancelled; "
+        "torchbot refuses to start when it cannot write it"))
 
     # The managed repositories: TORCHBOT_REPO_PATH is one path or comma-separated paths (a
     # build-pytorch and a build-torchvision repository; their kinds are detected). repo_path is
     # the first (the one release commands work on), repo_paths all of them.
-    repo_path: Path | None = None
-    repo_paths: Annotated[list[Path], NoDecode] = Field(default_factory=list)
-    repo_remote: str = "origin"
-    git_author_name: str = "torchbot"
-    git_author_email: str = "torchbot@localhost"
+    repo_path: Path | None = Field(None, description=(
+        "the managed repositories, comma separated: build-pytorch first, then build-torchvision; when set, "
+        "`ask` and `catalog` answer from their real branches and release commands work on the first"))
+    repo_paths: Annotated[list[Path], NoDecode] = Field(default_factory=list, description=(
+        "all of `TORCHBOT_REPO_PATH` (set that instead)"))
+    repo_remote: str = Field("origin", description="the git remote pushes and fetches go to")
+    git_author_name: str = Field("torchbot", description="author name of torchbot's commits")
+    git_author_email: str = Field("torchbot@localhost", description="author email of torchbot's commits")
     # branches the README cross-branch tables need not list (fnmatch patterns)
-    docs_skip_branches: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["*-staging", "bump/*"])
+    docs_skip_branches: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["*-staging", "bump/*"],
+        description="branches the README cross-branch tables need not list (fnmatch patterns, comma separated)")
 
     # GitHub and nixpkgs endpoints (base URLs so tests can point them at 127.0.0.1)
-    github_api_url: str = "https://api.github.com/"
-    github_token: SecretStr | None = None
-    github_repo: str = "barstoolbluz/build-pytorch"
-    nixpkgs_repo: str = "NixOS/nixpkgs"
-    channels_url: str = "https://channels.nixos.org/"
-    default_channel: str = "nixos-unstable"
-    http_timeout: float = 10.0
-    http_retries: int = 3
+    github_api_url: str = Field("https://api.github.com/", description="GitHub REST API base URL")
+    github_token: SecretStr | None = Field(None, description="GitHub token: PRs, workflow dispatch, nixpkgs files")
+    github_repo: str = Field("barstoolbluz/build-pytorch", description=(
+        "`owner/name` of the repository PRs and workflow dispatches go to; empty: none"))
+    nixpkgs_repo: str = Field("NixOS/nixpkgs", description="`owner/name` of nixpkgs on GitHub (commits, compare)")
+    channels_url: str = Field("https://channels.nixos.org/", description=(
+        "nixpkgs channel endpoint base (`<base>/<channel>/git-revision`)"))
+    default_channel: str = Field("nixos-unstable", description=(
+        "the channel pin bumps follow without `--rev`/`--channel`"))
+    http_timeout: float = Field(10.0, gt=0, description="seconds an HTTP request may take (every HTTP client)")
+    http_retries: int = Field(3, ge=1, description=(
+        "attempts per HTTP call (GitHub, nixpkgs, channels; Slack's rate-limit retries)"))
     http_backoff_seconds: float = Field(0.5, ge=0, le=30, description=(
         "first wait before an HTTP retry (GitHub, nixpkgs, channels); it doubles per retry, plus jitter, "
         "unless the server sent Retry-After or x-ratelimit-reset, which are honoured"))
@@ -178,36 +218,56 @@ class Settings(BaseSettings):
         "after its first attempt"))
 
     # Builds, publishing, state
-    state_db: str = "sqlite:///torchbot-state.sqlite"
-    flox_org: str = FLOX_ORG
-    build_command: str = "flox build {package}"
-    publish_command: str = "flox publish -o {org} {package}"
-    build_timeout: float = 6 * 3600.0
-    build_jobs: int = 1
-    log_dir: Path = Path("torchbot-logs")
-    job_workers: int = Field(2, ge=1, le=64)  # confirmed builds/publishes/bumps running at once; more wait in a queue
-    plan_ttl_seconds: int = Field(3600, ge=1)  # how long a shown plan can be confirmed
+    state_db: str = Field(default_factory=default_state_db, description=(
+        "the state DB: a file path (a SQLite file; its directory is created), a `sqlite:///` URL, or "
+        "`postgresql://user:password@host:5432/db` (psycopg 3; percent-encode `@` `/` `:` in the password)"))
+    flox_org: str = Field(FLOX_ORG, description=(
+        "Flox organisation in install commands and publishing; the placeholder `your-org` is refused "
+        "where it would be published or committed (`release publish`, `release workflow --write`/`--commit`)"))
+    build_command: str = Field("flox build {package}", description=(
+        "local build command; placeholders `{package}` and `{org}` (shell-quoted)"))
+    publish_command: str = Field("flox publish -o {org} {package}", description=(
+        "publish command; placeholders `{package}` and `{org}`"))
+    build_timeout: float = Field(6 * 3600.0, gt=0, description="seconds a build may take before it is stopped")
+    build_jobs: int = Field(1, ge=1, description=(
+        "local builds running at once (`release build --jobs` overrides)"))
+    log_dir: Path = Field(default_factory=default_log_dir, description=(
+        "build logs, one per build under `<dir>/<branch>/`; created at start, or torchbot refuses to start"))
+    job_workers: int = Field(2, ge=1, le=64, description=(
+        "confirmed builds, publishes and bumps running at once; more wait in a queue"))
+    plan_ttl_seconds: int = Field(3600, ge=1, description="how long a shown plan can be confirmed")
+    cache_dir: str = Field(default_factory=lambda: str(default_cache_dir()), description=(
+        "where recipe facts are cached by git blob id (`off` disables); created at start, or torchbot refuses"))
+    local_branches: Path = Field(default_factory=default_branches_file, description=(
+        "the record of branches `release branch create` made, kept by repository (git directory): "
+        "a branch shows where its repository is read, nowhere else"))
 
     # `torchbot serve --http` (the --host/--port options override these)
-    host: str = "0.0.0.0"
-    port: int = Field(3000, ge=0, le=65535)
+    host: str = Field("0.0.0.0", description="where `torchbot serve --http` listens (`--host` overrides)")
+    port: int = Field(3000, ge=0, le=65535, description="the port of `torchbot serve --http` (`--port` overrides)")
 
     # Schedule (cron expressions, APScheduler crontab syntax)
-    bump_cron: str = "0 6 * * 1"
-    bump_vllm_branches: bool = False
-    poll_interval_seconds: int = 300
-    publish_interval_seconds: int = 900
-    flush_interval_seconds: int = 60
-    docs_cron: str = "0 7 * * 1"  # weekly README cross-branch tables check, drift to the announce channel
+    bump_cron: str = Field("0 6 * * 1", description="when scheduled pin bumps run (crontab, UTC)")
+    bump_vllm_branches: bool = Field(False, description="whether scheduled bumps include vLLM-certified branches")
+    poll_interval_seconds: int = Field(300, gt=0, description="seconds between scheduled checks of running builds")
+    publish_interval_seconds: int = Field(900, gt=0, description="seconds between scheduled publishing runs")
+    flush_interval_seconds: int = Field(60, gt=0, description="seconds between sends of pending release announcements")
+    docs_cron: str = Field("0 7 * * 1", description=(
+        "when the README cross-branch tables are checked (crontab, UTC); drift goes to the announce channel"))
 
     # Builds, publishing and announcements (issue 5)
     build_backend: Literal["github", "local", "none"] | None = Field(None, description=(
         "the former name of TORCHBOT_SCHEDULE_BUILD_BACKEND, honoured when that one is unset"))
-    build_result_link: str = "result-{package}"  # must exist after a successful build
-    build_check_command: str | None = None  # e.g. 'result-{package}/bin/python -c "import torch"'
-    publish_timeout: float = 3600.0
-    github_workflow_file: str = "torchbot-build.yml"
-    github_poll_seconds: float = 30.0
+    build_result_link: str = Field("result-{package}", description=(
+        "what must exist in the work tree after a successful build; placeholder `{package}`"))
+    build_check_command: str | None = Field(None, description=(
+        "run after a successful build, e.g. `result-{package}/bin/python -c \"import torch\"`; "
+        "placeholders `{package}` and `{org}`"))
+    publish_timeout: float = Field(3600.0, gt=0, description="seconds a publish may take")
+    github_workflow_file: str = Field("torchbot-build.yml", description=(
+        "file name of the build workflow under `.github/workflows/`"))
+    github_poll_seconds: float = Field(30.0, gt=0, description=(
+        "seconds between polls of a followed GitHub workflow run (longer when the rate limit runs low)"))
     github_max_parallel: int | None = Field(None, ge=1, description=(
         "max-parallel of the build workflow's matrix jobs; unset (the default, GitHub's) runs every job "
         "at once. A cap limits runner cost or matches a self-hosted pool's capacity. "
@@ -219,16 +279,25 @@ class Settings(BaseSettings):
         "what builds after a scheduled bump: github, local (on the bot's host) or none (bump and report "
         "only). Unset: github when TORCHBOT_GITHUB_TOKEN and TORCHBOT_GITHUB_REPO are set, else none"))
     # runs-on labels per platform; recipes requiring big-parallel use the second map first
-    github_runners: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=lambda: {
-        k: list(v) for k, v in DEFAULT_RUNNERS.items()})
-    github_big_parallel_runners: Annotated[dict[str, list[str]], NoDecode] = Field(default_factory=dict)
-    build_platforms: Annotated[list[str], NoDecode] = Field(default_factory=list)  # local builds; [] = this host
+    github_runners: Annotated[dict[str, list[str]], NoDecode] = Field(
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_RUNNERS.items()}, description=(
+            "runs-on labels per platform, overriding the defaults per platform: `platform=label`, comma "
+            "separated; `+` joins labels (`aarch64-linux=self-hosted+ARM64`), or a JSON object"))
+    github_big_parallel_runners: Annotated[dict[str, list[str]], NoDecode] = Field(
+        default_factory=dict, description=(
+            "same form: labels for recipes with `requiredSystemFeatures = [ \"big-parallel\" ]`; platforms "
+            "not listed use `TORCHBOT_GITHUB_RUNNERS`"))
+    build_platforms: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "platforms the local backend builds, comma separated; empty: this host's own"))
 
     # Reproducible pins: the tarball torchbot hashes (recipes always keep the GitHub URL)
-    nixpkgs_tarball_url: str = "https://github.com/NixOS/nixpkgs/archive/"
-    nix_store: str | None = None  # nix-prefetch-url --store; None: nix's default when usable, else a private one
-    prefetch_timeout: float = 900.0
-    nixpkgs_web_url: str = "https://github.com/NixOS/nixpkgs/"  # compare links in announcements
+    nixpkgs_tarball_url: str = Field("https://github.com/NixOS/nixpkgs/archive/", description=(
+        "where bumps download the nixpkgs tarball they hash (a mirror works); recipes keep the GitHub URL"))
+    nix_store: str | None = Field(None, description=(
+        "`--store` for `nix-prefetch-url`; unset: Nix's own when usable, else a private one"))
+    prefetch_timeout: float = Field(900.0, gt=0, description="seconds `nix-prefetch-url` may take")
+    nixpkgs_web_url: str = Field("https://github.com/NixOS/nixpkgs/", description=(
+        "nixpkgs on the web, for compare links in announcements"))
 
     @model_validator(mode="before")
     @classmethod
@@ -334,10 +403,53 @@ class Settings(BaseSettings):
     def _state_db(cls, value: str) -> str:
         return state_db_url(value)
 
-    @field_validator("slack_api_url", "github_api_url", "channels_url", "nixpkgs_tarball_url")
+    @field_validator("slack_api_url", "github_api_url", "channels_url", "nixpkgs_tarball_url", "nixpkgs_web_url")
     @classmethod
-    def _trailing_slash(cls, value: str) -> str:
+    def _url(cls, value: str, info) -> str:
+        value = value.strip()
+        if problem := url_problem(value):
+            raise ValueError(problem)
+        if info.field_name == "nixpkgs_web_url":
+            return value
         return value if value.endswith("/") else value + "/"
+
+    @field_validator("flox_org")
+    @classmethod
+    def _flox_org(cls, value: str) -> str:
+        if problem := flox_org_problem(value):
+            raise ValueError(problem)
+        return value
+
+    @field_validator("build_command", "publish_command", "build_check_command", "build_result_link")
+    @classmethod
+    def _placeholders(cls, value: str | None, info) -> str | None:
+        if value is None:
+            return None
+        allowed = ("package",) if info.field_name == "build_result_link" else ("package", "org")
+        if problem := placeholder_problem(value, allowed):
+            raise ValueError(problem)
+        return value
+
+    @field_validator("github_repo", "nixpkgs_repo")
+    @classmethod
+    def _owner_name(cls, value: str, info) -> str:
+        if info.field_name == "github_repo" and not value.strip():
+            return ""  # none: nothing is dispatched (and scheduled builds default to none)
+        if not re.match(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", value.strip()):
+            raise ValueError(f"{value!r} is not a GitHub repository: write owner/name")
+        return value.strip()
+
+    @field_validator("github_workflow_file")
+    @classmethod
+    def _workflow_file(cls, value: str) -> str:
+        if not re.match(r"^[A-Za-z0-9_.-]+\.ya?ml$", value):
+            raise ValueError(f"{value!r} is not a workflow file name (name.yml, no directories)")
+        return value
+
+    @field_validator("cache_dir")
+    @classmethod
+    def _cache_dir(cls, value: str) -> str:
+        return value.strip()
 
     @classmethod
     def settings_customise_sources(
@@ -348,7 +460,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = Path(os.environ.get("TORCHBOT_CONFIG", "torchbot.toml"))
+        toml_path = config_file()[0]
         return (
             init_settings,
             env_settings,
@@ -362,10 +474,14 @@ def env_name(field: str) -> str:
     return "TORCHBOT_" + field.upper()
 
 
+NOT_ECHOED = ("token", "secret", "state_db")  # fields whose values never appear in a message
+
+
 def load_settings(**overrides: object) -> Settings:
     """Settings, or a ConfigError with one line per mistake naming its TORCHBOT_ variable."""
     import tomllib
 
+    check_config_file()
     try:
         return Settings(**overrides)
     except ValidationError as err:
@@ -375,13 +491,11 @@ def load_settings(**overrides: object) -> Settings:
             msg = str(e["msg"]).removeprefix("Value error, ")
             if e["type"] not in ("value_error", "assertion_error"):
                 shown = e.get("input")
-                secret = "token" in field or "secret" in field
+                secret = any(word in field for word in NOT_ECHOED)
                 msg = f"{msg[0].lower()}{msg[1:]}" + ("" if secret or shown is None else f" (got {shown!r})")
             lines.append(f"{env_name(field)}: {msg}")
         raise ConfigError("\n".join(lines)) from None
     except tomllib.TOMLDecodeError as err:
-        path = os.environ.get("TORCHBOT_CONFIG", "torchbot.toml")
-        raise ConfigError(f"{path} (TORCHBOT_CONFIG) is not valid TOML: {err}") from None
+        raise ConfigError(f"{config_file()[0]} (TORCHBOT_CONFIG) is not valid TOML: {err}") from None
     except (OSError, UnicodeDecodeError) as err:
-        path = os.environ.get("TORCHBOT_CONFIG", "torchbot.toml")
-        raise ConfigError(f"{path} (TORCHBOT_CONFIG) cannot be read: {err}") from None
+        raise ConfigError(f"{config_file()[0]} (TORCHBOT_CONFIG) cannot be read: {err}") from None

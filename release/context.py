@@ -73,9 +73,11 @@ def repo_arg(ctx: Context, repo: str | Path | None) -> Path:
 
 def repo_path(ctx: Context, repo: str | Path | None) -> Path:
     """``repo`` or ``TORCHBOT_REPO_PATH``, resolved and checked to be a git repository."""
+    from config.checks import repository_problem
+
     path = repo_arg(ctx, repo).expanduser().resolve()
-    if not (path / ".git").exists() and not (path / "HEAD").exists():
-        raise UsageError(f"{path} is not a git repository.")
+    if problem := repository_problem(path):
+        raise UsageError(f"{'--repo' if repo else 'TORCHBOT_REPO_PATH'}: {problem}.")
     return path
 
 

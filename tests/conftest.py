@@ -2,16 +2,43 @@
 
 - The `ask` tests: the embedded catalog, and a context that answers from it (no repository, the
   default Flox organisation).
-- Test-wide: the persistent recipe-facts cache goes to a temporary directory (tests never read or
-  write the user's cache), and repositories are re-checked on every call (a test that moves a
-  branch sees it at once).
+- Test-wide: torchbot's own files (state DB, audit log, logs, the recipe-facts cache, created
+  branches) default to a temporary home (``XDG_DATA_HOME``, ``XDG_STATE_HOME``,
+  ``XDG_CACHE_HOME``, set before any test module is imported, inherited by the torchbot
+  processes tests start), so no test reads or writes the user's; the cache has its own
+  temporary directory; repositories are re-checked on every call (a test that moves a branch
+  sees it at once); what one test's CLI run chose as its paths does not leak into the next.
 """
+
+import os
+import shutil
+import tempfile
 
 import pytest
 
 from config.catalog import load_catalog
 from config.settings import Settings
 from release.context import Context
+
+XDG = ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+_saved: dict[str, str | None] = {}
+
+
+def pytest_configure(config):
+    home = tempfile.mkdtemp(prefix="torchbot-test-home-")
+    _saved["home"] = home
+    for var in XDG:
+        _saved[var] = os.environ.get(var)
+        os.environ[var] = os.path.join(home, var.split("_")[1].lower())
+
+
+def pytest_unconfigure(config):
+    for var in XDG:
+        if _saved.get(var) is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = _saved[var]
+    shutil.rmtree(_saved.get("home", ""), ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -33,3 +60,12 @@ def _isolated_reader_cache(tmp_path_factory):
     mp.setattr(repos, "RECHECK_SECONDS", 0.0)
     yield
     mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _paths_from_the_environment():
+    from config import paths
+
+    paths.forget()
+    yield
+    paths.forget()

@@ -97,7 +97,7 @@ def here(ctx, tmp_path, *, nvml=None, smi="/nonexistent/nvidia-smi", cpuinfo=SPR
         proc_version=write(tmp_path, "version", "Linux version 5.15.153.1-microsoft-standard-WSL2" if wsl else "Linux version 6.8.0"),
         use_nvml=nvml is not None,
     )
-    return facts, ask(ctx, facts.text + extra).to_dict()
+    return facts, ask(ctx, facts.text + extra, flags_from=facts.cpu_from).to_dict()
 
 
 def test_h100_and_sapphire_rapids_get_sm90_avx512(ctx, tmp_path):
@@ -112,11 +112,38 @@ def test_h100_and_sapphire_rapids_get_sm90_avx512(ctx, tmp_path):
     assert "processor\t: 1" not in facts.text  # one cpuinfo block is enough
 
 
-def test_cpu_without_a_model_number_is_named_from_its_flags(ctx, tmp_path):
+def test_cpu_without_a_model_number_is_named_from_its_flags_as_a_range(ctx, tmp_path):
+    # A cloud VM's "Intel(R) Xeon(R) Processor" with AMX: any generation from Sapphire Rapids on.
     _, d = here(ctx, tmp_path, nvml=FakeNvml([("NVIDIA L4", (8, 9))]), cpuinfo=ANONYMOUS_SPR_CPUINFO)
-    assert d["recommendation"]["package"] == "pytorch-python313-cuda12_9-sm89-avx512"
-    assert d["hardware"]["cpu_uarch"] == "sapphirerapids"
-    assert any("archspec" in w for w in d["warnings"])
+    assert d["recommendation"]["package"] == "pytorch-python313-cuda12_9-sm89-avx512"  # the flags decide
+    assert d["hardware"]["cpu"] == "a CPU with AMX and AVX-512 BF16 (Sapphire Rapids or newer)"
+    assert d["hardware"]["cpu_uarch"] is None  # no one generation is claimed
+    assert any("names no model number" in w and "Sapphire Rapids or newer" in w for w in d["warnings"])
+    assert not any("Ice Lake" in line for line in d["warnings"] + d["reasons"])
+
+
+def test_masked_cpu_with_fewer_flags_is_named_by_the_oldest_generation_that_has_them(ctx, tmp_path):
+    cascade = ANONYMOUS_SPR_CPUINFO.replace(" amx_bf16", "").replace(" amx_int8", "").replace(" avx512_bf16", "")
+    _, d = here(ctx, tmp_path, cpuinfo=cascade)
+    assert d["hardware"]["cpu"] == "a CPU with AVX-512 VNNI (Cascade Lake or newer)"
+    amd = ANONYMOUS_SPR_CPUINFO.replace("GenuineIntel", "AuthenticAMD")
+    amd = amd.replace(" amx_bf16", "").replace(" amx_int8", "")
+    _, d = here(ctx, tmp_path, cpuinfo=amd.replace("Intel(R) Xeon(R) Processor", "AMD EPYC Processor"))
+    assert d["hardware"]["cpu"] == "a CPU with AVX-512 BF16 and AVX-512 VNNI (Zen 4 or newer)"
+
+
+def test_ask_here_says_it_read_the_flags_from_the_file_not_from_a_paste(ctx, tmp_path):
+    facts, d = here(ctx, tmp_path, nvml=FakeNvml([("NVIDIA H100 80GB HBM3", (9, 0))]), cpuinfo=ANONYMOUS_SPR_CPUINFO)
+    said = " ".join(d["reasons"])
+    assert f"from the CPU flags in {tmp_path / 'cpuinfo'}" in said and "pasted" not in said
+    # The same text pasted into a question is "the pasted CPU flags".
+    assert "from the pasted CPU flags" in " ".join(ask(ctx, facts.text).to_dict()["reasons"])
+
+
+def test_this_machines_proc_cpuinfo_is_named_as_such(tmp_path):
+    facts = gather(nvml=FakeNvml([], fail=True), nvidia_smi="/nonexistent/nvidia-smi",
+                   proc_version=write(tmp_path, "version", "Linux version 6.8.0"))
+    assert facts.cpu_from == "this machine's /proc/cpuinfo"
 
 
 def test_nvml_failing_falls_back_to_nvidia_smi(ctx, tmp_path):
@@ -177,6 +204,7 @@ def test_cli_ask_here_with_nvidia_smi_and_cpuinfo(tmp_path):
     assert d["recommendation"]["package"] == "pytorch-python312-cuda12_8-sm90-avx512"  # the words still count
     r = subprocess.run(base, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("This machine:") and "Use pytorch-python313-cuda12_9-sm90-avx512" in r.stdout
+    assert f"from the CPU flags in {cpuinfo}" in r.stdout and "pasted" not in r.stdout
 
 
 def test_the_chat_help_asks_for_what_ask_here_reads():

@@ -64,7 +64,7 @@ def test_lscpu_flags_are_authoritative(cat):
     hw = parse(cat, LSCPU_SPR)
     assert hw.flags_source == "pasted" and hw.cpu_arch == "x86_64"
     assert {"avx512_bf16", "avx512_vnni", "avx512f"} <= hw.cpu_flags
-    assert hw.cpu == "Intel Xeon Scalable 4th gen (Sapphire Rapids)"
+    assert hw.cpu == "Intel Xeon Platinum 8480+ (4th gen Xeon Scalable, Sapphire Rapids)"
 
 
 def test_graviton3_lscpu_has_sve_but_no_sve2(ctx):

@@ -75,3 +75,28 @@ def test_ask_with_a_dotenv_reads_it(clean):
     r = run_ask(clean, "from bot.frontends.cli.main import main", "main(['ask', 'DGX Spark'])")
     assert r.returncode == 0, r.stderr
     assert "flox install from-dotenv/pytorch-python313-cuda13_1-sm121-armv9" in r.stdout
+
+
+def test_where_files_live_agrees_with_settings(clean, monkeypatch, tmp_path):
+    from config import paths
+
+    monkeypatch.setenv("TORCHBOT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TORCHBOT_LOCAL_BRANCHES", str(tmp_path / "branches.toml"))
+    light, full = light_settings(), Settings()
+    assert light.cache_dir == full.cache_dir and light.local_branches == full.local_branches
+    for s in (light, full):
+        paths.use(s)
+        assert paths.cache_dir() == tmp_path / "cache" and paths.branches_file() == tmp_path / "branches.toml"
+
+
+def test_a_bad_flox_org_is_the_same_line_as_the_full_settings_give(clean, monkeypatch):
+    from config.errors import ConfigError
+    from config.settings import load_settings
+
+    monkeypatch.setenv("TORCHBOT_FLOX_ORG", "my org")
+    with pytest.raises(ConfigError) as light:
+        light_settings()
+    with pytest.raises(ConfigError) as full:
+        load_settings()
+    assert light.value.message == full.value.message
+    assert light.value.message.startswith("TORCHBOT_FLOX_ORG: 'my org' is not a Flox organisation name")

@@ -12,6 +12,7 @@ import pytest
 
 from bot.frontends.cli.main import main as cli
 from config.catalog import branch_from_dict, load_catalog
+from release.recipes.repos import catalog_from_repositories
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import NEW, build_repo, git, refs, small_catalog_branches, tree_files
 
@@ -118,11 +119,14 @@ def test_create_branch(env, tmp_path, capsys):
     assert git(work, "cat-file", "-t", "pytorch-2.9-python312:README.md").strip() == "blob"
     assert git(work, "cat-file", "-t", "pytorch-2.9-python312:.flox/env/manifest.toml").strip() == "blob"
 
-    # recorded in the catalog data the bot answers from
-    recorded = tomllib.loads(local.read_text())["branch"]["pytorch-2.9-python312"]
+    # recorded with its repository (its git directory): it joins the catalog where that repository is read
+    records = tomllib.loads(local.read_text())["repository"]
+    assert list(records) == [str((work / ".git").resolve())]
+    recorded = records[str((work / ".git").resolve())]["branch"]["pytorch-2.9-python312"]
     b = branch_from_dict("pytorch-2.9-python312", recorded)
     assert b.pin == NEW and b.python == "3.12" and b.cuda_versions == ("12.9", "12.8")
-    cat = load_catalog()
+    assert "pytorch-2.9-python312" not in load_catalog().branches  # not in the embedded catalog
+    cat = catalog_from_repositories([work], load_catalog())
     assert set(v.package for v in cat.branches["pytorch-2.9-python312"].variants) == names
 
     # a second create of the same name is refused, nothing changes
@@ -141,7 +145,7 @@ def test_reader_reads_created_branch_back(env, capsys):
     read = reader.read_repository(work, load_catalog())
     branches = read.branches if hasattr(read, "branches") else read
     got = branches["pytorch-2.9-python312"]
-    want = load_catalog().branches["pytorch-2.9-python312"]
+    want = catalog_from_repositories([work], load_catalog()).branches["pytorch-2.9-python312"]
     assert {v.package for v in got.variants} == {v.package for v in want.variants}
     assert set(got.pins) == {NEW}
     b = got.branch  # the catalog model the reader rebuilt from the branch

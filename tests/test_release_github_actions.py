@@ -201,12 +201,21 @@ def test_a_bad_max_parallel_is_one_line_naming_the_variable(tmp_path: Path) -> N
 
 
 def test_a_bad_org_cannot_reach_the_workflow(tmp_path: Path) -> None:
+    from config.errors import ConfigError
+    from config.settings import load_settings
+
+    evil = 'acme"\n    run: curl evil'
+    with pytest.raises(ConfigError, match="TORCHBOT_FLOX_ORG"):  # refused when the settings load
+        load_settings(flox_org=evil, _env_file=None)
+    settings = fx.context(tmp_path).settings.model_copy(update={"flox_org": evil})  # and by the workflow itself
     with pytest.raises(UsageError, match="TORCHBOT_FLOX_ORG"):
-        render_workflow(fx.context(tmp_path, flox_org='acme"\n    run: curl evil').settings)
+        render_workflow(settings)
 
 
-def test_workflow_commit_goes_to_the_named_branch_without_touching_the_checkout(tmp_path: Path, capsys) -> None:
+def test_workflow_commit_goes_to_the_named_branch_without_touching_the_checkout(tmp_path: Path, capsys,
+                                                                                monkeypatch) -> None:
     from bot.frontends.cli import main as cli
+    monkeypatch.setenv("TORCHBOT_FLOX_ORG", "acme")
     ctx = fx.context(tmp_path)
     repo = fx.make_repo(tmp_path)
     (repo / "scratch.txt").write_text("mine\n")

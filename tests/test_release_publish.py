@@ -79,6 +79,7 @@ def test_cli_publish_json(tmp_path: Path, monkeypatch, capsys) -> None:
     builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo))
     monkeypatch.setenv("TORCHBOT_STATE_DB", ctx.settings.state_db)
     monkeypatch.setenv("TORCHBOT_PUBLISH_COMMAND", "true")
+    monkeypatch.setenv("TORCHBOT_FLOX_ORG", "acme")
     assert cli.main(["release", "publish", "--repo", str(repo), "--branch", fx.BRANCH, "--dry-run"]) == 0
     assert "Publish 2 variant(s)" in capsys.readouterr().out
     assert cli.main(["release", "publish", "--repo", str(repo), "--json"]) == 0

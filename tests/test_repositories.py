@@ -6,6 +6,7 @@ repository (fixtures in the real shapes), configured through TORCHBOT_REPO_PATH 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -231,9 +232,11 @@ def test_a_missing_repository_in_the_list_is_one_clear_sentence(repos, tmp_path)
     import sys
 
     pt, _ = repos
-    env = {"TORCHBOT_REPO_PATH": f"{pt.path},{tmp_path / 'nope'}", "PATH": "/usr/bin:/bin", "TORCHBOT_CACHE_DIR": "off"}
+    env = {"TORCHBOT_REPO_PATH": f"{pt.path},{tmp_path / 'nope'}", "PATH": "/usr/bin:/bin", "TORCHBOT_CACHE_DIR": "off",
+           **{k: v for k, v in os.environ.items() if k.startswith("XDG_")}}
     r = subprocess.run([sys.executable, "-m", "bot", "ask", "H100"], capture_output=True, text=True, env=env)
-    assert r.returncode == 1 and "does not exist" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip() == f"torchbot: TORCHBOT_REPO_PATH: {tmp_path / 'nope'} does not exist"
 
 
 def test_torchbot_repo_path_takes_comma_separated_repositories_the_first_one_for_release_commands(monkeypatch, tmp_path):

@@ -77,7 +77,7 @@ def cpu_plan(cat: Catalog, hw: Hardware, ans: Answer, platform_arch: str | None)
 
 def _flags_phrase(hw: Hardware) -> str:
     if hw.flags_source == "pasted":
-        return " (from the pasted CPU flags)"
+        return f" (from the CPU flags in {hw.flags_from})" if hw.flags_from else " (from the pasted CPU flags)"
     if hw.flags_source == "stated":
         return " (from the flags named in the question)"
     return ""

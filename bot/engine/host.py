@@ -29,6 +29,7 @@ CSV_HEADER = "name, compute_cap, driver_version"
 class HostFacts:
     text: str  # what `ask` reads
     summary: list[str] = field(default_factory=list)  # what was found, and from where
+    cpu_from: str | None = None  # where the CPU's flags were read ("this machine's /proc/cpuinfo")
 
 
 def _str(value) -> str:
@@ -107,6 +108,7 @@ def gather(
         parts.append(block)
         model = next((line.split(":", 1)[1].strip() for line in block.splitlines() if line.lower().startswith("model name")), None)
         facts.summary.append(f"CPU from {cpuinfo}: {model or 'no model name (flags and CPU part only)'}")
+        facts.cpu_from = "this machine's /proc/cpuinfo" if cpuinfo == Path("/proc/cpuinfo") else str(cpuinfo)
     except OSError as err:
         facts.summary.append(f"{cpuinfo} not readable ({err.strerror or err}); CPU unknown")
     try:

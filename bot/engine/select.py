@@ -132,6 +132,12 @@ def _say_unknown(hw: Hardware, ans: Answer) -> bool:
         ans.warnings.append(
             f"I don't know the instance type '{hw.unknown_instance}'; this answer follows the hardware named."
         )
+    if hw.cpu_candidates:
+        ans.warnings.append(
+            f"'{hw.cpu_ambiguous}' is the number of more than one CPU ({'; '.join(hw.cpu_candidates)}); "
+            f"this answer is for the instructions {'both' if len(hw.cpu_candidates) == 2 else 'all of them'} have."
+        )
+        ans.missing.append(f"Which CPU is '{hw.cpu_ambiguous}': {' or '.join(hw.cpu_candidates)}?")
     if hw.unknown_cpu:
         names = _quoted(hw.unknown_cpu)
         if hw.cpu_uarch:

@@ -38,6 +38,8 @@ HELP = """\
                              (what `torchbot ask --here` reads on the machine itself)
 /pins                        branches with PyTorch / CUDA / Python and their nixpkgs pins
 /bump <branch|all> [rev] [--with-companions]  move branches (and their torchvision pairs) to a newer nixpkgs (admins; plan first)
+/bump <branch> <rev> --pytorch X.Y.Z          ... a deliberate PyTorch move: X.Y.Z is what that nixpkgs holds
+/bump <branch> [rev] --torch-src REV,HASH     ... PyTorch from source (a source override; the pin stays without rev)
 /build <branch> [glob]       build variants of a branch (admins; shows the plan first)
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
@@ -49,7 +51,8 @@ PLANNERS: dict[str, tuple[str, str]] = {
     "build": ("release.builds.commands", "plan_build"),
     "publish": ("release.publishing.commands", "plan_publish"),
 }
-USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--with-companions]", "build": "Usage: /build <branch> [glob]",
+USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--with-companions] [--pytorch X.Y.Z] [--torch-src REV,HASH]",
+         "build": "Usage: /build <branch> [glob]",
          "publish": "Usage: /publish <branch>"}
 SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status."
 
@@ -79,7 +82,9 @@ class PlanReply:
         return {"pending": self.pending.id, "command": self.pending.command, "plan": self.pending.plan.to_dict()}
 
     def text(self) -> str:
-        return f"Plan for /{self.pending.command} {' '.join(self.pending.args)}:\n{self.pending.plan.text()}"
+        """First line: the command and the plan's own first line (a bump's PyTorch change is there)."""
+        head, _, rest = self.pending.plan.text().partition("\n")
+        return f"Plan for /{self.pending.command} {' '.join(self.pending.args)}: {head}\n{rest}"
 
 
 @dataclass
@@ -231,10 +236,9 @@ class Chat:
         except (ImportError, AttributeError):
             raise UsageError(f"/{name} is not available in this installation.") from None
         if name == "bump":
-            rest = [a for a in args if a != "--with-companions"]
-            if not rest:
+            rest, extra = plans.bump_options(args)
+            if not rest or len(rest) > 2:
                 raise UsageError(USAGE["bump"])
-            extra = {"with_companions": True} if len(rest) < len(args) else {}
             return planner(self.ctx, rest[0], rest[1] if len(rest) > 1 else None, **extra)
         if name == "build":
             return planner(self.ctx, args[0], args[1:] or None)

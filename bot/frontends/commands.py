@@ -12,11 +12,15 @@ from bot.engine.companions import answer_companion, companion_kind
 from bot.engine.select import recommend
 
 
-def ask(ctx: Context, text: str) -> Answer:
+def ask(ctx: Context, text: str, flags_from: str | None = None) -> Answer:
     """Answer a free-text hardware question with a variant, reasons and warnings (a torchvision
-    or torchaudio package when the question asks for one)."""
+    or torchaudio package when the question asks for one). ``flags_from`` says where CPU flags
+    in the text were read when the user did not paste them (``ask --here``: this machine's
+    /proc/cpuinfo)."""
     catalog = ctx.catalog
     hw = parse(catalog, text or "")
+    if flags_from and hw.flags_source == "pasted":
+        hw.flags_from = flags_from
     answer = recommend(catalog, hw, ctx.settings.flox_org)
     kind = companion_kind(text or "")
     if kind:

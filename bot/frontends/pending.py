@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from config.errors import UsageError
+
 
 def expected_refs(command: str, plan: dict) -> dict[str, str]:
     """name -> value of everything the plan was made from that must still hold at Confirm."""
@@ -23,12 +25,42 @@ def expected_refs(command: str, plan: dict) -> dict[str, str]:
     return {}
 
 
+_BUMP_VALUE_FLAGS = {"--pytorch": "pytorch", "--torch-src": "torch_src"}
+
+
+def bump_options(args: list[str]) -> tuple[list[str], dict]:
+    """``/bump`` words -> (positional words, planner options): ``--with-companions``,
+    ``--pytorch X.Y.Z``, ``--torch-src REV,HASH`` (``--flag=value`` works too)."""
+    rest: list[str] = []
+    opts: dict = {}
+    words = iter(args)
+    for word in words:
+        flag, eq, value = word.partition("=")
+        if word == "--with-companions":
+            opts["with_companions"] = True
+        elif flag in _BUMP_VALUE_FLAGS:
+            value = value if eq else next(words, "")
+            if not value or value.startswith("--"):
+                raise UsageError(f"/bump {flag} needs a value ({'X.Y.Z' if flag == '--pytorch' else 'REV,HASH'}).")
+            opts[_BUMP_VALUE_FLAGS[flag]] = value
+        elif word.startswith("--"):
+            raise UsageError(f"/bump does not take {word}.")
+        else:
+            rest.append(word)
+    return rest, opts
+
+
 def replay_args(command: str, args: list[str], plan: dict) -> list[str]:
     """The arguments that make the same plan again: a bump pins the nixpkgs revision it
-    resolved, so a channel that moved since is not silently taken."""
+    resolved, so a channel that moved since is not silently taken (a source move on the current
+    pin keeps its flags and no revision)."""
     if command == "bump" and args and plan.get("new_rev"):
-        flags = [a for a in args if a == "--with-companions"]
-        return [next(a for a in args if a not in flags), plan["new_rev"], *flags]
+        rest, opts = bump_options(args)
+        flags = ["--with-companions"] if opts.get("with_companions") else []
+        flags += [w for flag, key in _BUMP_VALUE_FLAGS.items() if key in opts for w in (flag, opts[key])]
+        if len(rest) < 2 and plan.get("source") == "current pin":
+            return [rest[0], *flags]
+        return [rest[0], plan["new_rev"], *flags]
     return list(args)
 
 
@@ -79,7 +111,10 @@ def refused_moved(command: str, args: list[str], changes: list[str]) -> str:
 def nothing_to_do(command: str, plan: dict) -> bool:
     """True when confirming the plan would change nothing (no Confirm button then)."""
     if command == "bump":
-        return not any(not b.get("up_to_date") and b.get("files_changed") for b in plan.get("branches", []))
+        def moves(b: dict) -> bool:
+            torch = b.get("pytorch") or {}
+            return not b.get("up_to_date") or bool(torch.get("new")) and torch.get("new") != torch.get("old")
+        return not any(moves(b) and b.get("files_changed") for b in plan.get("branches", []))
     if command == "build":
         return not plan.get("build")
     if command == "publish":

@@ -3,19 +3,23 @@ Python combination, derived from an existing branch (release.branches.derive: th
 recipes and README with the branch's facts changed, every other line kept), checked against
 nixpkgs (the pin exists, every CUDA package set is there, the recipes build the PyTorch the
 name promises), committed without touching the user's checkout, optionally pushed, and
-recorded in the local catalog file the bot answers from."""
+recorded with its repository (config.branch_records), so it shows where that repository is read."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.errors import CatalogError, ExternalError, RefusedError, ValidationError
-from config.results import MessageResult
-from config.catalog import Branch, CudaGroup, branch_to_dict, local_branches_file, vtuple
-from release.adapters import git as gitops
+from config.branch_records import record_created_branch
+from config.catalog import Branch, CudaGroup, branch_to_dict, vtuple
+from config.errors import ExternalError, RefusedError, ValidationError
 from config.naming import parse_package_name
+from config.results import MessageResult
+from release.adapters import git as gitops
+from release.branches.statements import Facts, Follow, foreign_pins, foreign_refs, pairing, vllm_of
 from release.pins.rules import README, RECIPES_DIR, short, validate_rev
+from release.recipes.facts import NONE_PIN
 
 MANIFEST = ".flox/env/manifest.toml"
 
@@ -27,35 +31,6 @@ def _check_name(repo, name: str) -> None:
         repo.git.check_ref_format("--branch", name)
     except git.GitCommandError:
         raise ValidationError(f"'{name}' is not a valid branch name.") from None
-
-
-def record_branch(branch: Branch, path: Path | None = None) -> Path:
-    """Append a [branch."NAME"] table to the local catalog file."""
-    import tomllib
-
-    import tomli_w
-
-    path = path or local_branches_file()
-    existing = ""
-    if path.is_file():
-        existing = path.read_text()
-        try:
-            if branch.name in tomllib.loads(existing).get("branch", {}):
-                raise RefusedError(f"Branch '{branch.name}' is already recorded in {path}.")
-        except tomllib.TOMLDecodeError as err:
-            raise CatalogError(f"{path} is not valid TOML ({err}); fix it before creating branches.") from None
-    table = tomli_w.dumps({"branch": {branch.name: branch_to_dict(branch)}})
-    sep = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(sep + table)
-    try:
-        from config.catalog import load_catalog
-
-        load_catalog.cache_clear()
-    except AttributeError:  # pragma: no cover
-        pass
-    return path
 
 
 def _default_source(name: str, heads: dict[str, str], catalog) -> str | None:
@@ -97,6 +72,32 @@ def _check_request(pytorch: str, python: str | None, cuda: list[str] | None) -> 
             raise ValidationError(f"--cuda '{v}' is not a CUDA version (A.B).")
 
 
+@dataclass
+class _Source:
+    """The source branch as read: its files, recipes, facts and the repository's docs model."""
+
+    name: str
+    tip: str
+    files: dict[str, str]
+    recipes: list
+    python: str
+    cuda: list[str]
+    doc: object  # its BranchDoc, or None
+    docs: dict  # branch -> BranchDoc (the README tables' facts)
+    model: object  # the reader's RepoModel
+    facts: Facts
+
+
+@dataclass
+class _Derivation:
+    req: object  # release.branches.derive.Request
+    derived: object  # release.branches.derive.Derived
+    plan: tuple[str, str, str]  # torch_plan: (mode, version, how)
+    torch_at: str  # nixpkgs' torch at the pin
+    follow: Follow
+    notes: list[str] = field(default_factory=list)
+
+
 def create_branch(
     ctx,
     repo_path: Path,
@@ -117,9 +118,7 @@ def create_branch(
     """Derive branch ``name`` from ``from_branch``: its recipes with names, Python, CUDA set and
     pin changed, its README with the branch's facts updated; checked against nixpkgs (the pin
     exists, it has every CUDA package set the recipes use, the recipes build ``pytorch``)."""
-    from config.catalog import Companion, TorchSource, Variant, load_catalog
-    from release.adapters.nixpkgs import NixpkgsClient
-    from release.branches.derive import Request, derive_recipes, plan_targets, python_swap, source_recipes, torch_plan
+    from config.catalog import load_catalog
 
     settings = ctx.settings
     catalog = load_catalog()
@@ -127,6 +126,43 @@ def create_branch(
     pin = validate_rev(pin)
     src_spec = parse_torch_src(torch_src)
     repo = gitops.open_repo(repo_path)
+    source = _read_source(repo, repo_path, name, from_branch, catalog, settings)
+    d = _derive(settings, source, catalog, name=name, pytorch=pytorch, python=python, cuda=cuda, pin=pin,
+                src_spec=src_spec, gpu=gpu, cpu=cpu)
+    new_doc = _new_doc(d, source, summary)
+    changes, notes = _changes(d, source, new_doc, summary, settings)
+    message = (
+        f"{name}: new branch from {source.name}, PyTorch {d.derived.torch}, Python {d.req.python}, "
+        f"CUDA {' / '.join(d.req.cuda) or 'none'}, nixpkgs {short(pin)} ({len(d.derived.recipes)} recipes)"
+    )
+    sha = gitops.make_commit(repo, source.tip, changes, message, settings.git_author_name, settings.git_author_email)
+    remote = settings.repo_remote
+    if push:
+        gitops.push(repo, remote, [f"{sha}:refs/heads/{name}"])
+    try:
+        gitops.move_refs(repo, {name: (sha, gitops.ZERO)})
+    except ExternalError:
+        if push:
+            gitops.delete_remote_refs(repo, remote, [f"refs/heads/{name}"])
+        raise
+    branch = _definition(d, source, new_doc, catalog, src_spec, purpose, summary)
+    try:
+        recorded = record_created_branch(repo_path, branch)
+    except Exception:
+        repo.git.update_ref("-d", f"refs/heads/{name}", sha)
+        if push:
+            gitops.delete_remote_refs(repo, remote, [f"refs/heads/{name}"])
+        raise
+    return _result(d, source, branch, sha, push, remote, recorded, notes)
+
+
+def _read_source(repo, repo_path: Path, name: str, from_branch: str | None, catalog, settings) -> _Source:
+    """The branch to derive from (refusing a taken name or a missing source), its files and the
+    reader's facts about it and the other branches."""
+    from release.branches.derive import source_recipes
+    from release.docs.facts import docs_from_model, skipped
+    from release.recipes.reader import read_repository
+
     _check_name(repo, name)
     heads = gitops.local_branches(repo)
     remote = settings.repo_remote
@@ -146,28 +182,44 @@ def create_branch(
     pythons = [r.parsed.python for r in recipes if r.parsed]
     src_python = max(set(pythons), key=pythons.count) if pythons else "3.13"
     src_cuda = sorted({r.parsed.cuda for r in recipes if r.parsed and r.parsed.cuda}, key=vtuple, reverse=True)
-    # the other branches' facts (the README's tables) and the source's own CUDA order
-    from release.docs.facts import BranchDoc, docs_from_model, skipped
-    from release.recipes.reader import read_repository
-
     model = read_repository(repo_path, catalog)
     docs = {n: d for n, d in docs_from_model(model).items() if not skipped(n, settings.docs_skip_branches)}
     src_doc = docs.get(source)
     if src_doc is not None and set(src_doc.cuda) == set(src_cuda):
-        src_cuda = list(src_doc.cuda)
+        src_cuda = list(src_doc.cuda)  # the source's own CUDA order
+    bm = model.branches.get(source)
+    pins = tuple(dict.fromkeys([m for r in recipes for m in re.findall(r"archive/([0-9a-f]{40})\.tar\.gz", r.text)]
+                               + list(bm.pins if bm is not None else ())))
+    facts = Facts(source, src_python, tuple(p for p in pins if p != NONE_PIN),
+                  src_doc.pytorch if src_doc else "",
+                  (bm.branch.vllm if bm is not None and bm.branch is not None else None) or vllm_of(source))
+    return _Source(source, heads[source], files, recipes, src_python, src_cuda, src_doc, docs, model, facts)
+
+
+def _derive(settings, source: _Source, catalog, *, name, pytorch, python, cuda, pin, src_spec, gpu, cpu) -> _Derivation:
+    """The new recipes, checked against nixpkgs: the pin exists, the recipes build ``pytorch``
+    there, every CUDA package set they use is there. Refuses before anything is written."""
+    from release.adapters.nixpkgs import NixpkgsClient
+    from release.branches.derive import Request, derive_recipes, plan_targets, torch_plan
+
     req = Request(
-        name=name, source=source, python=python or src_python, cuda=tuple(cuda or src_cuda), pin=pin,
+        name=name, source=source.name, python=python or source.python, cuda=tuple(cuda or source.cuda), pin=pin,
         pytorch=pytorch, torch_src=src_spec, gpu=tuple(gpu) if gpu else None, cpu=tuple(cpu) if cpu else None,
     )
-    plan_targets(req, recipes, catalog)  # the matrix is checked before nixpkgs is asked anything
-
+    if not source.facts.pins:
+        raise RefusedError(
+            f"'{source.name}' is unpinned: its recipes take nixpkgs from `flox build` (callPackage), so there is no "
+            f"pin for --pin to move; derive '{name}' from a pinned branch. Nothing was created."
+        )
+    plan_targets(req, source.recipes, catalog)  # the matrix is checked before nixpkgs is asked anything
     with NixpkgsClient(settings) as client:
         client.resolve(pin)  # RefusedError when nixpkgs has no such commit
         torch_at = client.torch_version(pin)
-        plan = torch_plan(req, recipes, torch_at, short(pin))
-        derived = derive_recipes(req, recipes, catalog, plan)
+        plan = torch_plan(req, source.recipes, torch_at, short(pin))
+        follow, notes = _follow(source, req, plan[1])
+        derived = derive_recipes(req, source.recipes, catalog, plan, follow)
         if not derived.recipes:
-            raise RefusedError(f"Nothing of '{source}' matches the request; '{name}' would have no recipes.")
+            raise RefusedError(f"Nothing of '{source.name}' matches the request; '{name}' would have no recipes.")
         missing = [a for a in sorted(derived.cuda_attrs) if not client.has_cuda_set(pin, a)]
         if missing:
             there = client.cuda_sets(pin)
@@ -176,100 +228,115 @@ def create_branch(
                 f"{', '.join(f'{a} ({derived.cuda_attrs[a]} recipes)' for a in missing)}, which nixpkgs {short(pin)} "
                 f"does not have (it has {', '.join(there) or 'no cudaPackages sets'}). Nothing was created."
             )
+    return _Derivation(req, derived, plan, torch_at, follow, notes)
 
-    # the README: the source's, with this branch's facts; the other branches' from the repository
-    from release.branches.readme import derive_readme
 
+def _follow(source: _Source, req, torch: str) -> tuple[Follow, list[str]]:
+    """How the source's statements become the new branch's, and the pairing with other
+    repositories (refs the source's texts name; pins other branches' READMEs give them)."""
+    new = Facts(req.name, req.python, (req.pin,), torch, vllm_of(req.name))
+    refs = set().union(*(foreign_refs(t) for t in source.files.values()))
+    known: dict[str, tuple[str, str]] = {}
+    for b, bm in source.model.branches.items():
+        for ref, p in foreign_pins(bm.readme, bm.pins).items():
+            known.setdefault(ref, (p, b))
+    pairs, notes = pairing(source.facts, new, refs, known)
+    return Follow(source.facts, new, pairs), notes
+
+
+def _new_doc(d: _Derivation, source: _Source, summary: str | None):
+    from release.docs.facts import BranchDoc
+
+    derived, req, src_doc = d.derived, d.req, source.doc
     archs = sorted({a for v in derived.archs.values() for a in v}, key=lambda a: vtuple(a[2:]))
-    new_doc = BranchDoc(
-        name=name, pytorch=derived.torch, python=req.python, cuda=req.cuda, variants=len(derived.recipes),
-        groups=((pin, req.cuda),), archs=tuple(archs), cpu=bool(derived.cpu_isas), darwin=derived.darwin,
+    return BranchDoc(
+        name=req.name, pytorch=derived.torch, python=req.python, cuda=req.cuda, variants=len(derived.recipes),
+        groups=((req.pin, req.cuda),), archs=tuple(archs), cpu=bool(derived.cpu_isas), darwin=derived.darwin,
         summary=summary or (src_doc.summary if src_doc else ""), cudnn=src_doc.cudnn if src_doc else "",
         min_driver=src_doc.min_driver if src_doc else "",
     )
+
+
+def _changes(d: _Derivation, source: _Source, new_doc, summary: str | None, settings) -> tuple[dict, list[str]]:
+    """The new branch's files (recipes, README, manifest; None: a source recipe it does not
+    have) and what the plan says about them."""
+    from release.branches.readme import derive_readme
+
+    derived, req = d.derived, d.req
     changes: dict[str, str | None] = {p: None for p in derived.removed}
     changes.update(derived.recipes)
-    notes = list(derived.notes)
-    if README in files:
-        src_pins = tuple(dict.fromkeys(m for r in recipes for m in re.findall(r"archive/([0-9a-f]{40})\.tar\.gz", r.text)))
-        cuda_change = {a: b for a, b in zip(src_cuda, req.cuda) if a != b and len(src_cuda) == len(req.cuda)}
-        torch_change = (src_doc.pytorch, derived.torch) if src_doc and plan[0] == "new" else None
+    notes = list(derived.notes) + d.notes
+    if README in source.files:
+        same = len(source.cuda) == len(req.cuda)
+        cuda_change = {a: b for a, b in zip(source.cuda, req.cuda, strict=False) if a != b and same}
         changes[README], readme_notes = derive_readme(
-            files[README], source=source, new=new_doc, source_python=src_python, source_pins=src_pins,
-            packages=set(derived.packages), docs=docs, existing=set(model.branches), skip=settings.docs_skip_branches,
-            summary=summary, torch_change=torch_change, cuda_change=cuda_change,
+            source.files[README], source=source.name, new=new_doc, follow=d.follow, packages=set(derived.packages),
+            docs=source.docs, existing=set(source.model.branches), skip=settings.docs_skip_branches, summary=summary,
+            cuda_change=cuda_change,
         )
         notes.extend(readme_notes)
-    if MANIFEST in files:
-        changes[MANIFEST] = python_swap(files[MANIFEST], src_python, req.python)
+    if MANIFEST in source.files:
+        changes[MANIFEST] = "".join(d.follow.line(line) for line in source.files[MANIFEST].splitlines(keepends=True))
+    return changes, notes
 
-    parent = heads[source]
-    message = (
-        f"{name}: new branch from {source}, PyTorch {derived.torch}, Python {req.python}, "
-        f"CUDA {' / '.join(req.cuda) or 'none'}, nixpkgs {short(pin)} ({len(derived.recipes)} recipes)"
-    )
-    sha = gitops.make_commit(repo, parent, changes, message, settings.git_author_name, settings.git_author_email)
-    if push:
-        gitops.push(repo, remote, [f"{sha}:refs/heads/{name}"])
-    try:
-        gitops.move_refs(repo, {name: (sha, gitops.ZERO)})
-    except ExternalError:
-        if push:
-            gitops.delete_remote_refs(repo, remote, [f"refs/heads/{name}"])
-        raise
 
+def _definition(d: _Derivation, source: _Source, new_doc, catalog, src_spec, purpose, summary) -> Branch:
+    """The catalog record of the new branch (what `ask` answers from)."""
+    from config.catalog import Companion, TorchSource, Variant
+
+    derived, req, pin = d.derived, d.req, d.req.pin
     variants = []
     for path in derived.recipes:
         parsed = parse_package_name(Path(path).stem)
         if parsed is None:
             continue
+        platform = catalog.variant_platform(parsed.gpu_arch, parsed.cpu_isa, parsed.is_darwin)
         variants.append(Variant(Path(path).stem, parsed.kind, parsed.python, parsed.cuda, parsed.gpu_arch,
-                                parsed.cpu_isa, catalog.variant_platform(parsed.gpu_arch, parsed.cpu_isa, parsed.is_darwin),
-                                parsed.is_darwin, pin))
+                                parsed.cpu_isa, platform, parsed.is_darwin, pin))
     comps = tuple(dict.fromkeys(Companion(v.kind, v.cuda, v.gpu_arch, v.cpu_isa) for v in variants
                                 if v.is_companion and v.cuda))
+    src_doc = source.doc
     same_line = src_doc is not None and vtuple(src_doc.pytorch)[:2] == vtuple(derived.torch)[:2]
-    branch = Branch(
-        name=name,
+    return Branch(
+        name=req.name,
         pytorch=derived.torch,
         python=req.python,
         cudnn=new_doc.cudnn or "9.x",
         min_driver=new_doc.min_driver or ("580" if req.cuda and vtuple(max(req.cuda, key=vtuple)) >= (13,) else "550"),
         purpose=purpose or ("python-variant" if same_line else "bleeding-edge"),
         summary=summary or f"PyTorch {derived.torch} + CUDA {' / '.join(req.cuda)} + Python {req.python} "
-                           f"(nixpkgs {short(pin)}), derived from {source}",
+                           f"(nixpkgs {short(pin)}), derived from {source.name}",
         pin=pin,
         cpu_isas=derived.cpu_isas,
         darwin_mps=derived.darwin,
         cuda_groups=tuple(CudaGroup(v, derived.archs.get(v, ())) for v in req.cuda),
         companions=comps,
-        torch_source=_torch_source(recipes, derived, plan, src_spec, TorchSource),
+        torch_source=_torch_source(source.recipes, derived, d.plan, src_spec, TorchSource),
+        vllm=vllm_of(req.name),
         variants=tuple(variants),
     )
-    try:
-        recorded = record_branch(branch)
-    except Exception:
-        repo.git.update_ref("-d", f"refs/heads/{name}", sha)
-        if push:
-            gitops.delete_remote_refs(repo, remote, [f"refs/heads/{name}"])
-        raise
+
+
+def _result(d: _Derivation, source: _Source, branch: Branch, sha: str, push: bool, remote: str, recorded,
+            notes: list[str]) -> MessageResult:
+    derived, req = d.derived, d.req
     text = (
-        f"Created branch {name} at {short(sha)} from {source}: {len(derived.recipes)} recipes "
+        f"Created branch {req.name} at {short(sha)} from {source.name}: {len(derived.recipes)} recipes "
         f"(PyTorch {derived.torch}: {derived.torch_how}; Python {req.python}; CUDA {' / '.join(req.cuda) or 'none'}; "
-        f"nixpkgs {short(pin)})" + (f", pushed to {remote}" if push else "") + f". Recorded in {recorded}."
+        f"nixpkgs {short(req.pin)})" + (f", pushed to {remote}" if push else "") + f". Recorded in {recorded}."
     )
     if notes:
         text += "\n" + "\n".join(f"- {n}" for n in notes)
     return MessageResult(
         text,
         data={
-            "branch": name,
-            "source": source,
+            "branch": req.name,
+            "source": source.name,
             "commit": sha,
-            "parent": parent,
+            "parent": source.tip,
             "recipes": len(derived.recipes),
             "packages": derived.packages,
-            "pytorch": {"version": derived.torch, "how": derived.torch_how, "nixpkgs": torch_at},
+            "pytorch": {"version": derived.torch, "how": derived.torch_how, "nixpkgs": d.torch_at},
             "removed": derived.removed,
             "notes": notes,
             "definition": branch_to_dict(branch),

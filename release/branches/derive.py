@@ -12,7 +12,9 @@ every line of them except the facts that change:
   ``CUDA 12.9`` / ``-DCUDA_VERSION=12.9`` texts, for a version the source does not have cloned
   from the nearest version it has (same major first);
 - the nixpkgs pin of the ``fetchTarball`` URL (a ``sha256`` of the old tarball is dropped);
-- PyTorch only with a new source override (``--torch-src REV,HASH``).
+- PyTorch only with a new source override (``--torch-src REV,HASH``, release.pins.override);
+- everything else the texts say about the source (its pins, Python, vLLM and PyTorch in
+  descriptions and comments, other repositories' branches): release.branches.statements.
 
 Only the GPU architectures the source builds are carried over (``gpu`` may choose among them,
 or name one the source builds with another CUDA version); architectures a CUDA version cannot
@@ -30,14 +32,10 @@ from pathlib import PurePosixPath
 from config.catalog import vtuple
 from config.errors import RefusedError, ValidationError
 from config.naming import ParsedName, package_name, parse_package_name, python_tag
+from release.pins.override import torch_swap
 from release.pins.rules import PIN_RE
 
 RECIPES_DIR = ".flox/pkgs"
-_SOURCE_RE = re.compile(
-    r'(?P<head>version\s*=\s*")(?P<version>[0-9][0-9.]*)(?P<mid>"\s*;\s*src\s*=\s*[\w.]*fetchFromGitHub\s*\{)'
-    r'(?P<body>.{0,400}?)(?P<hashhead>hash\s*=\s*")(?P<hash>sha256-[A-Za-z0-9+/=]+)"',
-    re.S,
-)
 _TARBALL_SHA_RE = re.compile(r'(builtins\.fetchTarball\s*\{[^}]*?)\n[ \t]*sha256\s*=\s*"[^"]*";', re.S)
 
 
@@ -282,25 +280,10 @@ def pin_swap(text: str, new_pin: str) -> tuple[str, bool]:
     return dropped, dropped != changed
 
 
-def torch_swap(text: str, old: str, new: str, rev: str, hash_: str) -> str:
-    """The source override moved from ``old`` to ``new`` (rev, hash), and the texts that name
-    the version (TORCH_BUILD_VERSION, version.txt, comments, ``pytorch210-`` pnames)."""
-    def src(m):
-        body = m["body"]
-        if rev != f"v{new}":
-            body = re.sub(r'rev\s*=\s*"[^"]*"', f'rev = "{rev}"', body, count=1)
-        return f"{m['head']}{new}{m['mid']}{body}{m['hashhead']}{hash_}\""
-
-    text = _SOURCE_RE.sub(src, text, count=1)
-    text = re.sub(rf"(?<![\d.]){re.escape(old)}(?![\d]|\.\d)", new, text)
-    o, n = "".join(old.split(".")[:2]), "".join(new.split(".")[:2])
-    if o != n:
-        text = re.sub(rf"\bpytorch{o}(?=-)", f"pytorch{n}", text)
-    return text
-
-
-def derive_recipes(req: Request, recipes: list[SourceRecipe], catalog, torch: tuple[str, str, str]) -> Derived:
-    """The new branch's recipes from the source's (``torch``: the :func:`torch_plan`)."""
+def derive_recipes(req: Request, recipes: list[SourceRecipe], catalog, torch: tuple[str, str, str],
+                   follow=None) -> Derived:
+    """The new branch's recipes from the source's (``torch``: the :func:`torch_plan`; ``follow``:
+    the source's statements made the new branch's, release.branches.statements)."""
     mode, version, how = torch
     out = Derived(torch=version, torch_how=how)
     targets, notes = plan_targets(req, recipes, catalog)
@@ -313,14 +296,18 @@ def derive_recipes(req: Request, recipes: list[SourceRecipe], catalog, torch: tu
         used_templates.add(tmpl.path)
         src_py = tmpl.parsed.python if tmpl.parsed else None
         text = tmpl.text
-        if src_py:
-            text = python_swap(text, src_py, req.python)
+        if src_py and src_py != req.python:  # the branch's package set, named (overlays re-targeted with it)
+            text = re.sub(r"\bpython3Packages\b", f"{python_tag(req.python)}Packages", text)
         if tgt is not None and tmpl.parsed and tmpl.parsed.cuda and tgt.cuda:
             text = cuda_swap(text, tmpl.parsed.cuda, tgt.cuda)
         text, dropped = pin_swap(text, req.pin)
         dropped_sha += dropped
         if mode == "new" and tmpl.override:
             text = torch_swap(text, tmpl.override, version, req.torch_src[0], req.torch_src[1])
+        if follow is not None:
+            text = follow.nix(text)
+        if src_py and (follow is None or src_py != follow.source.python):
+            text = python_swap(text, src_py, req.python)
         if tgt is None:
             name = tmpl.package if not src_py else python_swap(tmpl.package, src_py, req.python)
         else:

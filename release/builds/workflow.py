@@ -18,6 +18,7 @@ import string
 import tomllib
 from pathlib import Path
 
+from config.checks import require_real_org
 from config.errors import RefusedError, UsageError
 from release.adapters import git as gitops
 from release.context import repo_path
@@ -64,6 +65,7 @@ def write_workflow(ctx, repo=None, commit: bool = False, branch: str | None = No
     dispatch runs from), made without touching the checkout, index or working tree; returns
     (path in the repository, new commit or None when the branch already holds it). Without:
     writes the file into the working tree and returns (file, None)."""
+    require_real_org(ctx.settings.flox_org, "writing the build workflow (its publish step names it)")
     path = repo_path(ctx, repo)
     text = render_workflow(ctx.settings)
     rel = workflow_path(ctx.settings)

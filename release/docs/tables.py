@@ -9,15 +9,17 @@ the repository (less the skipped ones, e.g. ``main-staging``) a table must have 
 - Python: the branch's;
 - CUDA: together, exactly the branch's CUDA versions ("12.9.1" agrees with 12.9);
 - Nixpkgs Pin: per row, the pin of the CUDA versions of that row (a multi-pin branch gets one
-  row per pin group where the README has a single row); short pins in backticks elsewhere in the
-  row (``(nixpkgs `46336d4`)``) must be one of the branch's pins;
+  row per pin group where the README has a single row); a branch whose recipes take nixpkgs from
+  callPackage is said to be unpinned, with where its nixpkgs comes from (never a link to a
+  ``tree/none``); short pins in backticks elsewhere in the row (``(nixpkgs `46336d4`)``) must be
+  one of the branch's pins;
 - Variants (a branch with one row): the number of recipes.
 
 Rows naming a branch the repository does not have are dropped; a branch with no row gets one
 (a "Variants on Other Branches" table may leave out the README's own branch). Everything
 else -- other columns, other tables, prose, emphasis, padding -- is kept byte for byte.
 
-May import: config, release.recipes.markdown, release.docs.facts.
+May import: config, release.recipes.markdown, release.recipes.facts (NONE_PIN), release.docs.facts.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 
 from config.catalog import vtuple
 from release.docs.facts import BranchDoc, skipped
+from release.recipes.facts import NONE_PIN  # the pin of a recipe that takes nixpkgs from callPackage
 from release.recipes.markdown import (
     Table,
     find_tables,
@@ -39,6 +42,8 @@ from release.recipes.markdown import (
 )
 
 PIN_URL = "https://github.com/NixOS/nixpkgs/tree/{pin}"
+UNPINNED = "unpinned (nixpkgs from `flox build`)"
+_UNPINNED_RE = re.compile(r"\bunpinned\b", re.I)
 _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)*")
 _HEX_RE = re.compile(r"\b[0-9a-f]{7,40}\b")
 _NIXPKGS_SHORT_RE = re.compile(r"(nixpkgs\s+\**`)([0-9a-f]{7,40})(`)")
@@ -109,10 +114,18 @@ def _cell(cells: list[str], i: int | None) -> str:
 
 
 def _pins_said(cell: str) -> list[str]:
-    return _HEX_RE.findall(cell)
+    said = _HEX_RE.findall(cell)
+    return said + [NONE_PIN] if _UNPINNED_RE.search(cell) else said
+
+
+def _pin_text(pin: str) -> str:
+    """A new row's pin cell: a link to the nixpkgs tree, or where an unpinned branch's nixpkgs comes from."""
+    return UNPINNED if pin == NONE_PIN else f"[`{pin[:7]}`]({PIN_URL.format(pin=pin)})"
 
 
 def _pin_cell(old: str, pin: str, bold: bool) -> str:
+    if pin == NONE_PIN:
+        return f" {UNPINNED} "
     s = pin[:7]
     inner = f"**`{s}`**" if ("**`" in old or (bold and "`" not in old)) else f"`{s}`"
     if "](" in old or "`" not in old:
@@ -258,7 +271,7 @@ def _new_rows(t: Table, header_line: str, doc: BranchDoc, cols: _Cols) -> list[s
             elif i == cols.variants:
                 cells[i] = str(doc.variants)
             elif i == cols.pin:
-                cells[i] = f"[`{pin[:7]}`]({PIN_URL.format(pin=pin)})" if pin else ""
+                cells[i] = _pin_text(pin) if pin else ""
             elif i == cols.archs:
                 cells[i] = doc.architectures()
             elif h == "cudnn":
@@ -300,11 +313,12 @@ def _diff(old: list[str], new: list[str], cols: _Cols) -> tuple[str, str]:
     return ("; ".join(f"{k} {a.get(k, '-')}" for k in keys), "; ".join(f"{k} {b.get(k, '-')}" for k in keys))
 
 
-def check_readme(readme: str, own: str, docs: dict[str, BranchDoc], *, existing=(), skip=()) -> Checked:
+def check_readme(readme: str, own: str, docs: dict[str, BranchDoc], *, existing=(), skip=(), only=None) -> Checked:
     """The stale rows of ``readme`` (branch ``own``'s README) and the README with them fixed.
     ``docs``: the facts of every documented branch; ``existing``: every branch name of the
     repository (rows about existing but undocumented branches are left alone); ``skip``:
-    name patterns of branches the tables need not list."""
+    name patterns of branches the tables need not list; ``only``: check only the rows of these
+    branches (a bump's moved branch), leaving the rest as written."""
     lines = readme.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
@@ -328,6 +342,8 @@ def check_readme(readme: str, own: str, docs: dict[str, BranchDoc], *, existing=
                 order.append(name)
             blocks.setdefault(name, []).append(i)
         for name in order:
+            if only is not None and name not in only:
+                continue
             rows = blocks[name]
             if rows != list(range(rows[0], rows[-1] + 1)):
                 continue  # a branch listed twice, apart: leave it to the maintainers
@@ -347,7 +363,7 @@ def check_readme(readme: str, own: str, docs: dict[str, BranchDoc], *, existing=
         other = "other branches" in table.lower()
         added: list[str] = []
         for name in documented:
-            if name in blocks or (other and name == own):
+            if name in blocks or (other and name == own) or only is not None and name not in only:
                 continue
             rows = _new_rows(t, lines[t.header_line], docs[name], cols)
             _, true = _diff([], rows, cols)

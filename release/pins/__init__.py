@@ -4,9 +4,13 @@
 - ``hashes``    the sha256 of a recipe's fetchTarball: read and write it (pure)
 - ``tarball``   a bump records the new pin's tarball sha256 (nix-prefetch-url) in its recipes
 - ``bump``      plan a bump (git + nixpkgs facts) and apply it (commits, push, PR)
+- ``override``  a PyTorch source override written the way the real 2.10 recipes carry one (pure)
+- ``moves``     deliberate PyTorch moves: --pytorch X.Y.Z and --torch-src REV,HASH, the declared
+                versions they update (the branch's README, other branches' README rows)
 - ``review``    the body of a bump PR: torch/CUDA commits and versions, rebuilds, notes
 - ``commands``  the command layer (Plan / BumpResult) for the CLI and chat
 - ``cli``       ``release bump-pins``
 
-May import: config, release.adapters, release.recipes, release.context.
+May import: config, release.adapters, release.recipes, release.context, release.docs (the README
+tables' checks, for the rows a PyTorch move changes).
 """

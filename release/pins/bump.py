@@ -15,6 +15,7 @@ from pathlib import Path
 from config.errors import ExternalError, RefusedError, ValidationError
 from release.adapters import git as gitops
 from release.pins.guards import guard_branch, read_model
+from release.pins.moves import DocsEdit, parse_move
 from release.pins.rules import (
     README,
     RECIPES_DIR,
@@ -44,6 +45,8 @@ class BumpOptions:
     open_pr: bool = False
     dry_run: bool = False
     with_companions: bool = False  # also bump the paired build-torchvision branches (release.pins.companions)
+    pytorch: str | None = None  # --pytorch X.Y.Z: a deliberate PyTorch move (release.pins.moves)
+    torch_src: str | None = None  # --torch-src REV,HASH: move to a PyTorch source override
 
 
 @dataclass
@@ -55,6 +58,8 @@ class BranchPlan:
     message: str = ""
     sha256: str | None = None  # the new pin's tarball hash (release.pins.tarball)
     notes: list[str] = field(default_factory=list)  # what the guards and the README edit want said
+    pytorch_old: str | None = None  # the PyTorch the branch declares before the bump (its promise)
+    pytorch_new: str | None = None  # ... after a deliberate move (--pytorch / --torch-src)
 
     @property
     def branch(self) -> str:
@@ -70,6 +75,7 @@ class BranchPlan:
             "up_to_date": self.edit.up_to_date,
             "group": g.to_dict(),
             "torch": {"old": self.torch_old, "new": self.torch_new},
+            "pytorch": {"old": self.pytorch_old, "new": self.pytorch_new or self.pytorch_old},
             "cuda_sets": list(g.cuda_attrs),
             "files_changed": sorted(self.edit.changes),
             "lines_changed": self.edit.lines_changed,
@@ -88,6 +94,7 @@ class BumpPlanData:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     options: BumpOptions = field(default_factory=BumpOptions)
     companions: list["BumpPlanData"] = field(default_factory=list)  # paired build-torchvision bumps
+    docs: list[DocsEdit] = field(default_factory=list)  # other branches' README rows about a moved PyTorch
 
     @property
     def to_commit(self) -> list[BranchPlan]:
@@ -118,11 +125,16 @@ def _is_vllm(name: str, catalog) -> bool:
     return bool(b is not None and b.vllm) or "vllm" in name
 
 
-def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_channel="nixos-unstable") -> BumpPlanData:
+def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_channel="nixos-unstable",
+              docs_skip=("*-staging", "bump/*")) -> BumpPlanData:
+    move = parse_move(opts.pytorch, opts.torch_src)
     if not opts.all and not opts.branches:
         raise ValidationError("Name the branches to bump with --branch B (repeatable) or use --all.")
     if opts.open_pr and opts.push:
         raise ValidationError("--open-pr already pushes (to bump/<branch>-<rev>); do not combine it with --push.")
+    if move and opts.all:
+        raise ValidationError("--pytorch / --torch-src say what the branches given with --branch build; "
+                              "not with --all.")
     repo = gitops.open_repo(repo_path)
     heads = gitops.local_branches(repo)
     if opts.all:
@@ -132,24 +144,57 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         missing = [b for b in targets if b not in heads]
         if missing:
             raise RefusedError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(heads)}.")
-
-    new_rev, source = resolve_rev(client, opts, default_channel)
-    data = BumpPlanData(Path(repo_path), new_rev, source, options=opts)
-
-    selected = []
+    skipped: list[tuple[str, str]] = []
+    chosen = _choose_groups(repo, heads, targets, opts, catalog, skipped)
+    if move and move.torch_src and not opts.rev and not opts.channel:  # a source move on the current pin
+        pins = {group.pin for _, _, _, group in chosen}
+        if len(pins) > 1:
+            raise ValidationError("--torch-src without --rev keeps each branch's pin; these branches have different "
+                                  "pins: give --rev, or one branch at a time.")
+        new_rev, source = (pins.pop() if pins else ""), "current pin"
+    else:
+        new_rev, source = resolve_rev(client, opts, default_channel)
+    data = BumpPlanData(Path(repo_path), new_rev, source, skipped=skipped, options=opts)
     texts: dict[str, tuple[dict[str, str], str | None]] = {}
+    for name, files, recipes, group in chosen:
+        edit = plan_edit(name, group, new_rev, recipes, files.get(README), branches=heads)
+        data.branches.append(BranchPlan(edit, heads[name]))
+        texts[name] = (recipes, files.get(README))
+
+    # Guards: every branch is checked before anything is written.
+    model = read_model(repo_path) if move or any(not bp.edit.up_to_date for bp in data.branches) else None
+    for bp in data.branches:
+        if bp.edit.up_to_date and not move:
+            continue
+        g = bp.edit.group
+        bp.torch_old = client.torch_version(g.pin)
+        bp.torch_new = client.torch_version(new_rev)
+        recipes, readme = texts[bp.branch]
+        bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog, model=model, move=move))
+        bp.message = commit_message(g.pin, new_rev, bp.torch_new, g.cuda_attrs)
+    if move:
+        from release.pins.moves import apply_move
+
+        apply_move(data, move, texts, model, heads, docs_skip)
+    return data
+
+
+def _choose_groups(repo, heads, targets, opts: BumpOptions, catalog, skipped) -> list:
+    """(branch, files, recipes, pin group) of every branch the bump moves; branches --all passes
+    over go to ``skipped`` with the reason."""
+    chosen = []
     for name in targets:
         files = gitops.read_files(repo, heads[name], RECIPES_DIR, (README,))
         recipes = {p: t for p, t in files.items() if p.startswith(RECIPES_DIR + "/") and p.endswith(".nix")}
         groups = find_groups(recipes)
         if not groups:
             if opts.all:
-                data.skipped.append((name, "no pinned recipes"))
+                skipped.append((name, "no pinned recipes"))
                 continue
             raise RefusedError(f"Branch '{name}' has no recipe with a nixpkgs pin; nothing to bump.")
         if _is_vllm(name, catalog) and not opts.force:
             if opts.all:
-                data.skipped.append((name, "vLLM-certified: pinned to vLLM's nixpkgs by design (use --force)"))
+                skipped.append((name, "vLLM-certified: pinned to vLLM's nixpkgs by design (use --force)"))
                 continue
             raise RefusedError(
                 f"Branch '{name}' is vLLM-certified: its pin is vLLM's nixpkgs by design. "
@@ -161,27 +206,12 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
             except RefusedError as err:
                 if len(groups) > 1 and "carries" in err.message:
                     raise
-                data.skipped.append((name, "no matching pin group"))
+                skipped.append((name, "no matching pin group"))
                 continue
         else:
             group = select_group(name, groups, cuda=opts.cuda, from_pin=opts.from_pin)
-        edit = plan_edit(name, group, new_rev, recipes, files.get(README), branches=heads)
-        selected.append(BranchPlan(edit, heads[name]))
-        texts[name] = (recipes, files.get(README))
-
-    # Guards: every branch is checked before anything is written.
-    model = read_model(repo_path) if any(not bp.edit.up_to_date for bp in selected) else None
-    for bp in selected:
-        if bp.edit.up_to_date:
-            continue
-        g = bp.edit.group
-        bp.torch_old = client.torch_version(g.pin)
-        bp.torch_new = client.torch_version(new_rev)
-        recipes, readme = texts[bp.branch]
-        bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog, model=model))
-        bp.message = commit_message(g.pin, new_rev, bp.torch_new, g.cuda_attrs)
-    data.branches = selected
-    return data
+        chosen.append((name, files, recipes, group))
+    return chosen
 
 
 def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
@@ -194,16 +224,19 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
     if not work:
         return outcome
     heads = gitops.local_branches(repo)
-    for bp in work:
-        if heads.get(bp.branch) != bp.tip:
-            raise ExternalError(f"Branch '{bp.branch}' moved since the plan was made; nothing was changed. Run the bump again.")
+    docs = [] if opts.open_pr else plan.docs  # a PR carries its own branch only: `release docs --write` after merging
+    for name, tip in [(bp.branch, bp.tip) for bp in work] + [(d.branch, d.tip) for d in docs]:
+        if heads.get(name) != tip:
+            raise ExternalError(f"Branch '{name}' moved since the plan was made; nothing was changed. "
+                                "Run the bump again.")
     shas = gitops.make_commits(
         repo,
-        [(bp.tip, bp.edit.changes, bp.message) for bp in work],
+        [(bp.tip, bp.edit.changes, bp.message) for bp in work] + [(d.tip, d.changes, d.message) for d in docs],
         settings.git_author_name,
         settings.git_author_email,
     )
-    new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas)}
+    new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas, strict=False)}
+    docs_new = {d.branch: sha for d, sha in zip(docs, shas[len(work):], strict=True)}
     remote = settings.repo_remote
     if opts.open_pr:
         from release.adapters.github import GitHub
@@ -229,7 +262,11 @@ def apply_bump(plan: BumpPlanData, settings) -> BumpOutcome:
             nix.close()
         outcome.commits = new
         outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
+        if plan.docs:
+            outcome.notes.append(f"README rows of {', '.join(d.branch for d in plan.docs)} still say the old PyTorch: "
+                                 "run `release docs --write` after merging.")
         return outcome
+    new.update(docs_new)
     moves = {b: (sha, heads[b]) for b, sha in new.items()}
     checked = gitops.check_checkouts(repo, moves)  # a dirty checked-out branch: refused before any push
     if opts.push:

@@ -23,6 +23,12 @@ def register(verbs) -> None:
     p.add_argument("--force", action="store_true", help="also bump vLLM-certified branches")
     p.add_argument("--with-companions", action="store_true", dest="with_companions",
                    help="also move the paired build-torchvision branch to the same pin (its own commit there)")
+    p.add_argument("--pytorch", metavar="X.Y.Z",
+                   help="a deliberate PyTorch move: the version the new pin's nixpkgs holds (or --torch-src builds); "
+                        "updates the branch's declared versions")
+    p.add_argument("--torch-src", dest="torch_src", metavar="REV,HASH",
+                   help="build PyTorch from this source (git tag or commit, SRI hash) by a source override; "
+                        "without --rev the pin stays")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_bump)
 
@@ -46,6 +52,8 @@ def _bump(args, ctx) -> int:
             open_pr=args.open_pr,
             dry_run=args.dry_run,
             with_companions=args.with_companions,
+            pytorch=args.pytorch,
+            torch_src=args.torch_src,
             repo=args.repo,
         )
         result = plan.apply()

@@ -22,6 +22,15 @@ def _catalog(ctx):
         return load_catalog()
 
 
+def _agree(old: str | None, new: str) -> bool:
+    """Two spellings of one version ("2.10" and "2.10.0")."""
+    if not old:
+        return False
+    a, b = old.split("."), new.split(".")
+    n = min(len(a), len(b))
+    return a[:n] == b[:n] and all(x == "0" for x in (a[n:] + b[n:]))
+
+
 class BumpResult:
     def __init__(self, plan: "Plan", outcome, companions=()):
         self.plan = plan
@@ -51,6 +60,8 @@ class BumpResult:
         if data.options.dry_run:
             return self.plan.text() + "\nDry run: nothing was written."
         lines = []
+        if self.plan.headline() != f"nixpkgs {short(data.new_rev)} ({data.source}):":
+            lines.append(self.plan.headline())
         for bp in data.branches:
             if bp.branch in o.commits:
                 lines.append(f"{bp.branch}: {short(o.commits[bp.branch])} {bp.message}")
@@ -60,6 +71,9 @@ class BumpResult:
             lines.append(f"{name}: skipped ({why})")
         if o.pushed:
             lines.append(f"Pushed to {self.plan.settings.repo_remote}: {', '.join(o.pushed)}")
+        for e in data.docs:
+            if e.branch in o.commits:
+                lines.append(f"{e.branch}: {short(o.commits[e.branch])} {e.message}")
         for pr in o.pull_requests:
             lines.append(f"Pull request for {pr['branch']}: {pr.get('url') or '#' + str(pr.get('number'))}")
         lines.extend(o.notes)
@@ -84,20 +98,38 @@ class Plan:
             "new_rev": d.new_rev,
             "source": d.source,
             "dry_run": d.options.dry_run,
+            "headline": self.headline(),
             "branches": [bp.to_dict() for bp in d.branches],
+            "docs": [{"branch": e.branch, "message": e.message, "files_changed": sorted(e.changes)} for e in d.docs],
             "skipped": [{"branch": b, "reason": r} for b, r in d.skipped],
             "companions": [
                 {"repo": str(c.repo_path), "branches": [bp.to_dict() for bp in c.branches]} for c in d.companions
             ],
         }
 
+    def headline(self) -> str:
+        """The plan's first line: the nixpkgs revision, and every PyTorch version change it brings."""
+        d = self.data
+        changes = []
+        for bp in d.branches:
+            old, new = bp.pytorch_old or bp.torch_old, bp.pytorch_new
+            if new and not _agree(old, new):
+                how = f"--torch-src {d.options.torch_src.split(',')[0]}" if d.options.torch_src else f"--pytorch {new}"
+                changes.append(f"{bp.branch} PyTorch {old or 'unknown'} -> {new} ({how})")
+        head = f"nixpkgs {short(d.new_rev)} ({d.source})"
+        return f"{head}; {'; '.join(changes)}:" if changes else f"{head}:"
+
     def text(self) -> str:
         d = self.data
-        lines = [f"nixpkgs {short(d.new_rev)} ({d.source}):"]
+        lines = [self.headline()]
         for bp in d.branches:
             g = bp.edit.group
             if bp.edit.up_to_date:
-                if bp.edit.changes:
+                if bp.pytorch_new:
+                    lines.append(f"  {bp.branch}: pin current ({short(g.pin)}); {len(bp.edit.changes)} files, "
+                                 f"{bp.edit.lines_changed} lines: PyTorch {bp.pytorch_new} from source")
+                    lines.append(f"    commit: {bp.message}")
+                elif bp.edit.changes:
                     lines.append(f"  {bp.branch}: pin current; records its sha256 in {len(bp.edit.changes)} recipes")
                     lines.append(f"    commit: {bp.message}")
                 else:
@@ -118,6 +150,8 @@ class Plan:
         for bp in d.branches:
             lines.extend(f"    note: {n}" for n in bp.notes)
             lines.extend(f"    README left as written: {n}" for n in bp.edit.readme_left)
+        for e in d.docs:
+            lines.append(f"  {e.branch}: README rows about the moved PyTorch; own commit: {e.message}")
         for c in d.companions:
             lines.append(f"Companion in {c.repo_path} ({c.source}):")
             for bp in c.branches:
@@ -142,7 +176,7 @@ class Plan:
 
 def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> Plan:
     """``target`` is a branch name, a list of names, or ``"all"``. Options: channel, cuda,
-    from_pin, force, push, open_pr, dry_run, with_companions, repo."""
+    from_pin, force, push, open_pr, dry_run, with_companions, pytorch, torch_src, repo."""
     from release.pins.bump import BumpOptions, plan_bump as _plan
     from release.adapters.nixpkgs import NixpkgsClient
 
@@ -157,7 +191,8 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
 
     with NixpkgsClient(settings) as client:
         catalog = _catalog(ctx)
-        data = _plan(repo, options, client, catalog=catalog, default_channel=settings.default_channel)
+        data = _plan(repo, options, client, catalog=catalog, default_channel=settings.default_channel,
+                     docs_skip=tuple(settings.docs_skip_branches))
         if options.with_companions:
             from release.pins.companions import plan_companions
 

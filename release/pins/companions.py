@@ -59,7 +59,7 @@ def plan_companions(data, client, ctx, default_channel: str) -> list:
     heads = gitops.local_branches(repo)
     plans = []
     for bp in data.branches:
-        if bp.edit.up_to_date:
+        if bp.edit.up_to_date and not bp.pytorch_new:
             continue
         for tvb in paired.get(bp.branch, []):
             if tvb not in heads:
@@ -81,8 +81,10 @@ def plan_companions(data, client, ctx, default_channel: str) -> list:
                     f"Companion '{tvb}' of '{bp.branch}' has several pins and none is {old[:7]}: {listing}. "
                     "Choose its group with --cuda A.B. Nothing was changed."
                 )
-            copts = BumpOptions(branches=(tvb,), rev=data.new_rev, cuda=cuda, from_pin=from_pin, force=True,
-                                push=opts.push, dry_run=opts.dry_run)
+            keep_pin = data.source == "current pin"  # a source move on each branch's own pin
+            copts = BumpOptions(branches=(tvb,), rev=None if keep_pin else data.new_rev, cuda=cuda,
+                                from_pin=from_pin, force=True, push=opts.push,
+                                dry_run=opts.dry_run, pytorch=opts.pytorch, torch_src=opts.torch_src)
             cplan = plan_bump(vision, copts, client, catalog=None, default_channel=default_channel)
             cplan.source = f"{data.source}, companion of {bp.branch}"
             plans.append(cplan)

@@ -44,9 +44,10 @@ def _model_overrides(model, branch: str) -> dict[str, str | None]:
 
 
 def guard_branch(bp, recipes: dict[str, str], readme: str | None, client, new_rev: str, catalog=None,
-                 model=None) -> list[str]:
+                 model=None, move=None) -> list[str]:
     """Check branch plan ``bp`` (its moved group) against the branch's promise at ``new_rev``;
-    ``model``: the repository as :func:`read_model` read it."""
+    ``model``: the repository as :func:`read_model` read it; ``move``: a deliberate PyTorch move
+    (release.pins.moves), checked instead of the promise."""
     from config.catalog import load_catalog
 
     g = bp.edit.group
@@ -71,7 +72,15 @@ def guard_branch(bp, recipes: dict[str, str], readme: str | None, client, new_re
         from release.pins.promise import Promise
 
         promise = Promise(bp.branch, bp.torch_old, (f"torch at its pin {g.pin[:7]}",), promise.overrides)
-    notes = check_torch(promise, g.recipes, new_rev, bp.torch_new)
+    bp.pytorch_old = promise.pytorch
+    if move is not None:
+        from release.pins.moves import check_move
+
+        kept = {p: promise.overrides[p] for p in g.recipes if p in promise.overrides}
+        notes = check_move(move, bp.branch, len(g.recipes) - len(kept), kept, bp.torch_new, new_rev)
+        bp.pytorch_new = move.version
+    else:
+        notes = check_torch(promise, g.recipes, new_rev, bp.torch_new)
 
     def users() -> dict[str, int]:
         out: dict[str, int] = {}

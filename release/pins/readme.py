@@ -57,10 +57,14 @@ def _names_other(text: str, branch: str, others: set[str]) -> str | None:
     return None
 
 
-def scoped_readme_edit(text: str, branch: str, old: str, new: str, branches=()) -> ReadmeEdit:
+def scoped_readme_edit(text: str, branch: str, old: str, new: str, branches=(), *, mentions=None,
+                       swap=None) -> ReadmeEdit:
     """``text`` (branch ``branch``'s README) with pin ``old`` moved to ``new`` where the README
     speaks about ``branch``'s moved pin group, and nowhere else. ``branches``: every branch
-    name of the repository."""
+    name of the repository. ``mentions(text)`` / ``swap(text)`` stand for the pin's forms when
+    another fact moves (release.pins.moves: a declared PyTorch version)."""
+    said = mentions or (lambda t: _mentions(t, old))
+    change = swap or (lambda t: _swap(t, old, new))
     others = set(branches) - {branch}
     lines = text.splitlines(keepends=True)
     out = list(lines)
@@ -73,26 +77,26 @@ def scoped_readme_edit(text: str, branch: str, old: str, new: str, branches=()) 
             in_table.add(t.header_line + 1)
         if is_branch_table(t):
             for i, name in row_branches(t, lines):
-                if not _mentions(lines[i], old):
+                if not said(lines[i]):
                     continue
                 if name == branch:
-                    out[i] = _swap(lines[i], old, new)
+                    out[i] = change(lines[i])
                 elif name is None:
-                    _other_line(lines, out, i, branch, old, new, others, edit)
+                    _other_line(lines, out, i, branch, old, others, edit, change)
             continue
         refs = header_refs(lines[t.header_line])
         if refs:
             mine = [c for c, name in refs.items() if name == branch]
             for i in t.rows:
-                if not _mentions(lines[i], old):
+                if not said(lines[i]):
                     continue
                 cells = split_row(lines[i])
                 if mine:
                     for c in mine:
                         if c < len(cells):
-                            cells[c] = _swap(cells[c], old, new)
+                            cells[c] = change(cells[c])
                     out[i] = join_row(lines[i], cells)
-                    skipped = [refs[c] for c in refs if c not in mine and c < len(cells) and _mentions(cells[c], old)]
+                    skipped = [refs[c] for c in refs if c not in mine and c < len(cells) and said(cells[c])]
                     if skipped:
                         edit.left_as_written.append(
                             f"line {i + 1}: the {', '.join(skipped)} column keeps {short(old)} (not {branch}'s pin)"
@@ -101,23 +105,23 @@ def scoped_readme_edit(text: str, branch: str, old: str, new: str, branches=()) 
                     edit.left_as_written.append(f"line {i + 1}: a table about {', '.join(refs.values())}")
             continue
         for i in t.rows:
-            if _mentions(lines[i], old):
-                _other_line(lines, out, i, branch, old, new, others, edit)
+            if said(lines[i]):
+                _other_line(lines, out, i, branch, old, others, edit, change)
     for i, line in enumerate(lines):
-        if i in in_table or not _mentions(line, old):
+        if i in in_table or not said(line):
             continue
         if line.startswith("<!-- torchbot:"):
             out[i] = line.replace(old, new)
             continue
-        _other_line(lines, out, i, branch, old, new, others, edit)
+        _other_line(lines, out, i, branch, old, others, edit, change)
     edit.text = "".join(out)
     edit.changed_lines = [i + 1 for i, (a, b) in enumerate(zip(lines, out)) if a != b]
     return edit
 
 
-def _other_line(lines, out, i, branch, old, new, others, edit) -> None:
+def _other_line(lines, out, i, branch, old, others, edit, change) -> None:
     other = _names_other(lines[i], branch, others)
     if other:
         edit.left_as_written.append(f"line {i + 1}: mentions {short(old)} together with {other}")
         return
-    out[i] = _swap(lines[i], old, new)
+    out[i] = change(lines[i])

@@ -83,12 +83,14 @@ def record_hashes(plan, settings, prefetch: Prefetch = prefetch_tarball) -> None
         else:
             sha = hasher.get()
         bp.sha256 = sha
-        fixed = {p: set_tarball_hash(texts[p], rev, sha) for p in recorded}
-        fixed = {p: t for p, t in fixed.items() if t != texts[p]}
+        base = {p: edit.changes.get(p, texts[p]) for p in recorded}  # a source move on this pin edits them too
+        fixed = {p: set_tarball_hash(base[p], rev, sha) for p in recorded}
+        fixed = {p: t for p, t in fixed.items() if t != base[p]}
         if fixed:
             edit.changes.update(fixed)
             edit.lines_changed += len(fixed)
-            bp.message = f"nixpkgs: record the sha256 of pin {short(rev)} ({len(fixed)} recipes)"
+            if not getattr(bp, "pytorch_new", None):
+                bp.message = f"nixpkgs: record the sha256 of pin {short(rev)} ({len(fixed)} recipes)"
 
 
 def record_all_hashes(plan, settings, prefetch: Prefetch = prefetch_tarball) -> None:

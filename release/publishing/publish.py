@@ -21,6 +21,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from config.checks import require_real_org
 from config.errors import UsageError
 from release.adapters.git import list_recipes, read_blobs, worktree
 from release.builds.plan import recipe_pin
@@ -131,6 +132,7 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None) -> list[dict]:
     todo = pending(ctx, branch)
     if not todo:
         return []
+    require_real_org(ctx.settings.flox_org, "publishing (install commands and announcements name it)")
     path: Path | None = None
     if repo or ctx.settings.repo_path:
         path = repo_path(ctx, repo)

@@ -5,7 +5,8 @@ and never goes stale; a new torchbot (different reader source or grammar) starts
 
 It makes a ``torchbot ask`` / ``catalog --repo`` process read a repository it has seen before
 without parsing its recipes again. Location: ``TORCHBOT_CACHE_DIR`` (``off`` disables it), else
-``$XDG_CACHE_HOME/torchbot``, else ``~/.cache/torchbot``. Any I/O error disables it quietly:
+the platform's cache directory (config.paths: ``$XDG_CACHE_HOME/torchbot``, else ``~/.cache/torchbot``).
+Any I/O error disables it quietly:
 the cache is an optimisation, never a source of truth.
 
 May import: config, release.recipes.facts.
@@ -27,11 +28,9 @@ _MAX_ENTRIES = 50_000
 
 
 def cache_dir() -> Path | None:
-    raw = os.environ.get("TORCHBOT_CACHE_DIR")
-    if raw is not None:
-        return None if raw.strip().lower() in ("", "off", "0", "none") else Path(raw)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "torchbot"
+    from config.paths import cache_dir
+
+    return cache_dir()
 
 
 def grammar_fingerprint() -> str:

@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from config.branch_records import with_recorded_branches
 from config.catalog import Branch, Catalog, Variant
 from config.errors import CatalogError, ExternalError, RefusedError
 from release.recipes.branchmodel import PYTORCH_REPO, VISION_REPO, build_branch, readme_record, resolve_companions
@@ -241,6 +242,7 @@ def read_repository(path: str | os.PathLike, embedded: Catalog, *, git_dir: Path
     """Every branch of the repository at ``path`` as the branch model (cached by commit).
     ``git_dir``: its git directory when the caller knows it already (saves a git process)."""
     gd = git_dir or find_git_dir(path)
+    embedded = with_recorded_branches(embedded, gd)  # branches created in this repository (and only here)
     refs = branch_refs(gd)
     key = str(gd)
     cached = {n: _BRANCHES.get((key, n, sha, id(embedded))) for n, (_, sha) in refs.items()}

@@ -1,13 +1,10 @@
 """Pasted ``lscpu`` and ``/proc/cpuinfo`` output: the flag line (the machine's own word on its
-instructions), the architecture line, the model name, the vendor and ARM's CPU part, and the
-microarchitecture archspec names from the flags when the model string carries no model number.
-Pure (archspec's database is data); may import config."""
+instructions), the architecture line, the model name, the vendor and ARM's CPU part. Pure;
+may import config."""
 
 from __future__ import annotations
 
 import re
-
-from config.catalog import Catalog
 
 CPUINFO_REPEAT_RE = re.compile(r"^processor[ \t]*:[ \t]*[1-9][0-9]*[ \t]*\n(?:[^\n]+\n?)*", re.M)
 FLAGS_LINE_RE = re.compile(r"^[ \t]*(?:flags|features)[ \t]*:[ \t]*([^\n]*)$", re.M)
@@ -56,22 +53,7 @@ def arm_vendor(low: str) -> bool:
     return _VENDOR_ARM_RE.search(low) is not None
 
 
-def uarch_from_flags(cat: Catalog, low: str, pasted: set[str]) -> str | None:
-    """An x86 microarchitecture named from pasted flags with archspec's rule (the newest
-    microarchitecture of the CPU's vendor whose features the CPU all has), when torchbot's
-    data maps it. The flags themselves still decide the build."""
+def vendor(low: str) -> str | None:
+    """Intel | AMD from the "vendor_id" line."""
     vm = _VENDOR_LINE_RE.search(low)
-    vendor = {"genuineintel": "GenuineIntel", "authenticamd": "AuthenticAMD"}.get(vm.group(1) if vm else "")
-    if vendor is None or "avx" not in pasted:
-        return None
-    from archspec.cpu import TARGETS
-    from archspec.cpu.detect import compatibility_check_for_x86_64, partial_uarch
-
-    info = partial_uarch(vendor=vendor, features=set(pasted))  # archspec's own reading of the flags
-    by_archspec = {u.archspec: k for k, u in cat.uarchs.items() if u.archspec}
-    best = None
-    for name, t in TARGETS.items():
-        if name in by_archspec and t.vendor == vendor and compatibility_check_for_x86_64(info, t):
-            if best is None or (len(t.ancestors), len(t.features)) > best[0]:
-                best = ((len(t.ancestors), len(t.features)), name)
-    return by_archspec[best[1]] if best else None
+    return {"genuineintel": "Intel", "authenticamd": "AMD"}.get(vm.group(1) if vm else "")

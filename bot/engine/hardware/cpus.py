@@ -7,9 +7,11 @@ from __future__ import annotations
 import re
 
 from bot.engine.hardware import cpuinfo
+from bot.engine.hardware.cpu_table import find_cpus
 from bot.engine.hardware.facts import SCAN, Hardware, fold
 from bot.engine.hardware.matchers import Matchers
 from config.catalog import Catalog
+from config.cpu_models import load_cpu_models
 
 _ARM_WORD_RE = re.compile(r"(?<![a-z0-9])(?:aarch64|arm64|armv[89](?:\.\d)?(?: ?a)?|arm)(?![a-z0-9])")
 CPU_LIKE_RE = re.compile(r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])")
@@ -18,6 +20,8 @@ _STATED_RE = re.compile(
     r"(?P<neg>\b(?:no|not|without|lacks?|lacking|missing)\s+(?:the\s+)?)?"
     r"(?<![a-z0-9])(?P<flag>avx ?512 ?_?bf16|avx ?512 ?_?vnni|avx ?512 ?f|avx ?512|avx ?_?vnni|avx ?2|avx|sve ?2|sve|fma|f16c|asimddp|dotprod)(?![a-z0-9])"
 )
+# Flags that tell microarchitectures apart beyond the named ones (Xeon Phi's avx512er).
+_TELLING_SUBSETS = frozenset({"amx_int8", "avx512bw", "avx512dq", "avx512vl", "avx512er", "avx512pf"})
 _STATED_CANON = {
     "avx512bf16": "avx512_bf16",
     "avx512vnni": "avx512_vnni",
@@ -40,7 +44,7 @@ def read_cpu(cat: Catalog, m: Matchers, hw: Hardware, low: str, folded: str, pro
     pasted = cpuinfo.pasted_flags(low)
     hw.cpu_arch = cpuinfo.pasted_arch(low) or hw.cpu_arch
     cpu_name = inst_cpu or hw.system_cpu
-    uarch_key, matched = _named_model(cat, m, hw, fold(cpu_name) if cpu_name else folded[:SCAN])
+    uarch_key, matched, shared = _named_model(cat, m, hw, fold(cpu_name) if cpu_name else folded[:SCAN])
     if matched is not None and cpu_name:
         matched = None  # the instance's or system's CPU, not a span of the question
     if uarch_key is None:
@@ -48,43 +52,95 @@ def read_cpu(cat: Catalog, m: Matchers, hw: Hardware, low: str, folded: str, pro
         if part in cat.arm_parts:
             uarch_key = cat.arm_parts[part]
             hw.cpu = cat.uarchs[uarch_key].name
-    if uarch_key is None and pasted:
-        uarch_key = _named_from_flags(cat, hw, low, pasted)
-    _set_flags(cat, m, hw, low, uarch_key, pasted)
-    if uarch_key is None and not pasted and not cpu_name:
+    if uarch_key is None and shared is None and pasted:
+        _named_from_flags(cat, hw, low, pasted)
+    _set_flags(cat, m, hw, low, uarch_key, pasted, shared)
+    if uarch_key is None and shared is None and not pasted and not cpu_name:
         _unknown_cpu(cat, m, hw, folded)
     elif matched is not None and m.brands is not None:
         # A second, unknown CPU next to a known one ("Xeon 9999 or EPYC 9654?") is still said.
         for bm in m.brands.finditer(folded, 0, SCAN):
             if bm.group("model") and not (bm.start() < matched[1] and matched[0] < bm.end()):
-                if not m.cpu.search(bm.group(0)):
+                if not _known(cat, m, bm.group(0)):
                     hw.unknown_cpu.append(bm.group(0))
     _stated_flags(cat, hw, prose)
 
 
-def _named_model(cat: Catalog, m: Matchers, hw: Hardware, text: str) -> tuple[str | None, tuple[int, int] | None]:
-    """The first CPU model of the data named in ``text``: (microarchitecture key, span)."""
+def _named_model(cat: Catalog, m: Matchers, hw: Hardware, text: str):
+    """The first CPU named in ``text``, by model number (the tables) or by name (the patterns):
+    (microarchitecture key, span, None); for a number several vendors' parts share, (None, span,
+    the flags every candidate has) with the candidates in ``hw.cpu_candidates``."""
     cm = m.cpu.search(text) if m.cpu is not None else None
+    hits = find_cpus(cat, text, m.gpu, SCAN)
+    hit = hits[0] if hits else None
+    if hit is not None and (cm is None or hit.start < cm.start()):  # a tie: the pattern is the more specific
+        uarchs = {p.family.uarch for p in hit.parts}
+        if len(uarchs) == 1:
+            hw.cpu = hit.parts[0].display
+            return hit.parts[0].family.uarch, (hit.start, hit.end), None
+        hw.cpu = " or ".join(p.display for p in hit.parts)
+        hw.cpu_candidates = [p.display for p in hit.parts]
+        hw.cpu_ambiguous = hit.typed.upper()
+        archs = {cat.uarchs[u].arch for u in uarchs}
+        if len(archs) == 1:
+            hw.cpu_arch = hw.cpu_arch or archs.pop()
+        return None, (hit.start, hit.end), frozenset.intersection(*(cat.uarchs[u].flags for u in uarchs))
     if not cm:
-        return None, None
+        return None, None, None
     model = cat.cpu_models[int(cm.lastgroup[1:])]
     hw.cpu = model.name
-    return model.uarch, cm.span()
+    return model.uarch, cm.span(), None
 
 
-def _named_from_flags(cat: Catalog, hw: Hardware, low: str, pasted: set[str]) -> str | None:
-    """No model number: name the microarchitecture from the pasted flags (archspec)."""
-    uarch_key = cpuinfo.uarch_from_flags(cat, low, pasted)
-    if uarch_key is not None:
-        hw.cpu = cpuinfo.model_line(low) or cat.uarchs[uarch_key].name
-        hw.notes.append(
-            f"CPU identified from its flags as {cat.uarchs[uarch_key].name} (archspec's microarchitecture database)."
-        )
-    return uarch_key
+def _known(cat: Catalog, m: Matchers, text: str) -> bool:
+    return bool((m.cpu is not None and m.cpu.search(text)) or find_cpus(cat, text, m.gpu, len(text)))
 
 
-def _set_flags(cat: Catalog, m: Matchers, hw: Hardware, low: str, uarch_key: str | None, pasted: set[str]) -> None:
-    """The flags that decide the build: pasted ones first, else the model's."""
+def _named_from_flags(cat: Catalog, hw: Hardware, low: str, pasted: set[str]) -> None:
+    """No model number: name the CPU from its pasted flags as a range, "a CPU with AMX and
+    AVX-512 BF16 (Sapphire Rapids or newer)", never as one generation (a cloud VM's "Intel(R)
+    Xeon(R) Processor" may be any generation with those instructions). The flags decide the build."""
+    vendor = cpuinfo.vendor(low)
+    if vendor is None or "avx" not in pasted:
+        return
+    named = _flag_range(cat, vendor, pasted)
+    if named is None:
+        return
+    model = cpuinfo.model_line(low)
+    hw.cpu = named
+    hw.notes.append(
+        f"The CPU's model string{f' ({model!r})' if model else ''} names no model number; from its flags it is {named}."
+    )
+
+
+def _flag_range(cat: Catalog, vendor: str, pasted: set[str]) -> str | None:
+    """ "a CPU with <the most telling instructions> (<the oldest microarchitecture with them> or newer)"."""
+    telling = load_cpu_models(cat.data_dir).telling
+    chosen, said = [], set()
+    for t in telling:
+        if t.flag in pasted and t.flag not in said:
+            chosen.append(t)
+            said |= _closure(cat, {t.flag, *t.implies})
+            if len(chosen) == 2:
+                break
+    if not chosen:
+        return None
+    need = {t.flag for t in chosen}
+    # Every instruction a microarchitecture has among these, the CPU must report too.
+    checked = {t.flag for t in telling} | _TELLING_SUBSETS
+    oldest = next(
+        (u for u in cat.uarchs.values()  # in the data's order: oldest first per vendor
+         if u.vendor == vendor and u.arch == "x86_64" and need <= u.flags and (u.flags & checked) <= pasted),
+        None,
+    )
+    words = " and ".join(t.words for t in chosen)
+    return f"a CPU with {words}" + (f" ({oldest.name.split(' (')[0]} or newer)" if oldest else "")
+
+
+def _set_flags(cat: Catalog, m: Matchers, hw: Hardware, low: str, uarch_key: str | None, pasted: set[str],
+               shared: frozenset[str] | None = None) -> None:
+    """The flags that decide the build: pasted ones first, else the model's (for a number
+    several parts share, the flags all of them have)."""
     if uarch_key is not None:
         u = cat.uarchs[uarch_key]
         hw.cpu_uarch = uarch_key
@@ -96,6 +152,9 @@ def _set_flags(cat: Catalog, m: Matchers, hw: Hardware, low: str, uarch_key: str
             hw.cpu_arch = "aarch64" if ("asimd" in pasted or "fphp" in pasted) else "x86_64"
     elif uarch_key is not None:
         hw.cpu_flags = cat.uarchs[uarch_key].flags
+        hw.flags_source = "model"
+    elif shared is not None:
+        hw.cpu_flags = shared
         hw.flags_source = "model"
     elif hw.cpu_arch is None and cpuinfo.arm_vendor(low):
         hw.cpu_arch = "aarch64"

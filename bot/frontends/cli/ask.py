@@ -39,6 +39,7 @@ def _ask(args, ctx) -> int:
     if not words and not args.here:
         args.parser.error("ask needs a question, '-' to read it from stdin, or --here")
     text = sys.stdin.read() if words == ["-"] else " ".join(words)
+    flags_from = None
     if args.here:
         from pathlib import Path
 
@@ -50,7 +51,8 @@ def _ask(args, ctx) -> int:
             print("\n".join(f"  {line}" for line in facts.summary))
             print()
         text = facts.text + text
-    _emit(ask(ctx, text), args.json)
+        flags_from = facts.cpu_from
+    _emit(ask(ctx, text, flags_from=flags_from), args.json)
     return 0
 
 

@@ -15,7 +15,8 @@ import sys
 
 from config.errors import TorchbotError
 
-REGISTRARS = ("bot.frontends.cli.ask", "release.cli", "release.schedule.cli", "bot.frontends.cli.serve")
+REGISTRARS = ("bot.frontends.cli.ask", "release.cli", "release.schedule.cli", "bot.frontends.cli.serve",
+              "bot.frontends.cli.paths")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,11 +27,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 # Commands whose registrar is imported alone when the command line names them (a quick `ask`).
-QUICK = {"ask": "bot.frontends.cli.ask", "catalog": "bot.frontends.cli.ask"}
+QUICK = {"ask": "bot.frontends.cli.ask", "catalog": "bot.frontends.cli.ask", "paths": "bot.frontends.cli.paths"}
+ANSWER_ONLY = ("ask", "catalog")  # read-only: their start checks are the repositories and the cache
+
+DESCRIPTION = ("ChatOps bot and release manager for build-pytorch. torchbot keeps its own files (state DB, "
+               "audit log, build logs, cache, created branches) in the platform's data, state and cache "
+               "directories, never the working directory: `torchbot paths` prints where.")
 
 
 def build_parser(registrars: tuple[str, ...] = REGISTRARS) -> argparse.ArgumentParser:
-    parser = _Parser(prog="torchbot", description="ChatOps bot and release manager for build-pytorch.")
+    parser = _Parser(prog="torchbot", description=DESCRIPTION)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debugging detail to stderr")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in registrars:
@@ -42,6 +48,17 @@ def build_parser(registrars: tuple[str, ...] = REGISTRARS) -> argparse.ArgumentP
             raise
         module.register(sub)
     return parser
+
+
+def start(settings, args) -> None:
+    """Before any command runs: what the settings name on disk is checked (one line per problem,
+    exit 2), and the modules without settings at hand use the loaded settings' cache and records."""
+    from config.checks import check_files
+    from config.paths import use
+
+    use(settings)
+    if getattr(args, "check_files", True):
+        check_files(settings, scope="answer" if args.command in ANSWER_ONLY else "full")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             from config.settings import load_settings
 
             settings = load_settings()
+        start(settings, args)
         ctx = Context(settings)
         return int(args.func(args, ctx) or 0)
     except TorchbotError as err:

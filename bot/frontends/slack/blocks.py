@@ -147,7 +147,8 @@ def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.t
         return Rendered(f"Use {r.package}" if r else "No variant to recommend.", answer_blocks(result, shareable))
     if isinstance(result, PlanReply):
         p = result.pending
-        return Rendered(f"Plan for /{p.command} {' '.join(p.args)} (Confirm or Cancel)", plan_blocks(result))
+        head = p.plan.text().split("\n", 1)[0]
+        return Rendered(f"Plan for /{p.command} {' '.join(p.args)}: {head} (Confirm or Cancel)", plan_blocks(result))
     if isinstance(result, JobReply):
         return Rendered(result.text(), [_section(result.text())])
     summary, failures = summary_of(result)

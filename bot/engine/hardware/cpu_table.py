@@ -1,0 +1,199 @@
+"""CPU model numbers read as tokens: the families of ``config/data/cpu_models`` become one dict
+from normalised model number ("8480+", "w93495x", "e2388g") to its candidate parts, and a few
+token rules for regular numbering ("13900k": 13th gen Core). Thousands of numbers cost one dict
+lookup per token, not one giant regular expression per process.
+
+A number is read with the brand words before it ("Xeon Gold 6248", "Ryzen 9 7945HX"): only the
+families of that brand count. Without one, a family reads it only when its numbers stand alone
+(``bare``); a number several vendors' parts share ("7900X") gives every candidate, and the
+caller asks which. Listed numbers come before rules. Pure; may import config."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from config.catalog import Catalog
+from config.cpu_models import TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
+from config.errors import CatalogError
+
+LOOKBACK = 5  # tokens searched for brand words before a number
+_SKIPPED = frozenset({"cpu", "processor", "pro", "r", "tm", "extreme"})  # between a brand and its number
+
+
+@dataclass(frozen=True)
+class Part:
+    family: CpuFamily
+    display: str  # "Intel Xeon Platinum 8480+ (4th gen Xeon Scalable, Sapphire Rapids)"
+
+
+@dataclass(frozen=True)
+class CpuHit:
+    start: int  # character span in the folded text
+    end: int
+    typed: str  # the number as typed ("7900x")
+    parts: tuple[Part, ...]  # one: the CPU; several: the candidates to ask about
+
+
+@dataclass(frozen=True, eq=False)  # identity hash: its compiled rules are cached per table
+class CpuTable:
+    data: CpuModelData
+    rule_families: tuple[int, ...]  # families with a `number` rule, in data order
+    prefixes: frozenset[str]  # tokens that stand before a rule's number ("i9")
+    prefix_starts: frozenset[str]  # their first letters: tokens a glued "i913900k" can begin with
+    brand_words: frozenset[str]
+
+    @property
+    def families(self) -> tuple[CpuFamily, ...]:
+        return self.data.families
+
+
+@lru_cache(maxsize=8)
+def cpu_table(cat: Catalog) -> CpuTable:
+    data = load_cpu_models(cat.data_dir)
+    for fam in data.families:
+        if fam.uarch not in cat.uarchs:
+            raise CatalogError(
+                f"CPU model family '{fam.name} ({fam.generation})' in {fam.source} "
+                f"names unknown microarchitecture '{fam.uarch}'."
+            )
+    fams = data.families
+    prefixes = frozenset(p for f in fams for p in f.prefixes)
+    return CpuTable(
+        data, tuple(i for i, f in enumerate(fams) if f.number), prefixes, frozenset(p[0] for p in prefixes),
+        frozenset(w for f in fams for w in f.words),
+    )
+
+
+@lru_cache(maxsize=64)
+def _rules(t: CpuTable, families: tuple[int, ...]) -> re.Pattern:
+    """One alternation of the rules a context allows (compiled when a question first needs it):
+    its first matching group, in data order, is the family."""
+    return re.compile("|".join(f"(?P<r{i}>{t.families[i].number})" for i in families))
+
+
+def _display(fam: CpuFamily, model: str, said: list[str] = ()) -> str:
+    """ "<name> <model> (<generation>)", with the brand words the question gave that the
+    family's name lacks ("Intel" + "celeron" -> "Intel Celeron N5105")."""
+    name = fam.name.lower().split()
+    extra = " ".join(w.title() for w in said if w in fam.words and w.rstrip("+") not in name)
+    return f"{fam.name}{' ' + extra if extra else ''} {model} ({fam.generation})"
+
+
+def _brands(t: CpuTable, toks: list[tuple[str, int, int]], i: int) -> tuple[frozenset[str], int]:
+    """Brand words right before token i ("intel xeon gold", "amd ryzen 9", "ryzen ai 9 hx"),
+    and where the first of them starts (the name begins there), or -1."""
+    found: set[str] = set()
+    first = -1
+    for j in range(i - 1, max(-1, i - 1 - LOOKBACK), -1):
+        tok = toks[j][0]
+        if tok in t.brand_words:
+            found.add(tok)
+            first = toks[j][1]
+        elif not (len(tok) <= 2 or tok in _SKIPPED):
+            break
+    return frozenset(found), first
+
+
+def _stands_alone(fam: CpuFamily, typed: str) -> bool:
+    return fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit())
+
+
+def _gpu_number(typed: str, gpu_keys) -> bool:
+    """A GPU's number, or its plural ("4090s", "2080s"): never read as a bare CPU number."""
+    return typed in gpu_keys or (typed.endswith("s") and typed[:-1] in gpu_keys)
+
+
+def _decimal(folded: str, start: int, end: int) -> bool:
+    """A number inside a decimal ("4800.00", "3.9654"): never a model number."""
+    return (end + 1 < len(folded) and folded[end] == "." and folded[end + 1].isdigit()) or (
+        start >= 2 and folded[start - 1] == "." and folded[start - 2].isdigit()
+    )
+
+
+def _choose(t: CpuTable, cands: list[tuple[int, str, bool]], brands: frozenset[str], typed: str,
+            gpu_keys) -> list[tuple[int, str]]:
+    """The candidates the context allows: with the prefix typed or brand words, those of that
+    brand; alone, those whose numbers stand alone (never a GPU's number: "4090s")."""
+    out = []
+    for fi, model, strong in cands:
+        fam = t.families[fi]
+        if fam.prefixes and not strong and not _stands_alone(fam, typed):
+            continue  # "Xeon E5-1650": "1650" is no Xeon D-1650 without its "D-"
+        if brands:
+            if brands <= fam.words:
+                out.append((fi, model))
+        elif strong or (_stands_alone(fam, typed) and not _gpu_number(typed, gpu_keys)):
+            out.append((fi, model))
+    return out
+
+
+def _rule_candidates(t: CpuTable, toks: list[tuple[str, int, int]], i: int,
+                     brands: frozenset[str]) -> tuple[list[tuple[int, str, bool]], bool]:
+    """The family whose numbering rule reads token i, among those the context allows: its
+    prefix typed before it (or glued: "i913900k"), its brand words, or a number that stands alone.
+    Also says whether the prefix is the token before (then the name starts there)."""
+    tok = toks[i][0]
+    prev = toks[i - 1][0] if i and toks[i - 1][0] in t.prefixes else ""
+    forms = [(prev, tok)]
+    if tok[0] in t.prefix_starts:
+        forms += [(p, tok[len(p):]) for p in t.prefixes if tok.startswith(p) and tok[len(p):len(p) + 1].isdigit()]
+    for prefix, number in forms:
+        allowed = tuple(
+            fi for fi in t.rule_families
+            if (prefix and prefix in t.families[fi].prefixes)
+            or (brands and brands <= t.families[fi].words)
+            or (not brands and _stands_alone(t.families[fi], number))
+        )
+        rm = _rules(t, allowed).fullmatch(number) if allowed else None
+        if rm:
+            fi = int(rm.lastgroup[1:])
+            strong = bool(prefix) and prefix in t.families[fi].prefixes
+            shown = (prefix.upper() if len(prefix) == 1 else prefix) + "-" if strong else ""
+            return [(fi, shown + number.upper(), strong)], prefix == prev and strong
+    return [], False
+
+
+def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
+    """Every CPU model number of the data in ``folded[:limit]``, in order."""
+    t = cpu_table(cat)
+    toks = [(m.group(0), m.start(), m.end()) for m in TOKEN_RE.finditer(folded, 0, limit)]
+    hits: list[CpuHit] = []
+    i = 0
+    while i < len(toks):
+        tok = toks[i][0]
+        n_used, cands = 0, []
+        if tok in t.data.firsts:
+            key = ""
+            for n in range(min(t.data.max_tokens, len(toks) - i)):
+                key += toks[i + n][0]
+                if key in t.data.keys:
+                    n_used, cands = n + 1, list(t.data.keys[key])
+        start, end = toks[i][1], toks[i + max(n_used, 1) - 1][2]
+        typed = folded[start:end]
+        brands, named_at = _brands(t, toks, i - 1 if i and toks[i - 1][0] in t.prefixes else i)
+        chosen = _choose(t, cands, brands, typed.replace(" ", ""), gpu_keys) if cands else []
+        if not chosen and len(tok) >= 3 and (tok[0].isdigit() or tok[0] in t.prefix_starts) and (
+            brands or not tok.isdigit() or (i and toks[i - 1][0] in t.prefixes)  # a plain number needs a name
+        ):
+            rule, prefix_before = _rule_candidates(t, toks, i, brands)
+            if rule:
+                n_used = 1
+                if prefix_before:  # the prefix typed before it ("i9 13900k"): part of the name
+                    start, typed = toks[i - 1][1], folded[toks[i - 1][1]:toks[i][2]]
+                    brands, named_at = _brands(t, toks, i - 1)
+                end = toks[i][2]
+                chosen = _choose(t, rule, brands, tok, gpu_keys)
+        if chosen and typed.replace(" ", "").isdigit() and _decimal(folded, start, end):
+            chosen = []
+        if chosen:
+            said = folded[named_at:start].split() if brands and named_at >= 0 else []
+            parts = tuple(dict.fromkeys(
+                Part(t.families[fi], _display(t.families[fi], model, said)) for fi, model in chosen
+            ))
+            hits.append(CpuHit(named_at if chosen and brands and named_at >= 0 else start, end, typed, parts))
+            i += max(n_used, 1)
+        else:
+            i += 1
+    return hits
