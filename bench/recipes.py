@@ -31,14 +31,14 @@ def cold_reader() -> None:
     """Forget what the reader has read (in process and on disk): every read is a cold one."""
     import os
 
-    from release.recipes import nixscan, reader, repos
+    from release.recipes import buildchain, reader, repos
 
     os.environ["TORCHBOT_CACHE_DIR"] = "off"
     reader._FACTS.clear()
     reader._BRANCHES.clear()
     reader._DISK.clear()
     repos._STATE.clear()
-    nixscan._SHARED.clear()
+    buildchain._PKGSETS.clear()
 
 
 def timed(fn):

@@ -130,7 +130,7 @@ def test_facts_come_from_the_recipes_when_no_readme_record_or_catalog_branch_hel
     import shutil
     from dataclasses import replace
 
-    from release.recipes.reader import _META_RE
+    from release.recipes.branchmodel import _META_RE
 
     _, work = made
     repo = tmp_path / "bare-facts"
