@@ -19,7 +19,7 @@ from bench._home import isolate  # noqa: E402
 
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
-from config.catalog import branch_to_dict, load_catalog  # noqa: E402
+from config.catalog_data import branch_to_dict, load_catalog  # noqa: E402
 from release.recipes import render  # noqa: E402
 from release.recipes.init import init_repository  # noqa: E402
 from release.recipes.repos import catalog_from_repository  # noqa: E402

@@ -35,7 +35,7 @@ from bench.ask import clone  # noqa: E402
 COLD = r"""
 import sys, time, json
 sys.path.insert(0, %r)
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from release.recipes.repos import read_repositories
 cat = load_catalog()
 t = time.perf_counter()
@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
         # a branch moves: only it is read again
         sys.path.insert(0, str(ROOT))
         os.environ["TORCHBOT_CACHE_DIR"] = "off"
-        from config.catalog import load_catalog
+        from config.catalog_data import load_catalog
         from release.recipes import repos
 
         cat = load_catalog()

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from release.adapters.git import commit_changes
 from release.recipes.facts import read_recipe
 from release.recipes.init import init_repository
@@ -305,7 +305,7 @@ def test_a_process_that_finds_every_recipe_in_the_fact_cache_never_loads_the_gra
     init_repository(work, load_catalog(), ["main"], "t", "t@example.com")
     probe = (
         "import sys\n"
-        "from config.catalog import load_catalog\n"
+        "from config.catalog_data import load_catalog\n"
         "from release.recipes.reader import read_repository\n"
         f"model = read_repository({str(work)!r}, load_catalog())\n"
         "print(len(model.branches['main'].variants), 'tree_sitter' in sys.modules)\n"

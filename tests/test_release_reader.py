@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from config.errors import CatalogError, RefusedError
-from config.catalog import branch_to_dict, load_catalog
+from config.catalog_data import branch_to_dict, load_catalog
 from release.adapters.git import commit_changes
 from release.recipes.init import init_repository
 from release.recipes.reader import read_repository
