@@ -32,7 +32,7 @@ isolate()  # torchbot's own files go to a temporary home, never the real one
 
 from bot.frontends.commands import ask  # noqa: E402
 from release.context import Context  # noqa: E402
-from config.catalog import load_catalog  # noqa: E402
+from config.catalog_data import load_catalog  # noqa: E402
 from config.settings import Settings  # noqa: E402
 
 

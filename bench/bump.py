@@ -31,7 +31,8 @@ from bench._home import isolate  # noqa: E402
 
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
-from config.catalog import CudaGroup, load_catalog  # noqa: E402
+from config.catalog import CudaGroup  # noqa: E402
+from config.catalog_data import load_catalog
 from tests.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
 from tests.fixtures_pins import NEW, build_repo, build_repo_from_files, git  # noqa: E402
 

@@ -19,7 +19,7 @@ from bench._home import isolate  # noqa: E402
 
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
-from config.catalog import branch_to_dict, load_catalog  # noqa: E402
+from config.catalog_data import branch_to_dict, load_catalog  # noqa: E402
 from release.recipes import render  # noqa: E402
 from release.recipes.init import init_repository  # noqa: E402
 from release.recipes.repos import catalog_from_repository  # noqa: E402
@@ -31,14 +31,14 @@ def cold_reader() -> None:
     """Forget what the reader has read (in process and on disk): every read is a cold one."""
     import os
 
-    from release.recipes import nixscan, reader, repos
+    from release.recipes import buildchain, reader, repos
 
     os.environ["TORCHBOT_CACHE_DIR"] = "off"
     reader._FACTS.clear()
     reader._BRANCHES.clear()
     reader._DISK.clear()
     repos._STATE.clear()
-    nixscan._SHARED.clear()
+    buildchain._PKGSETS.clear()
 
 
 def timed(fn):

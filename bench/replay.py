@@ -171,7 +171,7 @@ def replay_bump(op: Operation, repo: Path, ctx, torch: dict[str, str]) -> tuple[
 def _torch_src(repo: Path, op: Operation) -> str | None:
     """REV,HASH when the maintainers' moved recipes build PyTorch from a source override they did
     not build before (the reader's facts), else None."""
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.recipes.facts import read_recipe
 
     cat = load_catalog()
@@ -282,7 +282,7 @@ def main() -> int:
 
 def _replay(h: History, op: Operation, work: Path, fake: FakeNixpkgs, torch, readme_lines: int
             ) -> tuple[dict | None, list[str]]:
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.context import Context
 
     work.mkdir(parents=True)

@@ -191,7 +191,7 @@ def _pin_of(gitdir: Path, rev: str, path: str) -> str | None:
 
 def _override_versions(gitdirs: list[Path]) -> dict[str, set[str]]:
     """pin -> the PyTorch major.minor versions recipes on it build by a source override (the reader's facts)."""
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.recipes.facts import read_recipe
 
     cat = load_catalog()

@@ -78,7 +78,7 @@ def start_six_builds(url: str, slack: FakeSlack, builds: list[tuple[str, str]]) 
 
 
 def http_figures() -> None:
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from tests.fixtures_pins import build_repo
 
     with tempfile.TemporaryDirectory() as tmp, FakeSlack() as slack:

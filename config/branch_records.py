@@ -184,7 +184,7 @@ def _catalog_problems(catalog: Catalog, name: str, raw: dict) -> list[str]:
 
 def recorded_branches(catalog: Catalog, key: str, path: Path | None = None) -> list[Branch]:
     """The branches recorded for repository ``key``, checked against ``catalog`` and expanded."""
-    from config.catalog import expand_branches
+    from config.catalog_data import expand_branches
 
     path = path or branches_file()
     whole = _load(path)
@@ -230,7 +230,7 @@ def record_created_branch(repo_path: str | os.PathLike, branch: Branch, path: Pa
     that repository has a branch of that name recorded already."""
     import tomli_w
 
-    from config.catalog import branch_to_dict
+    from config.catalog_data import branch_to_dict
 
     path = path or branches_file()
     key = repository_key(git_dir_of(repo_path))

@@ -1,7 +1,7 @@
 """The embedded build-torchvision branches (``config/data/torchvision.toml``): the companion
 repository's branches as data, so "which torchvision for ..." is answered without a checkout.
 ``vision_specs`` turns the file into the fields of each branch and of its variants, which
-``config.catalog.build_catalog`` builds them from; the real branches replace them when a
+``config.catalog_data.build_catalog`` builds them from; the real branches replace them when a
 build-torchvision repository is configured. Imports nothing of torchbot but ``config.errors``
 and ``config.naming`` (the catalog imports this module, not the other way round)."""
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from config.catalog import Catalog, load_catalog
+from config.catalog import Catalog
+from config.catalog_data import load_catalog
 from config.errors import UsageError
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import tempfile
 
 import pytest
 
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from config.settings import Settings
 from release.context import Context
 

@@ -10,7 +10,8 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from config.catalog import Branch, Catalog, CudaGroup, Variant, load_catalog
+from config.catalog import Branch, Catalog, CudaGroup, Variant
+from config.catalog_data import load_catalog
 from config.naming import cuda_tag
 
 PIN_A = "fe5e41d7ffc0421f0913e8472ce6238ed0daf8e3"

@@ -235,6 +235,21 @@ def test_the_checker_catches_a_violation(tmp_path, monkeypatch):
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
+def test_the_checker_catches_a_cycle_closed_by_an_import_inside_a_function():
+    """Two modules of one package, one importing the other at the top and the other importing
+    it back inside a function (what release/recipes/reader.py and repos.py once did)."""
+    a = ROOT / "release" / "recipes" / "_cycle_probe_a.py"
+    b = ROOT / "release" / "recipes" / "_cycle_probe_b.py"
+    a.write_text("from release.recipes._cycle_probe_b import g\n")
+    b.write_text("def g():\n    from release.recipes import _cycle_probe_a\n    return _cycle_probe_a\n")
+    try:
+        cycle = find_cycle(module_graph())
+    finally:
+        a.unlink()
+        b.unlink()
+    assert cycle is not None and {"release.recipes._cycle_probe_a", "release.recipes._cycle_probe_b"} <= set(cycle)
+
+
 def test_the_checker_catches_a_front_end_or_engine_violation():
     """The engine importing a front end (even inside a function) and the command layer importing
     Slack are found; Slack building on the chat dispatcher is not."""

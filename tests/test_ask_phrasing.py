@@ -120,7 +120,8 @@ def test_a_bad_pattern_in_the_data_is_a_sentence_not_a_traceback(tmp_path):
     import shutil
 
     from bot.engine.hardware.matchers import matchers
-    from config.catalog import DATA_DIR, build_catalog
+    from config.catalog import DATA_DIR
+    from config.catalog_data import build_catalog
     from config.errors import CatalogError
 
     shutil.copytree(DATA_DIR, tmp_path / "data")

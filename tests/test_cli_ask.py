@@ -79,7 +79,7 @@ def test_catalog_lists_branches_pins_and_counts(capsys, monkeypatch):
 
 
 def test_catalog_and_ask_answer_from_a_repository(tmp_path, capsys, monkeypatch):
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.adapters.git import commit_changes
     from release.recipes.init import init_repository
 

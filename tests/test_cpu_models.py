@@ -10,7 +10,7 @@ import pytest
 from bot.engine.hardware import parse
 from bot.engine.hardware.cpu_table import cpu_table
 from bot.frontends.commands import ask
-from config.catalog import build_catalog, load_catalog
+from config.catalog_data import build_catalog, load_catalog
 from config.cpu_models import load_cpu_models
 from config.errors import CatalogError
 from config.settings import Settings

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.engine.hardware import parse
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from config.cpu_models import load_cpu_models
 from tests.fixtures_smi import tables
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from release.recipes.facts import read_recipe
 from release.recipes.reader import read_repository
 from tests.fixtures_realshapes import PIN_12_X, PIN_13_0, PIN_13_1, RECIPES, make_repos

@@ -11,7 +11,7 @@ import tomllib
 import pytest
 
 from bot.frontends.cli.main import main as cli
-from config.catalog import branch_from_dict, load_catalog
+from config.catalog_data import branch_from_dict, load_catalog
 from release.recipes.repos import catalog_from_repositories
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import NEW, build_repo, git, refs, small_catalog_branches, tree_files

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from bot.frontends.cli.main import main as cli
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import git, refs, tree_files
 from tests.fixtures_realshapes import PIN_12_X, PIN_13_0, PIN_13_1, PIN_MAIN, make_pytorch_repo

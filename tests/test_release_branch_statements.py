@@ -12,7 +12,7 @@ import re
 import pytest
 
 from bot.frontends.cli.main import main as cli
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pairing import CUDA_SETS, PIN_V13, PIN_V14, PIN_V15, TORCH, make_pairing_repo
 from tests.fixtures_pins import git, tree_files

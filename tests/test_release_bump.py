@@ -354,7 +354,7 @@ def test_fixture_recipes_parse(repo, tmp_path):
 def test_bump_recipes_of_the_generator(tmp_path, fake, monkeypatch):
     """The recipes torchbot itself renders (release.render) bump the same way."""
     render = pytest.importorskip("release.recipes.render")
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from tests.fixtures_pins import build_repo_from_files
 
     cat = load_catalog()

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from bot.frontends.cli.main import main as cli
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from release.recipes.reader import read_repository
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pairing import CUDA_SETS, PIN_28, PIN_291, TORCH, make_pairing_repo

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from config.errors import ExternalError, RefusedError, ValidationError
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from config.settings import Settings
 from release.pins import rules as pins
 from release.adapters.nixpkgs import NixpkgsClient

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from config.errors import CatalogError, RefusedError
-from config.catalog import branch_to_dict, load_catalog
+from config.catalog_data import branch_to_dict, load_catalog
 from release.adapters.git import commit_changes
 from release.recipes.init import init_repository
 from release.recipes.reader import read_repository
@@ -130,7 +130,7 @@ def test_facts_come_from_the_recipes_when_no_readme_record_or_catalog_branch_hel
     import shutil
     from dataclasses import replace
 
-    from release.recipes.reader import _META_RE
+    from release.recipes.branchmodel import _META_RE
 
     _, work = made
     repo = tmp_path / "bare-facts"

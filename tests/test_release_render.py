@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from config.errors import CatalogError
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from release.recipes.render import MANIFEST, README, recipe_path, render_all, render_branch, render_recipe
 
 STUB = Path(__file__).with_name("nixstub").resolve()

@@ -12,7 +12,7 @@ import pytest
 
 from bot.frontends.cli.main import main
 from bot.frontends.commands import ask
-from config.catalog import load_catalog
+from config.catalog_data import load_catalog
 from config.settings import Settings
 from release.context import Context
 from release.recipes import reader

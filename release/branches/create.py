@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.branch_records import record_created_branch
-from config.catalog import Branch, CudaGroup, branch_to_dict, vtuple
+from config.catalog import Branch, CudaGroup, vtuple
+from config.catalog_data import branch_to_dict
 from config.errors import ExternalError, RefusedError, ValidationError
 from config.naming import parse_package_name
 from config.results import MessageResult
@@ -118,7 +119,7 @@ def create_branch(
     """Derive branch ``name`` from ``from_branch``: its recipes with names, Python, CUDA set and
     pin changed, its README with the branch's facts updated; checked against nixpkgs (the pin
     exists, it has every CUDA package set the recipes use, the recipes build ``pytorch``)."""
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
 
     settings = ctx.settings
     catalog = load_catalog()

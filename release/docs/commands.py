@@ -94,7 +94,7 @@ def drift_message(result: DocsResult, limit: int = 30) -> str:
 
 
 def _read(ctx, path: Path):
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.recipes.reader import read_repository
 
     return read_repository(path, load_catalog())

@@ -17,7 +17,7 @@ def _catalog(ctx):
     try:
         return ctx.catalog
     except Exception:  # a repository the reader cannot read still has branches to bump
-        from config.catalog import load_catalog
+        from config.catalog_data import load_catalog
 
         return load_catalog()
 

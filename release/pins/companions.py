@@ -26,7 +26,7 @@ from release.pins.rules import README, RECIPES_DIR, find_groups
 
 def paired_branches(pytorch_repo: Path, vision_model) -> dict[str, list[str]]:
     """build-pytorch branch -> the build-torchvision branches that pair with it (the reader's pairing)."""
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.recipes.reader import read_repository
     from release.recipes.repos import pair
 

@@ -28,7 +28,7 @@ def read_model(repo_path):
     the recipes themselves)."""
     if repo_path is None:
         return None
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.recipes.reader import read_repository
 
     try:
@@ -48,7 +48,7 @@ def guard_branch(bp, recipes: dict[str, str], readme: str | None, client, new_re
     """Check branch plan ``bp`` (its moved group) against the branch's promise at ``new_rev``;
     ``model``: the repository as :func:`read_model` read it; ``move``: a deliberate PyTorch move
     (release.pins.moves), checked instead of the promise."""
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
 
     g = bp.edit.group
     entry = catalog.branches.get(bp.branch) if catalog is not None else None

@@ -202,7 +202,7 @@ def docs_edits(model, moved: dict[str, tuple[str, str, str]], skip) -> dict[str,
 def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str], docs_skip=("*-staging", "bump/*")) -> None:
     """Write a checked move into the plan: the source override (``--torch-src``), the moved
     branches' declared versions and their commit messages, and the other branches' README rows."""
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.pins.rules import README, commit_message
     from release.recipes.facts import read_recipe
 

@@ -23,7 +23,7 @@ def register(verbs) -> None:
 
 
 def _init(args, ctx) -> int:
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.recipes.init import init_repository
 
     settings = ctx.settings
@@ -41,7 +41,7 @@ def _render(args, ctx) -> int:
     from pathlib import Path
 
     from config.errors import RefusedError
-    from config.catalog import load_catalog
+    from config.catalog_data import load_catalog
     from release.recipes.render import render_branch, render_recipe
 
     catalog = load_catalog()

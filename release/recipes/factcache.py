@@ -1,7 +1,7 @@
 """A persistent cache of recipe facts, keyed by what they are computed from: the recipe's git
-blob id and file name, the reader's own source and the catalog's CPU ISA flags. Blobs are
-content-addressed, so the cache is valid for any clone of any repository and never goes stale;
-a new torchbot (different reader source) starts a new file.
+blob id and file name, the reader's own source, the tree-sitter grammar and the catalog's CPU
+ISA flags. Blobs are content-addressed, so the cache is valid for any clone of any repository
+and never goes stale; a new torchbot (different reader source or grammar) starts a new file.
 
 It makes a ``torchbot ask`` / ``catalog --repo`` process read a repository it has seen before
 without parsing its recipes again. Location: ``TORCHBOT_CACHE_DIR`` (``off`` disables it), else
@@ -15,6 +15,7 @@ May import: config, release.recipes.facts.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -32,14 +33,30 @@ def cache_dir() -> Path | None:
     return cache_dir()
 
 
+def grammar_fingerprint() -> str:
+    """The installed tree-sitter and tree-sitter-nix, by their dist-info names (which carry the
+    versions), found without importing them."""
+    out = []
+    for module in ("tree_sitter", "tree_sitter_nix"):
+        spec = importlib.util.find_spec(module)
+        where = spec.submodule_search_locations if spec is not None else None
+        if not where:
+            out.append(f"{module}: not installed")
+            continue
+        package = Path(next(iter(where)))
+        out.append(" ".join(sorted(p.name for p in package.parent.glob(f"{module}-*.dist-info"))) or str(package))
+    return "; ".join(out)
+
+
 def _reader_hash(catalog: Catalog) -> str:
     h = hashlib.sha256()
     here = Path(__file__).parent
-    for name in ("facts.py", "nixscan.py", "factcache.py"):
+    for name in ("facts.py", "buildchain.py", "nixtree.py", "nixgrammar.py", "nixstrings.py", "factcache.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:
             h.update(name.encode())
+    h.update(grammar_fingerprint().encode())
     for isa in sorted(catalog.isas.values(), key=lambda i: i.key):
         h.update(f"{isa.key}:{' '.join(isa.flags)}:{isa.arch}\n".encode())
     return h.hexdigest()[:16]

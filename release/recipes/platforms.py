@@ -22,7 +22,7 @@ from release.recipes.facts import RECIPES_DIR, read_recipe
 def recipe_catalog() -> Catalog:
     """The catalog whose hardware facts (ISA flags and platforms) the reader uses: the
     packaged one with local branches, or without them when that file is broken."""
-    from config.catalog import build_catalog, load_catalog
+    from config.catalog_data import build_catalog, load_catalog
 
     try:
         return load_catalog()

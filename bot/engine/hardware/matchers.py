@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from bot.engine.hardware.facts import bounded
-from config.catalog import Catalog, check_patterns
+from config.catalog import Catalog
+from config.catalog_data import check_patterns
 
 
 @dataclass(frozen=True)
