@@ -173,7 +173,9 @@ class Settings(BaseSettings):
     admins: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
         "who may run mutating commands: Slack user IDs (`U…`/`W…`), comma separated or a JSON list; "
         "names such as `@alice` are refused; `console` is the terminal user of `torchbot chat`"))
-    admin_usergroup: str | None = None
+    admin_usergroup: str | None = Field(None, description=(
+        "a Slack user group ID (`S…`) whose members are admins too, next to `TORCHBOT_ADMINS` "
+        "(read with `usergroups.users.list`, scope `usergroups:read`, kept for a minute)"))
     allowed_channels: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
         "where mutating commands may run: Slack channel IDs (`C…`/`G…`), comma separated or a JSON list"))
     announce_channel: str | None = Field(None, description="channel ID for release threads and docs drift")
@@ -221,6 +223,9 @@ class Settings(BaseSettings):
     state_db: str = Field(default_factory=default_state_db, description=(
         "the state DB: a file path (a SQLite file; its directory is created), a `sqlite:///` URL, or "
         "`postgresql://user:password@host:5432/db` (psycopg 3; percent-encode `@` `/` `:` in the password)"))
+    state_timeout_seconds: float = Field(10.0, gt=0, le=600, description=(
+        "how long one state-DB step may take: PostgreSQL connect and statement timeouts, the SQLite busy "
+        "timeout, and how long a chat answer waits for the store before saying it is not answering"))
     flox_org: str = Field(FLOX_ORG, description=(
         "Flox organisation in install commands and publishing; the placeholder `your-org` is refused "
         "where it would be published or committed (`release publish`, `release workflow --write`/`--commit`)"))
@@ -359,6 +364,15 @@ class Settings(BaseSettings):
     @classmethod
     def _channel_ids(cls, value: list[str]) -> list[str]:
         return _check_ids(value, CHANNEL_ID, "channel ID (C… or G…, from the channel's details)")
+
+    @field_validator("admin_usergroup", mode="before")
+    @classmethod
+    def _usergroup_id(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip() or None
+            if value is not None and not re.fullmatch(r"S[A-Z0-9]{2,}", value):
+                raise ValueError(f"'{value}' is not a user group ID (S…, from the group's ⋮ > Copy group ID)")
+        return value
 
     @field_validator("announce_channel", mode="before")
     @classmethod

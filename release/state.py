@@ -1,7 +1,15 @@
 """The state DB: builds, the GitHub runs being followed, publishes, releases (Slack threads),
-the announcement outbox, job-run locks and the pending plans of chat commands (waiting for Confirm). SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
+the announcement outbox, job-run locks, the pending plans of chat commands (waiting for
+Confirm) and the Slack deliveries already answered (``claim_delivery``). SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
 default, PostgreSQL works the same). ``open_state(url)`` gives a :class:`State` whose
 ``session()`` is a context manager committing on success and rolling back on error.
+
+Nothing waits on the database for ever: ``timeout`` seconds (``Settings.state_timeout_seconds``
+through ``state_for``) bound a PostgreSQL connection (``connect_timeout``), each statement
+(``statement_timeout``) and the wait for a pooled connection, and a SQLite lock
+(``busy_timeout``). A server that stops answering altogether (frozen, a partition) is not
+noticed by any of these; the chat front ends add a deadline of their own
+(``bot.frontends.store``).
 """
 
 from __future__ import annotations
@@ -10,7 +18,7 @@ import os
 import socket
 import threading
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -22,6 +30,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     create_engine,
+    delete,
     event,
     select,
     update,
@@ -273,19 +282,39 @@ class PendingPlan(Base):
     handled_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
+class Delivery(Base):
+    """A Slack delivery (an event, a slash command, a button click) that torchbot took on: the
+    unique ``key`` is the claim that keeps a retried or re-sent delivery from being answered
+    twice, across restarts and processes. A row counts until ``expires``."""
+
+    __tablename__ = "slack_deliveries"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    seen: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    expires: Mapped[datetime] = mapped_column(DateTime, index=True)
+
+
+DEFAULT_TIMEOUT = 10.0  # seconds; Settings.state_timeout_seconds
+
+
 class State:
-    def __init__(self, url: str):
+    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT):
         self.url = url
+        self.timeout = timeout
         kwargs: dict = {}
         if url.startswith("sqlite"):
-            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": timeout}
             _sqlite_dir(url)
         else:
             kwargs["pool_pre_ping"] = True  # a restarted PostgreSQL server does not break the bot
+            kwargs["pool_timeout"] = timeout
+            if url.startswith("postgresql"):
+                kwargs["connect_args"] = {"connect_timeout": max(2, round(timeout)),
+                                          "options": f"-c statement_timeout={int(timeout * 1000)}"}
         try:
             self.engine: Engine = create_engine(url, **kwargs)
             if url.startswith("sqlite"):
-                event.listen(self.engine, "connect", _sqlite_pragmas)
+                event.listen(self.engine, "connect", _sqlite_pragmas(timeout))
             _create_tables(self.engine)
         except (ImportError, SQLAlchemyError) as err:
             raise ConfigError(f"TORCHBOT_STATE_DB: cannot open {_shown(url)}: {_reason(err)}") from None
@@ -409,6 +438,30 @@ class State:
                 q = q.where(JobRun.job_id == job_id)
             return list(s.scalars(q))
 
+    # -- Slack deliveries ---------------------------------------------------------------
+
+    def claim_delivery(self, key: str, ttl_seconds: float) -> bool:
+        """True for the first claim of ``key`` (or the first after its row expired), False
+        when it was claimed before, by this process or another."""
+        now = utcnow()
+        until = now + timedelta(seconds=ttl_seconds)
+        try:
+            with self.session() as s:
+                s.add(Delivery(key=key, seen=now, expires=until))
+                s.flush()
+            return True
+        except IntegrityError:
+            pass
+        with self.session() as s:  # an expired claim may be taken again, once
+            done = s.execute(update(Delivery).where(Delivery.key == key, Delivery.expires <= now)
+                             .values(seen=now, expires=until))
+            return done.rowcount == 1
+
+    def prune_deliveries(self) -> int:
+        """Forget expired delivery claims; returns how many."""
+        with self.session() as s:
+            return s.execute(delete(Delivery).where(Delivery.expires <= utcnow())).rowcount
+
 
 _RUNNING: dict[int, bool] = {}  # build ids this process is running right now
 _STATES: dict[str, State] = {}
@@ -469,22 +522,25 @@ def _create_tables(engine: Engine) -> None:
         Base.metadata.create_all(engine)
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
-    cur.close()
+def _sqlite_pragmas(timeout: float):
+    def on_connect(dbapi_conn, _record) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        cur.close()
+
+    return on_connect
 
 
-def open_state(url: str) -> State:
-    """One State (engine) per URL per process."""
+def open_state(url: str, timeout: float | None = None) -> State:
+    """One State (engine) per URL per process (the first opener's ``timeout`` holds)."""
     with _LOCK:
         st = _STATES.get(url)
         if st is None:
-            st = _STATES[url] = State(url)
+            st = _STATES[url] = State(url, DEFAULT_TIMEOUT if timeout is None else timeout)
         return st
 
 
 def state_for(ctx) -> State:
-    return open_state(ctx.settings.state_db)
+    return open_state(ctx.settings.state_db, getattr(ctx.settings, "state_timeout_seconds", None))

@@ -29,13 +29,27 @@ Switches for failure tests:
 - ``slack.down = True``: every call answers HTTP 503 until set back to False.
 ``slack.calls`` lists (method, params) of every request received, including refused ones.
 A bad or missing bearer token answers ``invalid_auth`` (the expected token is ``token``).
+
+User groups: ``slack.usergroups = {"S0ADMINS": ["U1", "U2"]}`` answers
+``usergroups.users.list`` as Slack does (``no_such_subteam`` for an unknown group,
+``missing_scope`` with ``needed``/``provided`` when ``slack.scopes`` lacks ``usergroups:read``,
+``invalid_arguments`` without ``usergroup``; disabled groups, ``slack.disabled``, list no
+users unless ``include_disabled``).
+
+Deliveries to the app (Slack's side of the Events API over HTTP): :class:`Deliverer` POSTs
+signed requests to the app's request URL and retries as Slack documents.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -59,6 +73,9 @@ class FakeSlack:
         self._fail_error = "internal_error"
         self._fail_status = 200
         self._clock = time.time()
+        self.usergroups: dict[str, list[str]] = {}
+        self.disabled: set[str] = set()
+        self.scopes = {"chat:write", "commands", "app_mentions:read", "files:write", "usergroups:read"}
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -103,6 +120,13 @@ class FakeSlack:
     def fail(self, n: int, error: str = "internal_error", status: int = 200) -> None:
         with self.lock:
             self._failures, self._fail_error, self._fail_status = n, error, status
+
+    def user_message(self, channel: str, text: str, user: str = "U1") -> str:
+        """A message a person posted (e.g. the mention a bot answers in its thread); its ts."""
+        with self.lock:
+            ts = self._next_ts()
+            self.channels.setdefault(channel, []).append({"type": "message", "user": user, "ts": ts, "text": text})
+        return ts
 
     def messages(self, channel: str) -> list[dict[str, Any]]:
         with self.lock:
@@ -303,3 +327,85 @@ class FakeSlack:
         msgs = [m for m in self.channels.get(p.get("channel"), []) if not m.get("thread_ts") and float(m["ts"]) > oldest]
         meta = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
         return 200, {"ok": True, "messages": [self._public(m, meta) for m in reversed(msgs)], "has_more": False}
+
+    def _m_usergroups_users_list(self, p):
+        if "usergroups:read" not in self.scopes:
+            return 200, {"ok": False, "error": "missing_scope", "needed": "usergroups:read",
+                         "provided": ",".join(sorted(self.scopes))}
+        group = p.get("usergroup")
+        if not group:
+            return 200, {"ok": False, "error": "invalid_arguments",
+                         "response_metadata": {"messages": ["[ERROR] missing required field: usergroup"]}}
+        if group not in self.usergroups:
+            return 200, {"ok": False, "error": "no_such_subteam"}
+        include_disabled = str(p.get("include_disabled", "")).lower() in ("1", "true")
+        if group in self.disabled and not include_disabled:
+            return 200, {"ok": True, "users": []}
+        return 200, {"ok": True, "users": list(self.usergroups[group])}
+
+
+class Deliverer:
+    """Slack delivering to an app's request URL, with real request signing and Slack's retries.
+
+    ``deliver(body)`` POSTs an Events API body (JSON). An answer that is not 2xx within
+    ``ack_timeout`` seconds (Slack's 3) counts as failed, and Slack sends the same body again,
+    up to 3 times, with ``X-Slack-Retry-Num`` (1, 2, 3) and ``X-Slack-Retry-Reason``
+    (``http_timeout`` for a late answer, ``http_error`` for an error status,
+    ``connection_failed`` when nothing listens), ``delays`` seconds after the failure (Slack:
+    at once, after 1 minute, after 5 minutes; tests pass shorter ones). ``lose_acks=n`` makes
+    the first n answers get lost on their way back (Slack sees a timeout, as in a network
+    partition), which is how a test makes Slack retry an app that did answer. Returns one
+    ``(retry_num, status)`` per delivery made (status None when none came back).
+
+    ``send(body, ctype)`` POSTs once, as Slack sends slash commands and interactive payloads
+    (never retried); ``again`` re-sends a body as a proxy that repeats a request would."""
+
+    def __init__(self, url: str, secret: str, ack_timeout: float = 3.0, delays: tuple[float, ...] = (0.0, 60.0, 300.0)):
+        self.url, self.secret, self.ack_timeout, self.delays = url, secret, ack_timeout, delays
+
+    def sign(self, body: bytes, ts: int | None = None) -> dict[str, str]:
+        stamp = str(int(time.time()) if ts is None else ts)
+        mac = hmac.new(self.secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
+        return {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": "v0=" + mac}
+
+    def _post(self, body: bytes, ctype: str, extra: dict[str, str]) -> tuple[int | None, str, str]:
+        headers = {"Content-Type": ctype, **self.sign(body), **extra}
+        req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.ack_timeout) as r:
+                return r.status, r.read().decode(), ""
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(), "http_error"
+        except (TimeoutError, socket.timeout):
+            return None, "", "http_timeout"
+        except urllib.error.URLError as e:
+            late = isinstance(e.reason, (TimeoutError, socket.timeout))
+            return None, "", "http_timeout" if late else "connection_failed"
+
+    def send(self, body: bytes | str | dict, ctype: str = "application/x-www-form-urlencoded", retry: int = 0,
+             reason: str = "http_timeout") -> tuple[int | None, str]:
+        """POST once (a dict as JSON); ``retry`` > 0 sends it as that retry of an earlier delivery."""
+        if isinstance(body, dict):
+            body, ctype = json.dumps(body), "application/json"
+        data = body.encode() if isinstance(body, str) else body
+        extra = {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": reason} if retry else {}
+        status, text, _ = self._post(data, ctype, extra)
+        return status, text
+
+    again = send
+
+    def deliver(self, body: dict | str, lose_acks: int = 0) -> list[tuple[int, int | None]]:
+        data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+        made: list[tuple[int, int | None]] = []
+        extra: dict[str, str] = {}
+        for attempt in range(len(self.delays) + 1):
+            status, _, reason = self._post(data, "application/json", extra)
+            made.append((attempt, status))
+            if status is not None and 200 <= status < 300 and attempt >= lose_acks:
+                return made
+            if attempt == len(self.delays):
+                return made
+            reason = reason or "http_timeout"  # an answer lost on its way back looks late to Slack
+            time.sleep(self.delays[attempt])
+            extra = {"X-Slack-Retry-Num": str(attempt + 1), "X-Slack-Retry-Reason": reason}
+        return made

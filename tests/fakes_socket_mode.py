@@ -21,6 +21,11 @@ little later. Drops:
 - ``silent``: the link goes quiet: nothing is read or answered any more, the socket stays open.
 
 ``sm.down = True`` refuses new WebSocket handshakes (HTTP 503) until set back.
+
+Retries, as Slack makes them: ``sm.deliver(kind, payload, lose_acks=n)`` sends an envelope
+and, when no ack comes within ``ack_timeout`` (Slack's 3 s) or the ack is one of the first n
+(lost on the way, as in a partition), sends the same payload again in a new envelope with
+``retry_attempt`` 1, 2, 3 and ``retry_reason`` ``timeout``.
 """
 
 from __future__ import annotations
@@ -222,21 +227,40 @@ class FakeSocketMode:
                     raise AssertionError(f"no Socket Mode connection after {after:.3f} within {timeout} s")
                 self.lock.wait(left)
 
-    def request(self, kind: str, payload: dict, timeout: float = 10.0, conn: Connection | None = None) -> dict:
+    def request(self, kind: str, payload: dict, timeout: float = 10.0, conn: Connection | None = None,
+                retry_attempt: int = 0, retry_reason: str = "") -> dict:
         """Send an envelope (slash_commands | interactive | events_api) and wait for its ack."""
+        ack = self._send(kind, payload, timeout, conn, retry_attempt, retry_reason)
+        if ack is None:
+            raise AssertionError(f"no ack for {kind} envelope within {timeout} s")
+        return ack
+
+    def _send(self, kind: str, payload: dict, timeout: float, conn: Connection | None, retry_attempt: int,
+              retry_reason: str) -> dict | None:
         conn = conn or self.wait_connection()
         envelope_id = str(uuid.uuid4())
         conn.send_json({"envelope_id": envelope_id, "type": kind, "payload": payload,
-                        "accepts_response_payload": kind in ("slash_commands", "interactive"), "retry_attempt": 0,
-                        "retry_reason": ""})
+                        "accepts_response_payload": kind in ("slash_commands", "interactive"),
+                        "retry_attempt": retry_attempt, "retry_reason": retry_reason})
         end = time.monotonic() + timeout
         with self.lock:
             while envelope_id not in conn.acks:
                 left = end - time.monotonic()
                 if left <= 0:
-                    raise AssertionError(f"no ack for {kind} envelope within {timeout} s")
+                    return None
                 self.lock.wait(left)
             return conn.acks[envelope_id]
+
+    def deliver(self, kind: str, payload: dict, lose_acks: int = 0, ack_timeout: float = 3.0,
+                conn: Connection | None = None) -> list[tuple[int, bool]]:
+        """Deliver with Slack's retries (up to 3); one (retry_attempt, acked) per envelope sent."""
+        made: list[tuple[int, bool]] = []
+        for attempt in range(4):
+            ack = self._send(kind, payload, ack_timeout, conn, attempt, "timeout" if attempt else "")
+            made.append((attempt, ack is not None))
+            if ack is not None and attempt >= lose_acks:
+                break
+        return made
 
     def refresh(self, close_after: float = 1.0) -> float:
         """``disconnect`` (refresh_requested) on the live connection; it closes ``close_after`` s later."""

@@ -46,13 +46,14 @@ COMMAND_LAYERS = ("commands", "cli")
 # Within bot.frontends: front end -> the other front-end modules it may import. The command
 # layer imports no front end; Slack and the console build on the chat dispatcher; only the
 # console script (cli) may import them all.
-FRONTEND_CORE = {"commands", "chat", "pending", "jobs", "incidents"}
+FRONTEND_CORE = {"commands", "chat", "pending", "jobs", "incidents", "store"}
 FRONTENDS_ALLOWED: dict[str, set[str]] = {
     "commands": set(),
     "incidents": set(),
     "pending": set(),
+    "store": set(),
     "jobs": {"incidents"},
-    "chat": {"commands", "incidents", "jobs", "pending"},
+    "chat": {"commands", "incidents", "jobs", "pending", "store"},
     "console": FRONTEND_CORE,
     "slack": FRONTEND_CORE,
     "cli": FRONTEND_CORE | {"console", "slack"},

@@ -101,9 +101,10 @@ def test_six_slow_builds_queue_in_the_pool_while_variant_answers_at_once(six):
     assert sum("running as job" in c for c in confirmed) == 3
     assert sum("queued as job" in c and "in line" in c for c in confirmed) == 3  # queued, not refused
 
-    status, reply, _ = six.slash("/torchbot", "status")
-    assert status == 200
-    status_text = json.dumps(json.loads(reply))
+    status, reply, n = six.slash("/torchbot", "status")  # acked at once, answered through the response URL
+    assert status == 200 and "Working on /torchbot status" in reply
+    posts = six.slack.wait_for(lambda p, b: p == f"/response/{n}" and "running" in json.dumps(b))
+    status_text = json.dumps([b for p, b in posts if p == f"/response/{n}"])
     assert "3 running, 3 queued (3 workers)" in status_text and "/build pytorch-2.5-python313" in status_text
 
     slowest = 0.0

@@ -70,7 +70,7 @@ def test_confirm_after_sigkill_applies_refuses_others_and_names_what_moved(tmp_p
         second, url = serve()
         try:
             click(url, p1, "UADMIN2", 3)  # another admin may not confirm someone else's plan
-            slack.wait_for(lambda p, b: p == "/response/3" and "Only the admin who asked (<@UADMIN>)" in b.get("text", ""))
+            slack.wait_for(lambda p, b: p == "/response/3" and "Only the admin who asked (UADMIN)" in b.get("text", ""))
             assert refs(work)["refs/heads/main"] == before
 
             click(url, p1, "UADMIN", 4)  # the asker's Confirm applies: nothing moved

@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 
 import pytest
 
@@ -58,6 +59,11 @@ def world(tmp_path):
         server.server_close()
 
 
+def trigger_id() -> str:
+    """A new trigger id, as Slack gives each command and click."""
+    return f"{time.time_ns()}.{uuid.uuid4().hex[:12]}"
+
+
 def post(url: str, body: str, headers: dict[str, str], ctype="application/x-www-form-urlencoded"):
     req = urllib.request.Request(url, data=body.encode(), headers={"Content-Type": ctype, **headers}, method="POST")
     try:
@@ -70,14 +76,14 @@ def post(url: str, body: str, headers: dict[str, str], ctype="application/x-www-
 def slash(world, command: str, text: str, user="UADMIN", channel="CREL", n=1, headers=None):
     body = urllib.parse.urlencode({
         "command": command, "text": text, "user_id": user, "channel_id": channel, "team_id": "T1",
-        "response_url": world["slack"].response_url(n), "trigger_id": "1.2.3",
+        "response_url": world["slack"].response_url(n), "trigger_id": trigger_id(),
     })
     return post(world["url"], body, headers if headers is not None else sign(body))
 
 
 def click(world, action_id: str, value: str, user="UADMIN", n=1):
     payload = {"type": "block_actions", "user": {"id": user}, "team": {"id": "T1"}, "channel": {"id": "CREL"},
-               "response_url": world["slack"].response_url(n), "trigger_id": "1.2.3",
+               "response_url": world["slack"].response_url(n), "trigger_id": trigger_id(),
                "actions": [{"action_id": action_id, "value": value, "type": "button", "block_id": "b"}]}
     body = urllib.parse.urlencode({"payload": json.dumps(payload)})
     return post(world["url"], body, sign(body))

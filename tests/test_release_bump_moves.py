@@ -163,7 +163,7 @@ def test_in_chat_the_plan_says_the_version_change_first_and_a_confirm_applies_it
     from bot.frontends.slack.blocks import render
 
     slack = render(plan)
-    change = f"{B} PyTorch 2.8.0 -> 2.9.1"
+    change = f"{B} PyTorch 2.8.0 -&gt; 2.9.1"  # "->" as Slack message text (escaped; shown as "->")
     assert change in slack.text and change in slack.blocks[0]["text"]["text"]
     result = chat.confirm(plan.pending.id, "UADMIN").wait(120)
     assert "PyTorch 2.8.0 -> 2.9.1" in result.text(), result.text()

@@ -39,6 +39,14 @@ def test_jobs_persist_across_restart(tmp_path: Path) -> None:
     assert any("vllm" in i for i in with_vllm)
 
 
+def wait_for(condition, what: str, timeout: float = 120.0) -> None:
+    """Wait until ``condition()`` holds (generously: the machine may be loaded)."""
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, f"{what}: not within {timeout} s"
+        time.sleep(0.05)
+
+
 def test_missed_runs_are_coalesced_into_one(tmp_path: Path) -> None:
     ctx = _ctx(tmp_path, publish_interval_seconds=60)
     schedule.start_scheduler(ctx).shutdown()
@@ -52,10 +60,8 @@ def test_missed_runs_are_coalesced_into_one(tmp_path: Path) -> None:
     # the same with the background scheduler: one run on start, not eleven
     _set_next_run(ctx, "publish", datetime.now(timezone.utc) - timedelta(seconds=5 * 60 + 10))
     sched = schedule.start_scheduler(ctx)
-    deadline = time.monotonic() + 5
-    while len(open_state(ctx.settings.state_db).job_runs("publish")) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+    wait_for(lambda: len(open_state(ctx.settings.state_db).job_runs("publish")) >= 2, "the run on start")
+    time.sleep(0.3)  # room for any further (wrong) catch-up runs to show
     sched.shutdown()
     assert len(open_state(ctx.settings.state_db).job_runs("publish")) == 2
 
@@ -64,17 +70,27 @@ def test_two_schedulers_on_one_db_run_each_run_once(tmp_path: Path) -> None:
     ctx = _ctx(tmp_path, poll_interval_seconds=1, publish_interval_seconds=1, flush_interval_seconds=1)
     schedule.stats["ran"].clear()
     schedule.stats["skipped"].clear()
+    jobs = ("poll-builds", "publish", "flush-announcements")
+    start = time.monotonic()
     a = schedule.start_scheduler(ctx)
     b = schedule.start_scheduler(ctx)
-    time.sleep(3.6)
-    a.shutdown()
-    b.shutdown()
+
+    def enough() -> bool:
+        runs = open_state(ctx.settings.state_db).job_runs()
+        return schedule.stats["skipped"]["publish"] >= 1 and all(sum(r.job_id == j for r in runs) >= 2 for j in jobs)
+
+    try:
+        wait_for(enough, "two runs of each job, and the other scheduler standing down")
+    finally:
+        a.shutdown()
+        b.shutdown()
+    elapsed = time.monotonic() - start
     runs = open_state(ctx.settings.state_db).job_runs()
-    for job in ("poll-builds", "publish", "flush-announcements"):
+    for job in jobs:
         slots = [r.slot for r in runs if r.job_id == job]
         assert len(slots) >= 2, slots  # it did run, about once a second
         assert len(slots) == len(set(slots))  # never the same run twice
-        assert len(slots) <= 5
+        assert len(slots) <= elapsed + 2, (slots, elapsed)  # at most once a second, not once per scheduler
     assert schedule.stats["ran"]["publish"] == len([r for r in runs if r.job_id == "publish"])
     assert schedule.stats["skipped"]["publish"] >= 1  # the other scheduler tried and stood down
 

@@ -4,7 +4,8 @@
   objects (``config/results.py``, ``bot.engine.answer``). CLI, console and Slack call it.
 - ``chat``: the chat dispatcher (slash commands, mentions, who may run what, pending plans
   as data in ``pending``, the audit line), ``jobs`` (the bounded job runner for slow work),
-  ``incidents`` (unexpected errors reported under an id).
+  ``incidents`` (unexpected errors reported under an id), ``store`` (the state DB within a
+  deadline: a store that does not answer is said plainly).
 - ``console``: ``torchbot chat``, the chat commands in a terminal.
 - ``cli``: the ``torchbot`` console script and its subcommands.
 - ``slack``: the Slack app (listeners, Block Kit rendering, HTTP and Socket Mode serving,

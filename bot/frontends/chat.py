@@ -8,6 +8,12 @@ what they expect not to move, and an expiry), so a Confirm after a restart still
 refuses, naming it, when something moved. A confirmed plan runs in the bounded job runner
 (``bot/frontends/jobs.py``), never on the caller's thread. It returns result objects; rendering is the
 front end's job (text for the console, Block Kit in ``bot/frontends/slack/blocks.py``).
+
+The state DB is reached through ``bot.frontends.store`` (every call answers within
+``TORCHBOT_STATE_TIMEOUT_SECONDS``): a store that does not answer makes a mutating command
+say so plainly, and ``/torchbot status`` still answers, saying which part it could not read.
+Admins are ``TORCHBOT_ADMINS``, plus whoever the front end's ``is_admin`` accepts (Slack: the
+members of ``TORCHBOT_ADMIN_USERGROUP``).
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from bot.frontends import pending as plans
 from bot.frontends.commands import ask, catalog
 from bot.frontends.incidents import report
 from bot.frontends.jobs import Job, JobRunner
+from bot.frontends.store import AnsweringStore, StateStoreNotAnswering, unreachable
 from release.context import Context
-from config.errors import PermissionDenied, TorchbotError, UsageError
+from config.errors import ExternalError, PermissionDenied, TorchbotError, UsageError
 from config.results import MessageResult
 
 log = logging.getLogger("torchbot.chat")
@@ -131,6 +140,12 @@ class PinsResult:
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
+def _title(command: str, args: list[str], limit: int = 200) -> str:
+    """A job's title: the command as typed, at most ``limit`` characters of it."""
+    text = " ".join(f"/{command} {' '.join(args)}".split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _job_key(command: str, args: list[str]) -> str:
     """Jobs with one key run one after another: a branch's builds, the repository's bumps."""
     return {"bump": "repository", "publish": "publish"}.get(command, f"{command} {args[0] if args else ''}")
@@ -141,16 +156,19 @@ class Chat:
     ctx: Context
     audit: Callable[[str], None] | None = None
     runner: JobRunner | None = None
+    is_admin: Callable[[str], bool] | None = None  # admins beyond TORCHBOT_ADMINS (may raise ExternalError)
+    admin_hint: str = ""  # said after "only admins may run it" (the console says how to be one)
 
     def __post_init__(self) -> None:
         if self.runner is None:
             self.runner = JobRunner(self.ctx.settings.job_workers)
-
-    @property
-    def state(self):
         from release.state import state_for
 
-        return state_for(self.ctx)
+        self.store = AnsweringStore(lambda: state_for(self.ctx), self.ctx.settings.state_timeout_seconds)
+
+    @property
+    def state(self) -> AnsweringStore:
+        return self.store
 
     # -- entry points ------------------------------------------------------------------
 
@@ -178,6 +196,10 @@ class Chat:
             return MessageResult(f"Unknown command /{name}. {SHORT_HELP}", ok=False)
         except TorchbotError as err:
             return MessageResult(err.message, ok=False)
+        except SQLAlchemyError as err:  # a planner reached the state DB itself, and it failed
+            if not unreachable(err):
+                return MessageResult(report(log, f"/{name}"), ok=False)
+            return MessageResult(f"/{name} did nothing: {StateStoreNotAnswering().message}", ok=False)
         except Exception:  # the traceback goes to the log under an id, the user gets a sentence
             return MessageResult(report(log, f"/{name}"), ok=False)
 
@@ -199,20 +221,29 @@ class Chat:
         ``on_progress`` hears the work's progress events (``config.progress``); ``notice()``
         says where the front end reports the job, kept with a build run so that a restart can
         tell it what became of the run."""
-        outcome, row = self.state.take_plan(pending_id, user, "confirmed")
+        try:
+            outcome, row = self.state.take_plan(pending_id, user, "confirmed")
+        except StateStoreNotAnswering as err:
+            return MessageResult(f"Nothing was confirmed: {err.message}", ok=False)
         if outcome != "ok":
             return MessageResult(self._refusal(outcome, row), ok=False)
         args = json.loads(row.args)
         self._audit(user, row.channel, f"confirm /{row.command} {' '.join(args)}")
-        job = Job(f"/{row.command} {' '.join(args)}".strip(), lambda job: self._apply(row, job),
+        job = Job(_title(row.command, args), lambda job: self._apply(row, job),
                   key=_job_key(row.command, args), user=user, on_start=on_start, on_done=on_done,
                   on_progress=on_progress, notice=notice)
         self.runner.submit(job)
         return JobReply(job, self.runner.position(job), self.runner.running())
 
     def cancel(self, pending_id: str, user: str):
-        admin = user in self.ctx.settings.admins
-        outcome, row = self.state.take_plan(pending_id, user, "cancelled", others_may=admin)
+        try:
+            admin = self._is_admin(user)
+        except ExternalError:
+            admin = False
+        try:
+            outcome, row = self.state.take_plan(pending_id, user, "cancelled", others_may=admin)
+        except StateStoreNotAnswering as err:
+            return MessageResult(f"Nothing was cancelled: {err.message}", ok=False)
         if outcome != "ok":
             return MessageResult(self._refusal(outcome, row), ok=False)
         args = json.loads(row.args)
@@ -228,10 +259,18 @@ class Chat:
                              expires=row.expires, handled=row.handled,
                              ttl_seconds=int((row.expires - row.created).total_seconds()))
 
+    def _is_admin(self, user: str) -> bool:
+        return user in self.ctx.settings.admins or bool(self.is_admin and self.is_admin(user))
+
     def _authorize(self, user: str, channel: str, name: str) -> None:
         s = self.ctx.settings
-        if user not in s.admins:
-            raise PermissionDenied(f"/{name} changes the repository; only admins may run it.")
+        try:
+            admin = self._is_admin(user)
+        except ExternalError as err:
+            raise PermissionDenied(f"/{name} changes the repository; only admins may run it, and {err.message}") \
+                from None
+        if not admin:
+            raise PermissionDenied(f"/{name} changes the repository; only admins may run it.{self.admin_hint}")
         if s.allowed_channels and channel not in s.allowed_channels:
             raise PermissionDenied(f"/{name} is not allowed in this channel.")
 
@@ -261,6 +300,10 @@ class Chat:
             raise
         if not args:
             raise UsageError(USAGE[name])
+        try:  # planners read the state DB themselves: a store that does not answer is said at once
+            self.state.ping()
+        except StateStoreNotAnswering as err:
+            raise ExternalError(f"No plan was made for /{name}: {err.message}") from None
         plan = self._make_plan(name, args)
         shape = plan.to_dict()
         if plans.nothing_to_do(name, shape):
@@ -275,7 +318,10 @@ class Chat:
             user=user, channel=channel, created=now,
             expires=now + timedelta(seconds=self.ctx.settings.plan_ttl_seconds),
         )
-        self.state.add_plan(row)
+        try:
+            self.state.add_plan(row)
+        except StateStoreNotAnswering as err:
+            raise ExternalError(f"No plan was made for /{name}: {err.message}") from None
         self._audit(user, channel, f"plan /{name} {' '.join(args)}")
         return PlanReply(Pending(row.id, name, args, user, channel, plan, row.expires.replace(tzinfo=timezone.utc)))
 
@@ -304,11 +350,18 @@ class Chat:
             + (f" (+ {len(cat.vision)} torchvision)" if cat.vision else ""),
             f"repository: {', '.join(map(str, s.repositories())) or 'not configured'}",
             f"announce channel: {s.announce_channel or 'not configured'}",
-            f"admins: {len(s.admins)}; pending plans: {len(self.state.pending_plans())}",
+            f"admins: {len(s.admins)}" + (f" and the members of {s.admin_usergroup}" if s.admin_usergroup else "")
+            + f"; pending plans: {self._pending_count()}",
             f"jobs: {len(running)} running, {len(jobs) - len(running)} queued ({self.runner.workers} workers)",
         ]
         lines.extend(f"  {j.describe()}" for j in jobs)
         return MessageResult("\n".join(lines))
+
+    def _pending_count(self) -> str:
+        try:
+            return str(len(self.state.pending_plans()))
+        except StateStoreNotAnswering as err:
+            return f"unknown: {err.message}"
 
     def _audit(self, user: str, channel: str, what: str) -> None:
         line = f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} user={user} channel={channel} {what}"

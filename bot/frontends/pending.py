@@ -98,7 +98,7 @@ def refusal(outcome: str, state: str | None, command: str, args: list[str], *, o
         mins = max(1, ttl_seconds // 60)
         return f"That plan expired at {_hhmm(expires)} (plans last {mins} min). Run {again} again for a new one."
     if outcome == "not_owner":
-        return f"Only the admin who asked (<@{owner}>) can confirm this plan."
+        return f"Only the admin who asked ({owner}) can confirm this plan."
     verb = {"confirmed": "confirmed", "cancelled": "cancelled"}.get(state or "", "handled")
     return f"That plan was already {verb} at {_hhmm(handled)}; nothing more was done."
 

@@ -19,6 +19,8 @@ def register(sub) -> None:
     p.set_defaults(func=_serve)
 
     c = sub.add_parser("chat", help="the chat commands in this terminal, with no Slack")
+    c.add_argument("--as", dest="user", default="console", metavar="USER",
+                   help="act as this Slack user ID (admin if it is in TORCHBOT_ADMINS); default: console")
     c.set_defaults(func=_chat)
 
 
@@ -120,4 +122,4 @@ def _serve_socket(app, settings, who, said="") -> None:
 def _chat(args, ctx) -> int:
     from bot.frontends.console import run
 
-    return run(ctx)
+    return run(ctx, user=args.user)

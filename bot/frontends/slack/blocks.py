@@ -5,7 +5,11 @@ first; the full text follows as code sections of at most ``MAX_TEXT`` characters
 at line ends (each with its own fences), up to ``MAX_PAGES`` of them. Where the reply can
 carry a file (a job's thread), a full list longer than ``ATTACH_OVER`` pages is attached as a
 text file instead (``Rendered.file``, uploaded with ``files_upload_v2``); where it cannot (an
-ephemeral reply), the message says how much it shows and how to see the rest."""
+ephemeral reply), the message says how much it shows and how to see the rest.
+
+Result objects hold plain text; everything from them is escaped here (``text.escape``) as it
+becomes message text, and a user's own words in a plan's title are a bounded excerpt
+(``text.quoted``). A file's content stays plain text (Slack shows it verbatim)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import Any
 
 from bot.engine.answer import Answer
 from bot.frontends.chat import JobReply, PlanReply
+from bot.frontends.slack.text import escape, excerpt, quoted
 
 MAX_TEXT = 2900  # a section's text limit is 3000 characters
 MAX_PAGES = 12  # code sections in one message (Slack allows 50 blocks)
@@ -29,33 +34,45 @@ class Rendered:
 
 
 def _section(text: str) -> dict[str, Any]:
+    """A mrkdwn section of ``text``, which is message text already (escaped)."""
     if len(text) > MAX_TEXT:  # callers page long text; this only guards a runaway single line
         text = text[: MAX_TEXT - 40] + "… (line shortened for Slack)"
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
 def _code(text: str) -> str:
-    return FENCE + text.replace(FENCE, "ˋˋˋ") + FENCE
+    """Plain text as a code block (escaped)."""
+    return FENCE + escape(text.replace(FENCE, "ˋˋˋ")) + FENCE
+
+
+def _fits(line: str, limit: int) -> int:
+    """How many characters of ``line`` fit in ``limit`` once escaped."""
+    n = min(len(line), limit)
+    while len(escape(line[:n])) > limit:
+        n -= max(1, (len(escape(line[:n])) - limit) // 4)
+    return n
 
 
 def pages(text: str, limit: int = MAX_TEXT - 2 * len(FENCE)) -> list[str]:
-    """``text`` in pieces of at most ``limit`` characters, split at line ends (a longer line
-    is split where it must be)."""
+    """``text`` (plain) in pieces of at most ``limit`` characters once escaped, split at line
+    ends (a longer line is split where it must be)."""
     out: list[str] = []
     cur: list[str] = []
     size = 0
     for line in text.replace(FENCE, "ˋˋˋ").split("\n"):
-        while len(line) > limit:
+        while len(escape(line)) > limit:
             if cur:
                 out.append("\n".join(cur))
                 cur, size = [], 0
-            out.append(line[:limit])
-            line = line[limit:]
-        if cur and size + 1 + len(line) > limit:
+            n = _fits(line, limit)
+            out.append(line[:n])
+            line = line[n:]
+        width = len(escape(line))
+        if cur and size + 1 + width > limit:
             out.append("\n".join(cur))
             cur, size = [], 0
         cur.append(line)
-        size += len(line) + (1 if size else 0)
+        size += width + (1 if size else 0)
     if cur:
         out.append("\n".join(cur))
     return out
@@ -79,7 +96,7 @@ def paged(text: str, can_attach: bool, name: str) -> tuple[list[dict[str, Any]],
 
 def summary_of(result: Any) -> tuple[str, list[str]]:
     """A one-line summary and the failure lines of a result (build/publish results are
-    summarised by their counts)."""
+    summarised by their counts), plain text."""
     data = result.to_dict() if hasattr(result, "to_dict") else {}
     rows = data.get("builds") if "builds" in data else data.get("publishes")
     if isinstance(rows, list) and data.get("action"):
@@ -100,19 +117,20 @@ def answer_blocks(a: Answer, shareable: bool = True) -> list[dict[str, Any]]:
     r = a.recommendation
     if r:
         cuda = f", CUDA {r.cuda}" if r.cuda else ""
-        blocks.append(_section(f"*Use `{r.package}`*\nbranch `{r.branch}` (PyTorch {r.pytorch}{cuda}, Python {r.python}, {r.platform})"))
+        blocks.append(_section(escape(f"*Use `{r.package}`*\nbranch `{r.branch}` "
+                                      f"(PyTorch {r.pytorch}{cuda}, Python {r.python}, {r.platform})")))
         blocks.append(_section("*Build*\n" + _code(r.build_command) + "\n*Install*\n" + _code(r.install_command)))
     else:
         blocks.append(_section("*No variant to recommend.*"))
     if a.reasons:
-        blocks.append(_section("*Why*\n" + "\n".join(f"• {x}" for x in a.reasons)))
+        blocks.append(_section("*Why*\n" + "\n".join(f"• {escape(x)}" for x in a.reasons)))
     if a.warnings:
-        blocks.append(_section("*Warnings*\n" + "\n".join(f":warning: {x}" for x in a.warnings)))
+        blocks.append(_section("*Warnings*\n" + "\n".join(f":warning: {escape(x)}" for x in a.warnings)))
     if a.missing:
-        blocks.append(_section("*To answer, tell me*\n" + "\n".join(f"• {x}" for x in a.missing)))
+        blocks.append(_section("*To answer, tell me*\n" + "\n".join(f"• {escape(x)}" for x in a.missing)))
     if a.alternatives:
         blocks.append(_section("*Alternatives*\n" + "\n".join(
-            f"• `{x.package}` on `{x.branch}`" + (f" — {x.note}" if x.note else "") for x in a.alternatives)))
+            escape(f"• `{x.package}` on `{x.branch}`" + (f" — {x.note}" if x.note else "")) for x in a.alternatives)))
     if shareable and r:
         blocks.append({"type": "actions", "elements": [
             {"type": "button", "action_id": "share_answer", "text": {"type": "plain_text", "text": "Share in channel"},
@@ -127,7 +145,7 @@ def plan_blocks(reply: PlanReply) -> list[dict[str, Any]]:
     until = f" Confirm by {p.expires:%H:%M} UTC." if p.expires else ""
     body, _ = paged(text, can_attach=False, name="plan.txt")
     return [
-        _section(f"*Plan for* `/{p.command} {' '.join(p.args)}`: {summary}{until}"),
+        _section(f"*Plan for* `/{p.command} {quoted(' '.join(p.args))}`: {escape(summary)}{until}"),
         *body,
         {"type": "actions", "elements": [
             {"type": "button", "style": "primary", "action_id": "confirm_plan", "value": p.id,
@@ -144,24 +162,26 @@ def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.t
     posted where everyone sees it already (``shareable=False``) has no Share button."""
     if isinstance(result, Answer):
         r = result.recommendation
-        return Rendered(f"Use {r.package}" if r else "No variant to recommend.", answer_blocks(result, shareable))
+        return Rendered(escape(f"Use {r.package}") if r else "No variant to recommend.",
+                        answer_blocks(result, shareable))
     if isinstance(result, PlanReply):
         p = result.pending
         head = p.plan.text().split("\n", 1)[0]
-        return Rendered(f"Plan for /{p.command} {' '.join(p.args)}: {head} (Confirm or Cancel)", plan_blocks(result))
+        return Rendered(f"Plan for /{p.command} {quoted(' '.join(p.args))}: {escape(excerpt(head, 300))} "
+                        "(Confirm or Cancel)", plan_blocks(result))
     if isinstance(result, JobReply):
-        return Rendered(result.text(), [_section(result.text())])
+        return Rendered(escape(result.text()), [_section(escape(result.text()))])
     summary, failures = summary_of(result)
     text = result.text()
-    if "\n" not in text and len(text) <= MAX_TEXT:
-        return Rendered(text, [_section(text)])
+    if "\n" not in text and len(escape(text)) <= MAX_TEXT:
+        return Rendered(escape(text), [_section(escape(text))])
     blocks: list[dict[str, Any]] = []
     if summary != text.split("\n", 1)[0]:  # a structured result: its counts first
-        blocks.append(_section(f"*{summary}*"))
+        blocks.append(_section(f"*{escape(summary)}*"))
     if failures:
         head = failures[:20]
         more = f"\n…and {len(failures) - 20} more (in the full list below)" if len(failures) > 20 else ""
-        blocks.append(_section("*Failed*\n" + "\n".join(f"• {f}" for f in head) + more))
+        blocks.append(_section("*Failed*\n" + "\n".join(f"• {escape(f)}" for f in head) + more))
     body, file = paged(text, can_attach, name)
-    return Rendered(summary, blocks + body, file)
+    return Rendered(escape(summary), blocks + body, file)
 

@@ -1,11 +1,28 @@
-"""Request-signed HTTP mode: a WSGI guard in front of bolt's WSGI adapter, and the server.
+"""Request-signed HTTP mode: a WSGI guard in front of Bolt's WSGI adapter, served by waitress.
 
 The guard answers every request properly before bolt sees it: a request that is not signed
 with the signing secret gets 401 (checked on the raw bytes, first), a signed one that is
 malformed gets 400 naming what is wrong (body not UTF-8, a non-integer timestamp, a JSON
 content type on a form body, a ``payload`` that is not a JSON object, ``actions: []``), and
 anything unexpected behind it is logged under an error id and answered with an apology,
-never a 5xx. Bolt verifies the signature again (defence in depth)."""
+never a 5xx. Bolt verifies the signature again (defence in depth).
+
+The server is waitress, a production WSGI server, chosen over gunicorn and uvicorn because
+torchbot is one process holding live state that every request shares (the job runner's
+threads, the schedule, the deliveries already answered, the state-store workers):
+
+- waitress runs inside that process, on threads, as a library (``create_server``), so
+  ``torchbot serve --http`` stays one process with one start-up check, one log and one
+  Ctrl-C; gunicorn forks worker processes, each of which would get a job runner and a
+  schedule of its own (two builds of one branch at once), unless cut to a single worker;
+- Bolt's app is synchronous: uvicorn would need an ASGI wrapper running it on a thread pool
+  anyway, or a rewrite on Bolt's AsyncApp;
+- waitress is pure Python with no dependencies, buffers slow clients' requests and
+  responses off its worker threads (a slow or stalled client holds no worker), caps the
+  body size and the number of connections, and answers malformed HTTP with 4xx itself.
+
+Its worker threads (``THREADS``) only verify, parse and ack; listeners run on Bolt's own
+executor after the ack, and slow work on the job runner."""
 
 from __future__ import annotations
 
@@ -16,15 +33,14 @@ import json
 import logging
 import threading
 import time
-from socketserver import ThreadingMixIn
 from urllib.parse import parse_qs
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from bot.frontends.incidents import report
 
 log = logging.getLogger("torchbot.slack")
 PATH = "/slack/events"
 MAX_BODY = 1 << 20  # Slack's payloads are far smaller
+THREADS = 8  # waitress workers: each verifies, parses and acks (listeners run on Bolt's executor)
 
 
 def _reply(start_response, status: str, text: str, ctype: str = "text/plain; charset=utf-8"):
@@ -102,7 +118,7 @@ def guard(inner, signing_secret: str):
         environ["CONTENT_LENGTH"] = str(len(body))
         try:
             return inner(environ, start_response)
-        except Exception:
+        except Exception:  # noqa: BLE001  (the request boundary: an apology with an error id, never a 5xx)
             text = report(log, "handling a Slack request")
             return _reply(start_response, "200 OK", json.dumps({"response_type": "ephemeral", "text": text}),
                           "application/json")
@@ -110,18 +126,44 @@ def guard(inner, signing_secret: str):
     return app
 
 
-class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    request_queue_size = 128  # the default backlog of 5 resets connections under concurrent load
+class HttpServer:
+    """waitress serving a WSGI app on host:port, in this process: ``server_port`` (the port
+    bound, also when 0 was asked), ``serve_forever()``, and ``shutdown()`` from another thread."""
+
+    def __init__(self, wsgi_app, host: str, port: int, threads: int = THREADS):
+        from waitress.server import create_server
+
+        self._server = create_server(
+            wsgi_app, host=host, port=port, threads=threads, ident="torchbot",
+            backlog=1024,  # bursts of concurrent requests queue instead of being reset
+            connection_limit=200, channel_timeout=60, max_request_body_size=MAX_BODY,
+            clear_untrusted_proxy_headers=True, asyncore_use_poll=True)
+        self.server_port = int(self._server.effective_port)
+        self._stopped = threading.Event()
+
+    def serve_forever(self) -> None:
+        try:
+            self._server.run()
+        finally:
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        """Stop accepting, close every connection and the workers; returns once the loop ended."""
+        server = self._server
+        for channel in list(server._map.values()):  # the listener, the trigger and each connection
+            try:
+                channel.close()
+            except OSError:
+                pass
+        server.task_dispatcher.shutdown(cancel_pending=True, timeout=5)
+        self._stopped.wait(5)
+
+    def server_close(self) -> None:
+        """Nothing more to close after ``shutdown`` (kept for callers that close in two steps)."""
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format, *args):  # request lines go to debug, not stderr
-        log.debug("%s - %s", self.address_string(), format % args)
-
-
-def make_http_server(app, host: str = "127.0.0.1", port: int = 3000):
-    """Bolt's WSGI adapter on ``/slack/events`` behind the guard, in a threading server."""
+def make_http_server(app, host: str = "127.0.0.1", port: int = 3000) -> HttpServer:
+    """Bolt's WSGI adapter on ``/slack/events`` behind the guard, served by waitress."""
     from slack_bolt.adapter.wsgi import SlackRequestHandler
 
     secret = app._torchbot_signing_secret  # set by create_app
@@ -129,11 +171,10 @@ def make_http_server(app, host: str = "127.0.0.1", port: int = 3000):
         from config.errors import ConfigError
 
         raise ConfigError("TORCHBOT_SLACK_SIGNING_SECRET is not set: HTTP mode checks every request against it.")
-    handler = guard(SlackRequestHandler(app, path=PATH), secret)
-    return make_server(host, port, handler, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    return HttpServer(guard(SlackRequestHandler(app, path=PATH), secret), host, port)
 
 
-def start_in_thread(server) -> threading.Thread:
-    t = threading.Thread(target=server.serve_forever, daemon=True)
+def start_in_thread(server: HttpServer) -> threading.Thread:
+    t = threading.Thread(target=server.serve_forever, name="torchbot-http", daemon=True)
     t.start()
     return t

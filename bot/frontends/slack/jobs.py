@@ -21,6 +21,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.frontends.chat import JobReply
 from bot.frontends.jobs import Job
 from bot.frontends.slack.blocks import render
+from bot.frontends.slack.text import escape, quoted
 
 log = logging.getLogger("torchbot.slack")
 
@@ -33,7 +34,7 @@ def _failures(snapshot, limit: int = 5) -> str:
     """``failed: <log|pkg>, pkg2`` with links where a log URL is known (TORCHBOT_LOG_URL)."""
     if not snapshot.failures:
         return ""
-    shown = [f"<{f.url}|{f.item}>" if f.url else f"`{f.item}`" for f in snapshot.failures[:limit]]
+    shown = [f"<{f.url}|{escape(f.item)}>" if f.url else f"`{escape(f.item)}`" for f in snapshot.failures[:limit]]
     more = f" and {len(snapshot.failures) - limit} more" if len(snapshot.failures) > limit else ""
     text = "; failed: " + ", ".join(shown) + more
     first = snapshot.failures[0]
@@ -57,7 +58,8 @@ class JobReport:
         self._edit_lock = threading.Lock()
 
     def _line(self, job: Job, what: str) -> str:
-        return f"`{job.title}` (job {job.id}, confirmed by <@{self.user}>): {what}"
+        """``what`` is message text (escaped); the title holds what the user typed."""
+        return f"`{quoted(job.title)}` (job {job.id}, confirmed by <@{self.user}>): {what}"
 
     def attach(self, reply: JobReply) -> None:
         """Post the thread parent (in the listener, right after the Confirm was accepted)."""
@@ -120,7 +122,7 @@ class JobReport:
             return
         with self._edit_lock:  # one edit at a time; none after the job's final one
             if not self._ended:
-                self._update(job, f"running since {_hhmm(job.started)}: {snapshot.line()}{_failures(snapshot)}")
+                self._update(job, f"running since {_hhmm(job.started)}: {escape(snapshot.line())}{_failures(snapshot)}")
 
     def done(self, job: Job) -> None:
         self._ready.wait(15)
@@ -140,7 +142,7 @@ class JobReport:
         if out.file:
             name, content = out.file
             self.client.files_upload_v2(channel=self.channel, thread_ts=self.ts, content=content, filename=name,
-                                        title=f"{job.title}: full list", initial_comment="The full list:")
+                                        title=quoted(job.title) + ": full list", initial_comment="The full list:")
 
 
 def report_restarts(client, ctx) -> int:
@@ -157,10 +159,10 @@ def report_restarts(client, ctx) -> int:
             mark_notified(ctx, run_key)
             continue
         who = f", confirmed by <@{notice['user']}>" if notice.get("user") else ""
-        line = f"`{notice.get('title') or '/build'}` (job {notice.get('job') or '?'}{who}): {outcome}"
+        line = f"`{quoted(notice.get('title') or '/build')}` (job {notice.get('job') or '?'}{who}): {escape(outcome)}"
         try:
             client.chat_update(channel=channel, ts=ts, text=line)
-            client.chat_postMessage(channel=channel, thread_ts=ts, text=outcome)
+            client.chat_postMessage(channel=channel, thread_ts=ts, text=escape(outcome))
         except (SlackApiError, SlackClientError, OSError) as err:
             log.warning("cannot tell %s what became of build run %s (%s); trying again at the next start",
                         channel, run_key[:8], err)

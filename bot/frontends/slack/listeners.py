@@ -1,0 +1,164 @@
+"""The Slack listeners: each acks first, then answers.
+
+Every listener acks before anything slow or anything that touches the state DB: fast
+read-only answers (/variant, /pins, help) are the ack itself; everything else (plans, status,
+Confirm, Cancel, Share, mentions) acks at once and answers through ``respond`` (the
+response URL) or in the thread, after claiming the delivery (``deliveries``: one answer per
+delivery, whatever Slack re-sends). What the user typed is read back from Slack's entities
+and escaped again in anything echoed (``text``); an ack quotes at most a short excerpt of it.
+An error after the ack reaches the user as an apology with an error id that is in the log."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from bot.frontends.chat import PLANNERS, SHORT_HELP, Chat, JobReply
+from bot.frontends.commands import ask
+from bot.frontends.incidents import report
+from bot.frontends.slack.blocks import render
+from bot.frontends.slack.deliveries import Deliveries
+from bot.frontends.slack.jobs import JobReport
+from bot.frontends.slack.text import escape, from_slack, quoted
+from release.context import Context
+
+log = logging.getLogger("torchbot.slack")
+
+COMMANDS = ("/variant", "/pins", "/bump", "/build", "/publish", "/torchbot")
+
+
+def answers_later(name: str, text: str) -> bool:
+    """Whether a command is answered after its ack (it plans, or reads the state DB), rather
+    than in the ack itself."""
+    word = (text.split() or [""])[0].lower()
+    return name in PLANNERS or (name == "torchbot" and (word in PLANNERS or word == "status"))
+
+
+def _first_action(body: dict[str, Any]) -> dict[str, Any]:
+    return (body.get("actions") or [{}])[0]
+
+
+class Listeners:
+    def __init__(self, ctx: Context, chat: Chat, deliveries: Deliveries):
+        self.ctx, self.chat, self.deliveries = ctx, chat, deliveries
+
+    def register(self, app) -> None:
+        app.command(re.compile("^(" + "|".join(map(re.escape, COMMANDS)) + ")$"))(self.on_command)
+        app.command(re.compile(r".*"))(self.on_unknown_command)
+        app.action("confirm_plan")(self.on_confirm)
+        app.action("cancel_plan")(self.on_cancel)
+        app.action("share_answer")(self.on_share)
+        app.action(re.compile(r".*"))(self.on_unknown_action)
+        app.event("app_mention")(self.on_mention)
+        app.event(re.compile(r".*"))(self.on_other_event)
+        app.error(self.on_error)
+
+    @staticmethod
+    def apologise(respond, what: str) -> None:
+        try:
+            respond(replace_original=False, response_type="ephemeral", text=report(log, what))
+        except Exception:  # noqa: BLE001  (the apology itself failed: the log has both)
+            log.exception("could not deliver the apology for %s", what)
+
+    # -- slash commands ------------------------------------------------------------------
+
+    def on_command(self, ack, command, respond, request):
+        name = command["command"].lstrip("/")
+        text = from_slack(command.get("text") or "")
+        user, channel = command.get("user_id", ""), command.get("channel_id", "")
+        if not answers_later(name, text):  # read-only and fast: the ack is the answer
+            try:
+                out = render(self.chat.command(name, text, user=user, channel=channel))
+            except Exception:  # noqa: BLE001  (a listener's boundary: an apology with an error id)
+                ack(response_type="ephemeral", text=report(log, f"/{name}"))
+                return
+            ack(response_type="ephemeral", text=out.text, blocks=out.blocks)
+            return
+        ack(response_type="ephemeral", text=f"Working on /{name} {quoted(text)}".rstrip() + "…")
+        if not self.deliveries.first(command, request.headers):
+            return
+        try:
+            out = render(self.chat.command(name, text, user=user, channel=channel))
+            respond(response_type="ephemeral", replace_original=True, text=out.text, blocks=out.blocks)
+        except Exception:  # noqa: BLE001  (a listener's boundary)
+            self.apologise(respond, f"/{name}")
+
+    def on_unknown_command(self, ack, command):
+        ack(response_type="ephemeral",
+            text=f"torchbot does not know {quoted(command.get('command') or 'that command', 40)}. {SHORT_HELP}")
+
+    # -- buttons -------------------------------------------------------------------------
+
+    def on_confirm(self, ack, body, respond, client, request):
+        ack()
+        if not self.deliveries.first(body, request.headers):
+            return
+        try:
+            pid = _first_action(body).get("value", "")
+            user = body.get("user", {}).get("id", "")
+            channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")
+            reporter = JobReport(client, respond, channel, user, interval=self.ctx.settings.progress_seconds)
+            result = self.chat.confirm(pid, user, on_start=reporter.started, on_done=reporter.done,
+                                       on_progress=reporter.progress, notice=reporter.notice)
+            if isinstance(result, JobReply):
+                reporter.attach(result)
+                respond(replace_original=True, text=escape(result.text()) + reporter.where())
+            else:
+                respond(replace_original=True, text=escape(result.text()))
+        except Exception:  # noqa: BLE001  (a listener's boundary)
+            self.apologise(respond, "Confirm")
+
+    def on_cancel(self, ack, body, respond, request):
+        ack()
+        if not self.deliveries.first(body, request.headers):
+            return
+        try:
+            result = self.chat.cancel(_first_action(body).get("value", ""), body.get("user", {}).get("id", ""))
+            respond(replace_original=True, text=escape(result.text()))
+        except Exception:  # noqa: BLE001  (a listener's boundary)
+            self.apologise(respond, "Cancel")
+
+    def on_share(self, ack, body, respond, request):
+        ack()
+        if not self.deliveries.first(body, request.headers):
+            return
+        try:
+            out = render(ask(self.ctx, _first_action(body).get("value", "")), shareable=False)
+            respond(response_type="in_channel", replace_original=False, text=out.text, blocks=out.blocks)
+        except Exception:  # noqa: BLE001  (a listener's boundary)
+            self.apologise(respond, "Share in channel")
+
+    def on_unknown_action(self, ack, body, respond):
+        ack()
+        action = _first_action(body).get("action_id", "?")
+        respond(replace_original=False, response_type="ephemeral",
+                text=f"torchbot has no button '{quoted(str(action), 60)}' (an old message?). {SHORT_HELP}")
+
+    # -- events (Bolt acks them before the listener runs) ---------------------------------
+
+    def on_mention(self, event, say, body, request):
+        if not self.deliveries.first(body, request.headers):
+            return
+        thread = event.get("thread_ts") or event.get("ts")
+        try:
+            text = from_slack(event.get("text", ""))
+            result = self.chat.mention(text, user=event.get("user", ""), channel=event.get("channel", ""))
+            out = render(result, shareable=False)
+            say(text=out.text, blocks=out.blocks, thread_ts=thread)
+        except Exception:  # noqa: BLE001  (a listener's boundary)
+            say(text=report(log, "@torchbot"), thread_ts=thread)
+
+    def on_other_event(self, event):  # subscribed by mistake or new: acked, nothing to do
+        log.debug("ignoring a %s event", event.get("type"))
+
+    def on_error(self, error, body, logger):
+        text = report(logger, "handling a Slack request", error)
+        url = body.get("response_url") if isinstance(body, dict) else None
+        if url:
+            from slack_sdk.webhook import WebhookClient
+
+            try:
+                WebhookClient(url).send(text=text, response_type="ephemeral", replace_original=False)
+            except Exception:  # noqa: BLE001  (the apology itself failed)
+                logger.warning("could not deliver the apology to the response URL")

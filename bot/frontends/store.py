@@ -1,0 +1,115 @@
+"""The state store as the chat front ends use it: every call answers within a deadline.
+
+The database's own timeouts (``release.state``: connect, statement, busy) cover a slow
+server, not one that stops answering altogether: a PostgreSQL server frozen or cut off by a
+partition keeps its TCP connections open, and a query on one waits for ever. So each call
+runs on a worker thread (daemon threads, at most ``workers`` at once, so a frozen server
+holds neither the process's exit nor more than a few threads) and the caller waits at most
+``deadline`` seconds; past that, or on a database error that means the same (a lost
+connection, a timeout), it gets :class:`StateStoreNotAnswering`, whose message is the plain
+truth a user is told. A call given up on may still finish when the server comes back; that
+is logged (nothing else waits for it). The store is opened lazily on a worker too, so even
+the first call cannot hang a caller."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from sqlalchemy import exc as sqlalchemy_exc
+from sqlalchemy.exc import SQLAlchemyError
+
+from config.errors import ConfigError, ExternalError
+
+log = logging.getLogger("torchbot.store")
+
+NOT_ANSWERING = "the state store is not answering; answers still work"
+
+
+class StateStoreNotAnswering(ExternalError):
+    """The state DB did not answer in time (or failed); nothing that needed it was done."""
+
+    def __init__(self, what: str = ""):
+        super().__init__(NOT_ANSWERING + (f" ({what})" if what else "") + ".")
+
+
+class AnsweringStore:
+    """A proxy for ``release.state.State``: ``store.take_plan(...)`` runs ``State.take_plan``
+    on a worker and returns its value within ``deadline`` seconds, or raises
+    :class:`StateStoreNotAnswering`."""
+
+    def __init__(self, opener: Callable[[], Any], deadline: float, workers: int = 4):
+        self._opener = opener
+        self.deadline = deadline
+        self._slots = threading.BoundedSemaphore(workers)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self.run(name, lambda state: getattr(state, name)(*args, **kwargs))
+
+        return call
+
+    def run(self, what: str, fn: Callable[[Any], Any]) -> Any:
+        """``fn(state)`` on a worker, within the deadline."""
+        start = time.monotonic()
+        if not self._slots.acquire(timeout=self.deadline):  # every worker is waiting on the store already
+            log.warning("the state store did not answer %s: every worker is still waiting on it", what)
+            raise StateStoreNotAnswering(f"no answer within {self.deadline:g} s")
+        future: Future = Future()
+
+        def work() -> None:
+            try:
+                future.set_result(fn(self._opener()))
+            except BaseException as err:  # noqa: BLE001  (handed to the caller through the future)
+                future.set_exception(err)
+            finally:
+                self._slots.release()
+
+        threading.Thread(target=work, name="torchbot-store", daemon=True).start()
+        try:
+            return future.result(timeout=max(0.0, self.deadline - (time.monotonic() - start)))
+        except FutureTimeout:
+            future.add_done_callback(lambda f, what=what: _late(what, f))
+            log.warning("the state store did not answer %s within %.1f s", what, self.deadline)
+            raise StateStoreNotAnswering(f"no answer within {self.deadline:g} s") from None
+        except (SQLAlchemyError, ConfigError, OSError) as err:
+            if not unreachable(err):
+                raise  # a broken schema or a bug: an unexpected error, reported under an error id
+            log.warning("the state store failed %s: %s", what, " ".join(str(err).split())[:300])
+            raise StateStoreNotAnswering(type(err).__name__) from None
+
+    def ping(self) -> None:
+        """A round trip to the store (``SELECT 1``), within the deadline."""
+        def select_one(state) -> None:
+            with state.engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+
+        self.run("ping", select_one)
+
+
+_UNREACHABLE = ("timeout", "timed out", "locked", "connect", "server closed", "canceling statement",
+                "terminating connection", "the database system is")
+
+
+def unreachable(err: BaseException) -> bool:
+    """Whether a database error means the store cannot be reached or did not answer in time
+    (a lost connection, a timeout, a lock held too long), rather than a broken schema."""
+    if isinstance(err, (OSError, sqlalchemy_exc.TimeoutError)) or getattr(err, "connection_invalidated", False):
+        return True
+    text = str(getattr(err, "orig", None) or err).lower()
+    return any(word in text for word in _UNREACHABLE)
+
+
+def _late(what: str, future) -> None:
+    if future.cancelled() or future.exception() is not None:
+        return
+    log.warning("the state store answered %s after torchbot stopped waiting (%r); "
+                "the user was told it was not answering", what, future.result())
