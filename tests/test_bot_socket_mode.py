@@ -75,9 +75,9 @@ def test_back_within_5_s_of_each_kind_of_drop_without_a_busy_loop(world, kind):
 def test_refresh_requested_moves_to_a_new_connection(world):
     sm = world["sm"]
     sm.wait_connection()
-    t0 = sm.refresh(close_after=2.0)
+    t0 = sm.refresh(close_after=10.0)  # Slack closes a refreshed connection about 10 s after warning
     conn = sm.wait_connection(after=t0, timeout=10)
-    assert conn.hello_sent - t0 < 1.0  # a new connection before Slack closes the old one
+    assert conn.hello_sent < t0 + 10.0  # moved on the warning, not after Slack dropped the old connection
     assert "-sm90-avx2" in str(variant(sm, conn)["blocks"])
 
 
