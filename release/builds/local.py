@@ -40,7 +40,7 @@ from release.adapters.flox import Outcome, local_builder, run_build
 from release.adapters.git import worktree, worktree_home
 from release.builds.journal import UNAVAILABLE, Journal
 from release.builds.plan import BuildItem, BuildPlan, hold_back
-from release.state import _RUNNING, Build, BuildLock, BuildRun, owner_id, process_start, state_for, utcnow
+from release.state import RUNNING, Build, BuildLock, BuildRun, owner_id, process_start, state_for, utcnow
 
 ACTIVE_RUNS: set[str] = set()  # run keys this process is running now (a restart check leaves them alone)
 
@@ -96,7 +96,7 @@ class LocalRun:
             if not self.ids:  # nothing recorded, nothing to build here: no worktree either
                 shutil.rmtree(home, ignore_errors=True)
         for i in self.ids.values():
-            _RUNNING[i] = True
+            RUNNING[i] = True
         try:
             if items:
                 with worktree(self.plan.repo, self.plan.commit, home) as wt:
@@ -104,7 +104,7 @@ class LocalRun:
         finally:
             ACTIVE_RUNS.discard(self.run_key)
             for i in self.ids.values():
-                _RUNNING.pop(i, None)
+                RUNNING.pop(i, None)
             self._close()
         return list(self.journal.rows.values()) + self.busy
 

@@ -1,0 +1,262 @@
+"""``State``: the state DB's operations (sessions, builds, plans, job runs, deliveries) and
+``open_state`` / ``state_for``, one engine per URL per process, with the timeouts below.
+May import config and the other modules of release.state."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import create_engine, delete, event, select, update
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from config.errors import ConfigError
+from release.state.owners import RUNNING, alive, owner_id
+from release.state.tables import ACTIVE, Base, Build, BuildRun, Delivery, JobRun, PendingPlan, utcnow
+
+DEFAULT_TIMEOUT = 10.0  # seconds; Settings.state_timeout_seconds
+
+
+class State:
+    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT):
+        self.url = url
+        self.timeout = timeout
+        kwargs: dict = {}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": timeout}
+            _sqlite_dir(url)
+        else:
+            kwargs["pool_pre_ping"] = True  # a restarted PostgreSQL server does not break the bot
+            kwargs["pool_timeout"] = timeout
+            if url.startswith("postgresql"):
+                kwargs["connect_args"] = {"connect_timeout": max(2, round(timeout)),
+                                          "options": f"-c statement_timeout={int(timeout * 1000)}"}
+        try:
+            self.engine: Engine = create_engine(url, **kwargs)
+            if url.startswith("sqlite"):
+                event.listen(self.engine, "connect", _sqlite_pragmas(timeout))
+            _create_tables(self.engine)
+        except (ImportError, SQLAlchemyError) as err:
+            raise ConfigError(f"TORCHBOT_STATE_DB: cannot open {_shown(url)}: {_reason(err)}") from None
+        self._factory = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        s = self._factory()
+        try:
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
+
+    # -- builds -------------------------------------------------------------------------
+
+    def builds(self, branch: str | None = None, latest_only: bool = True) -> list[Build]:
+        with self.session() as s:
+            q = select(Build).order_by(Build.id)
+            if branch:
+                q = q.where(Build.branch == branch)
+            rows = list(s.scalars(q))
+        if not latest_only:
+            return rows
+        latest: dict[tuple[str, str], Build] = {}
+        for row in rows:
+            latest[(row.branch, row.package)] = row
+        return sorted(latest.values(), key=lambda b: (b.branch, b.package))
+
+    def last_success(self, branch: str) -> dict[str, Build]:
+        """package -> its last succeeded build on the branch."""
+        with self.session() as s:
+            rows = s.scalars(
+                select(Build).where(Build.branch == branch, Build.state == "succeeded").order_by(Build.id)
+            )
+            return {b.package: b for b in rows}
+
+    def mark_interrupted(self) -> int:
+        """Builds left queued/running by a process that no longer exists become interrupted.
+        Returns how many rows changed. Live owners on this host (or any other host) keep theirs."""
+        host = socket.gethostname()
+        changed = 0
+        with self.session() as s:
+            runs = select(BuildRun.run_key)  # builds of a recorded run are resolved with it (release.builds.recover)
+            for b in s.scalars(select(Build).where(Build.state.in_(ACTIVE), Build.backend == "local",
+                                                   Build.run_key.is_(None) | Build.run_key.not_in(runs))):
+                owner = b.owner or ""
+                o_host, _, o_pid = owner.rpartition(":")
+                if o_host == host and o_pid.isdigit() and int(o_pid) != os.getpid() and alive(int(o_pid)):
+                    continue
+                if o_host == host and o_pid.isdigit() and int(o_pid) == os.getpid() and RUNNING.get(b.id):
+                    continue
+                if o_host and o_host != host:
+                    continue
+                b.state = "interrupted"
+                b.finished = utcnow()
+                b.message = "torchbot stopped while this build was " + ("running" if b.started else "queued")
+                changed += 1
+        return changed
+
+    # -- pending plans --------------------------------------------------------------------
+
+    def add_plan(self, plan: PendingPlan) -> None:
+        with self.session() as s:
+            s.add(plan)
+
+    def take_plan(self, plan_id: str, user: str, action: str = "confirmed",
+                  others_may: bool = False) -> tuple[str, PendingPlan | None]:
+        """Claim a pending plan for ``action`` (confirmed | cancelled) by ``user`` (only its asker
+        unless ``others_may``), at most once across processes. Returns (outcome, row):
+        ok | unknown | handled | expired | not_owner."""
+        now = utcnow()
+        with self.session() as s:
+            row = s.get(PendingPlan, plan_id)
+            if row is None:
+                return "unknown", None
+            if row.state != "pending":
+                return "handled", row
+            if row.user != user and not others_may:
+                return "not_owner", row
+            if row.expires <= now:
+                s.execute(update(PendingPlan).where(PendingPlan.id == plan_id, PendingPlan.state == "pending")
+                          .values(state="expired", handled=now))
+                return "expired", row
+            done = s.execute(update(PendingPlan).where(PendingPlan.id == plan_id, PendingPlan.state == "pending")
+                             .values(state=action, handled=now, handled_by=user))
+            if done.rowcount != 1:
+                return "handled", s.get(PendingPlan, plan_id)
+            row.state, row.handled, row.handled_by = action, now, user
+            return "ok", row
+
+    def pending_plans(self) -> list[PendingPlan]:
+        with self.session() as s:
+            return list(s.scalars(select(PendingPlan).where(PendingPlan.state == "pending",
+                                                            PendingPlan.expires > utcnow()).order_by(PendingPlan.created)))
+
+    # -- job locks ----------------------------------------------------------------------
+
+    def claim_run(self, job_id: str, slot: str) -> int | None:
+        """Insert the (job, slot) row; None when another process already claimed it."""
+        try:
+            with self.session() as s:
+                run = JobRun(job_id=job_id, slot=slot, owner=owner_id())
+                s.add(run)
+                s.flush()
+                return run.id
+        except IntegrityError:
+            return None
+
+    def finish_run(self, run_id: int, result: str) -> None:
+        with self.session() as s:
+            s.execute(update(JobRun).where(JobRun.id == run_id).values(finished=utcnow(), result=result[:2000]))
+
+    def job_runs(self, job_id: str | None = None) -> list[JobRun]:
+        with self.session() as s:
+            q = select(JobRun).order_by(JobRun.id)
+            if job_id:
+                q = q.where(JobRun.job_id == job_id)
+            return list(s.scalars(q))
+
+    # -- Slack deliveries ---------------------------------------------------------------
+
+    def claim_delivery(self, key: str, ttl_seconds: float) -> bool:
+        """True for the first claim of ``key`` (or the first after its row expired), False
+        when it was claimed before, by this process or another."""
+        now = utcnow()
+        until = now + timedelta(seconds=ttl_seconds)
+        try:
+            with self.session() as s:
+                s.add(Delivery(key=key, seen=now, expires=until))
+                s.flush()
+            return True
+        except IntegrityError:
+            pass
+        with self.session() as s:  # an expired claim may be taken again, once
+            done = s.execute(update(Delivery).where(Delivery.key == key, Delivery.expires <= now)
+                             .values(seen=now, expires=until))
+            return done.rowcount == 1
+
+    def prune_deliveries(self) -> int:
+        """Forget expired delivery claims; returns how many."""
+        with self.session() as s:
+            return s.execute(delete(Delivery).where(Delivery.expires <= utcnow())).rowcount
+
+
+_STATES: dict[str, State] = {}
+_LOCK = threading.Lock()
+
+
+def _shown(url: str) -> str:
+    """The URL with any password hidden (secrets never reach logs or chat)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url.split("://", 1)[0] + "://…"
+
+
+def _reason(err: BaseException) -> str:
+    orig = getattr(err, "orig", None) or err
+    text = " ".join(str(orig).split())
+    if isinstance(err, ImportError) or type(err).__name__ == "NoSuchModuleError":
+        return f"its driver is not installed ({text}); torchbot supports sqlite:/// and postgresql+psycopg://"
+    return text[:300] or type(orig).__name__
+
+
+def _sqlite_dir(url: str) -> None:
+    """Create the SQLite file's directory, or say in one line why it cannot be."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    directory = Path(database).expanduser().parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"TORCHBOT_STATE_DB: cannot create the directory {directory}: "
+                          f"{err.strerror or err}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"TORCHBOT_STATE_DB: the directory {directory} is not writable") from None
+
+
+def _create_tables(engine: Engine) -> None:
+    """Create missing tables; two processes starting at once on one PostgreSQL DB may race,
+    and the loser only has to see the winner's tables."""
+    try:
+        Base.metadata.create_all(engine)
+    except IntegrityError:
+        Base.metadata.create_all(engine)
+    except SQLAlchemyError as err:
+        if "already exists" not in str(err):
+            raise
+        Base.metadata.create_all(engine)
+
+
+def _sqlite_pragmas(timeout: float):
+    def on_connect(dbapi_conn, _record) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        cur.close()
+
+    return on_connect
+
+
+def open_state(url: str, timeout: float | None = None) -> State:
+    """One State (engine) per URL per process (the first opener's ``timeout`` holds)."""
+    with _LOCK:
+        st = _STATES.get(url)
+        if st is None:
+            st = _STATES[url] = State(url, DEFAULT_TIMEOUT if timeout is None else timeout)
+        return st
+
+
+def state_for(ctx) -> State:
+    return open_state(ctx.settings.state_db, getattr(ctx.settings, "state_timeout_seconds", None))
