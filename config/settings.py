@@ -16,8 +16,6 @@ working directory. Every field's ``description`` is its README row (``config.set
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -33,13 +31,14 @@ from pydantic_settings import (
 
 from config.checks import (
     check_config_file,
-    database_url_problem,
     flox_org_problem,
     placeholder_problem,
     url_problem,
 )
 from config.defaults import FLOX_ORG
 from config.errors import ConfigError
+from config.setting_values import (CHANNEL_ID, CONSOLE_USER, DEFAULT_RUNNERS, USER_ID,
+                                   check_ids, csv_list, runners, state_db_url, token)
 from config.paths import (
     config_file,
     default_audit_log,
@@ -48,106 +47,6 @@ from config.paths import (
     default_log_dir,
     default_state_db,
 )
-
-USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
-CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]+$")
-CONSOLE_USER = "console"  # the terminal user of `torchbot chat`
-TOKEN_KINDS = {"xoxb-": "a bot token", "xapp-": "an app-level token", "xoxp-": "a user token"}
-
-
-# GitHub's hosted runners per platform (runs-on labels)
-DEFAULT_RUNNERS: dict[str, list[str]] = {
-    "x86_64-linux": ["ubuntu-latest"],
-    "aarch64-linux": ["ubuntu-24.04-arm"],
-    "aarch64-darwin": ["macos-14"],
-}
-_PLATFORM_RE = r"^[a-z0-9_]+-[a-z]+$"
-_LABEL_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-
-
-def _runners(value: object) -> object:
-    """platform -> runs-on labels, from a JSON object (a label or a list of labels per
-    platform) or the short form ``x86_64-linux=ubuntu-latest,aarch64-linux=self-hosted+ARM64``."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("{"):
-            value = json.loads(text)
-        else:
-            pairs = [p for p in re.split(r"[,\s]+", text) if p]
-            value = {}
-            for pair in pairs:
-                platform, sep, labels = pair.partition("=")
-                if not sep:
-                    raise ValueError(f"'{pair}' is not platform=label[+label]")
-                value[platform] = labels.split("+")
-    if not isinstance(value, dict):
-        raise ValueError("expected platform -> runner labels")
-    out: dict[str, list[str]] = {}
-    for platform, labels in value.items():
-        labels = [labels] if isinstance(labels, str) else list(labels or [])
-        if not re.match(_PLATFORM_RE, str(platform)):
-            raise ValueError(f"'{platform}' is not a platform like x86_64-linux")
-        if not labels or not all(isinstance(x, str) and re.match(_LABEL_RE, x) for x in labels):
-            raise ValueError(f"the runner labels of {platform} must be non-empty words, not {labels!r}")
-        out[str(platform)] = labels
-    return out
-
-
-def _csv(value: object) -> object:
-    """Accept "a,b c" as well as JSON lists for list settings from the environment."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            try:
-                return json.loads(text)
-            except ValueError as err:
-                raise ValueError(f"not a valid JSON list ({err.args[0].split(':')[0]}); "
-                                 'write ["U0123ABCD", "U0456EFGH"] or U0123ABCD,U0456EFGH') from None
-        return [part for part in text.replace(",", " ").split() if part]
-    return value
-
-
-def _check_ids(values: list[str], pattern: re.Pattern, what: str, extra: tuple[str, ...] = ()) -> list[str]:
-    for v in values:
-        if not isinstance(v, str) or not (pattern.match(v) or v in extra):
-            raise ValueError(f"{v!r} is not a Slack {what}")
-    return values
-
-
-def _token(value: SecretStr | None, prefix: str, where: str) -> SecretStr | None:
-    if value is None:
-        return None
-    raw = value.get_secret_value().strip()
-    if not raw:
-        return None
-    if not raw.startswith(prefix):
-        kind = next((k for p, k in TOKEN_KINDS.items() if raw.startswith(p)), None)
-        said = f"this is {kind}" if kind else "this does not look like a Slack token"
-        raise ValueError(f"{said}; it must be {TOKEN_KINDS[prefix]} starting with {prefix} ({where})")
-    return SecretStr(raw)
-
-
-def state_db_url(value: str) -> str:
-    """A SQLAlchemy URL from what users write: a URL as is, a plain path as a SQLite file,
-    ``postgresql://``/``postgres://`` as PostgreSQL through psycopg 3."""
-    text = value.strip()
-    if not text:
-        raise ValueError("empty; give a path for a SQLite file or a postgresql:// URL")
-    if "://" not in text:
-        return "sqlite:///" + str(Path(text).expanduser().resolve())
-    scheme, _, rest = text.partition("://")
-    scheme = scheme.lower()
-    if scheme in ("postgres", "postgresql"):
-        scheme = "postgresql+psycopg"
-    if not re.match(r"^[a-z0-9]+(\+[a-z0-9_]+)?$", scheme):
-        raise ValueError(f"'{scheme}://' is not a database URL scheme")
-    if not scheme.startswith("sqlite") and (problem := database_url_problem(scheme, rest)):
-        raise ValueError(problem)
-    if scheme == "postgresql+psycopg" and importlib.util.find_spec("psycopg") is None:
-        raise ValueError("PostgreSQL needs the psycopg driver, which is not installed: "
-                         "pip install 'torchbot[postgres]'")
-    return f"{scheme}://{rest}"
-
 
 class Settings(BaseSettings):
     """Every setting; each field's ``description`` is its row in the README's settings table
@@ -344,7 +243,7 @@ class Settings(BaseSettings):
     @field_validator("github_runners", "github_big_parallel_runners", mode="before")
     @classmethod
     def _split_runners(cls, value: object, info) -> object:
-        parsed = _runners(value)
+        parsed = runners(value)
         if info.field_name == "github_runners":  # entries override the hosted defaults per platform
             return {**{k: list(v) for k, v in DEFAULT_RUNNERS.items()}, **parsed}
         return parsed
@@ -352,18 +251,18 @@ class Settings(BaseSettings):
     @field_validator("admins", "allowed_channels", "docs_skip_branches", "build_platforms", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
-        return _csv(value)
+        return csv_list(value)
 
     @field_validator("admins")
     @classmethod
     def _admin_ids(cls, value: list[str]) -> list[str]:
-        return _check_ids(value, USER_ID, "user ID (U… or W…, from the profile's ⋮ > Copy member ID)",
+        return check_ids(value, USER_ID, "user ID (U… or W…, from the profile's ⋮ > Copy member ID)",
                           (CONSOLE_USER,))
 
     @field_validator("allowed_channels")
     @classmethod
     def _channel_ids(cls, value: list[str]) -> list[str]:
-        return _check_ids(value, CHANNEL_ID, "channel ID (C… or G…, from the channel's details)")
+        return check_ids(value, CHANNEL_ID, "channel ID (C… or G…, from the channel's details)")
 
     @field_validator("admin_usergroup", mode="before")
     @classmethod
@@ -380,18 +279,19 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             value = value.strip() or None
             if value is not None:
-                _check_ids([value], CHANNEL_ID, "channel ID (C… or G…, from the channel's details)")
+                check_ids([value], CHANNEL_ID, "channel ID (C… or G…, from the channel's details)")
         return value
 
     @field_validator("slack_bot_token")
     @classmethod
     def _bot_token(cls, value: SecretStr | None) -> SecretStr | None:
-        return _token(value, "xoxb-", "OAuth & Permissions > Bot User OAuth Token")
+        return _secret(token(value and value.get_secret_value(), "xoxb-", "OAuth & Permissions > Bot User OAuth Token"))
 
     @field_validator("slack_app_token")
     @classmethod
     def _app_token(cls, value: SecretStr | None) -> SecretStr | None:
-        return _token(value, "xapp-", "Basic Information > App-Level Tokens, scope connections:write")
+        return _secret(token(value and value.get_secret_value(), "xapp-",
+                             "Basic Information > App-Level Tokens, scope connections:write"))
 
     @field_validator("slack_signing_secret", "github_token")
     @classmethod
@@ -505,6 +405,10 @@ class Settings(BaseSettings):
             TomlConfigSettingsSource(settings_cls, toml_file=toml_path),
             file_secret_settings,
         )
+
+
+def _secret(value: str | None) -> SecretStr | None:
+    return None if value is None else SecretStr(value)
 
 
 def env_name(field: str) -> str:
