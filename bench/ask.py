@@ -31,9 +31,9 @@ from bench._home import isolate  # noqa: E402
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
 from bot.frontends.commands import ask  # noqa: E402
-from release.context import Context  # noqa: E402
 from config.catalog_data import load_catalog  # noqa: E402
 from config.settings import Settings  # noqa: E402
+from release.context import Context  # noqa: E402
 
 
 def corpus() -> list[str]:

@@ -21,13 +21,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._home import isolate  # noqa: E402
+from bench._home import isolate
 
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
-from release.context import Context  # noqa: E402
 from config.settings import Settings  # noqa: E402
 from release.builds import run as builds  # noqa: E402
+from release.context import Context  # noqa: E402
 
 BRANCH = "pytorch-2.8-python313"
 PIN = "fe5e41d7ffc0421f0913e8472ce6238ed0daf8e3"

@@ -78,8 +78,8 @@ done
 
 
 def run_torchbot(repo: Path, fake: FakeNixpkgs) -> float:
-    from release.context import Context
     from config.settings import Settings
+    from release.context import Context
     from release.pins.commands import plan_bump
 
     settings = Settings(

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._home import isolate  # noqa: E402
+from bench._home import isolate
 
 isolate()  # torchbot's own files go to a temporary home, never the real one
 

@@ -9,10 +9,10 @@ files into these models is ``config.catalog_data`` (``load_catalog``, ``build_ca
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Iterable
 
 from config.errors import CatalogError
 from config.naming import package_name
@@ -303,7 +303,7 @@ class Catalog:
         except KeyError:
             raise CatalogError(f"Unknown CPU ISA '{key}'. Known: {', '.join(self.isas)}.") from None
 
-    def with_branches(self, branches: Iterable[Branch], source: str) -> "Catalog":
+    def with_branches(self, branches: Iterable[Branch], source: str) -> Catalog:
         return replace(self, branches={b.name: b for b in branches}, source=source)
 
     def variant_platform(self, gpu_arch: str | None, cpu_isa: str | None, darwin: bool = False) -> str:

@@ -6,10 +6,10 @@ May import config only; config.catalog never imports this module."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 from config.catalog import (
     DATA_DIR,

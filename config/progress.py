@@ -170,7 +170,7 @@ class Progress:
             return
         try:
             self.listener(event)
-        except Exception:  # noqa: BLE001  (a renderer's failure must never stop the work it reports)
+        except Exception:
             log.exception("a progress listener failed on %s", event.kind)
 
 

@@ -37,8 +37,6 @@ from config.checks import (
 )
 from config.defaults import FLOX_ORG
 from config.errors import ConfigError
-from config.setting_values import (CHANNEL_ID, CONSOLE_USER, DEFAULT_RUNNERS, USER_ID,
-                                   check_ids, csv_list, runners, state_db_url, token)
 from config.paths import (
     config_file,
     default_audit_log,
@@ -47,6 +45,18 @@ from config.paths import (
     default_log_dir,
     default_state_db,
 )
+from config.setting_values import (
+    CHANNEL_ID,
+    CONSOLE_USER,
+    DEFAULT_RUNNERS,
+    USER_ID,
+    check_ids,
+    csv_list,
+    runners,
+    state_db_url,
+    token,
+)
+
 
 class Settings(BaseSettings):
     """Every setting; each field's ``description`` is its row in the README's settings table

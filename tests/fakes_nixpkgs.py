@@ -188,7 +188,7 @@ class FakeNixpkgs:
         self.torch[rev] = torch
         self.cuda_sets[rev] = set(cuda_sets)
 
-    def __enter__(self) -> "FakeNixpkgs":
+    def __enter__(self) -> FakeNixpkgs:
         self.thread.start()
         return self
 

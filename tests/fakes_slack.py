@@ -97,7 +97,7 @@ class FakeSlack:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    def start(self) -> "FakeSlack":
+    def start(self) -> FakeSlack:
         self._thread.start()
         return self
 
@@ -105,7 +105,7 @@ class FakeSlack:
         self.server.shutdown()
         self.server.server_close()
 
-    def __enter__(self) -> "FakeSlack":
+    def __enter__(self) -> FakeSlack:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -376,7 +376,7 @@ class Deliverer:
                 return r.status, r.read().decode(), ""
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(), "http_error"
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             return None, "", "http_timeout"
         except urllib.error.URLError as e:
             late = isinstance(e.reason, (TimeoutError, socket.timeout))

@@ -99,7 +99,7 @@ class FakeSocketMode:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    def __enter__(self) -> "FakeSocketMode":
+    def __enter__(self) -> FakeSocketMode:
         threading.Thread(target=self._accept, daemon=True).start()
         return self
 

@@ -60,7 +60,7 @@ class PostgresServer:
         if r.returncode:
             raise RuntimeError(f"{' '.join(args[:2])} failed: {r.stderr or r.stdout}")
 
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         data = self.dir / "data"
         self._run(_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "torchbot", "-E", "UTF8", "--no-sync")
         opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"

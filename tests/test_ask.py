@@ -5,8 +5,8 @@ words its warnings must contain."""
 import pytest
 
 from bot.frontends.commands import ask
-from release.context import Context
 from config.settings import Settings
+from release.context import Context
 
 REC = "pytorch-2.9-python313"
 

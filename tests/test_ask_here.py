@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.frontends.commands import ask
 from bot.engine.host import gather
+from bot.frontends.commands import ask
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -208,7 +208,7 @@ def test_cli_ask_here_with_nvidia_smi_and_cpuinfo(tmp_path):
 
 
 def test_the_chat_help_asks_for_what_ask_here_reads():
-    from bot.frontends.chat import HELP
     from bot.engine.host import SMI_QUERY
+    from bot.frontends.chat import HELP
 
     assert f"nvidia-smi {' '.join(SMI_QUERY)}" in HELP and "lscpu" in HELP and "torchbot ask --here" in HELP

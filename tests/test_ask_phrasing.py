@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bot.engine import fuzzy
-from bot.frontends.commands import ask
 from bot.engine.hardware import parse
+from bot.frontends.commands import ask
 
 GUARD = [w for w in Path(__file__).with_name("guard_corpus.txt").read_text().split() if not w.startswith("#")]
 

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.frontends.commands import ask
-from release.context import Context
 from config.settings import Settings
+from release.context import Context
 
 CTX = Context(Settings(repo_path=None))
 ask(CTX, "warm up: H100 with Graviton3")  # catalog and compiled matchers: once per process, not per question

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from bot.frontends.chat import Chat
 from bot.frontends.console import run
-from release.context import Context
 from config.settings import Settings
+from release.context import Context
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,8 +10,8 @@ import time
 import urllib.parse
 
 from bot.frontends.chat import Chat, PlanReply
-from release.context import Context
 from config.settings import Settings
+from release.context import Context
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fakes_slack import FakeSlack
 from tests.fixtures_pins import NEW, PIN_A, PIN_B, PIN_C, build_repo, git, refs, small_catalog_branches

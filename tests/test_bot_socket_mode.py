@@ -14,6 +14,7 @@ import pytest
 from tests.fakes_slack import FakeSlack
 from tests.fakes_socket_mode import FakeSocketMode
 from tests.fixtures_serve import ServeProcess
+
 BACK_WITHIN = 5.0
 TICK = os.sysconf("SC_CLK_TCK")
 

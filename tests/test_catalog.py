@@ -2,9 +2,9 @@
 
 import pytest
 
-from config.errors import CatalogError
 from config.catalog import vtuple
 from config.catalog_data import build_catalog, load_catalog
+from config.errors import CatalogError
 from config.naming import package_name, parse_package_name
 from tests.seed_main_packages import MAIN_62
 

@@ -15,8 +15,8 @@ import pytest
 
 from config import catalog_data as catalog_module
 from config.catalog import DATA_DIR, Catalog
-from config.catalog_data import load_catalog
 from config.catalog_cache import cached, files_key
+from config.catalog_data import load_catalog
 from release.recipes import repos
 from tests.fixtures_realshapes import RECIPES, git, make_repos
 

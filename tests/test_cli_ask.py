@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from bot.frontends.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]

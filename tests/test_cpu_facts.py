@@ -5,7 +5,6 @@ import pytest
 from archspec.cpu import TARGETS
 
 
-
 def archspec_flags(cat, name):
     return frozenset(TARGETS[name].features) & cat.relevant_flags
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from bot.frontends.commands import ask
 from bot.engine.hardware import parse
+from bot.frontends.commands import ask
 
 NVIDIA_SMI = """\
 Tue Nov 18 10:02:11 2025

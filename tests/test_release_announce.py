@@ -8,11 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from release.publishing import announce
-
 from release.builds import run as builds
-
-from release.publishing import publish
+from release.publishing import announce, publish
 from release.state import Outbox, open_state
 from tests import fixtures_builds as fx
 from tests.fakes_slack import FakeSlack

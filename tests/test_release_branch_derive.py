@@ -75,7 +75,7 @@ def test_python_variant_keeps_the_source_override_and_the_patch_overlay(pt, tmp_
             assert block(derived, "# MAGMA", "# torch from source") == block(text, "# MAGMA", "# torch from source")
         override = block(text, "# torch from source", "\n    ];")
         assert block(derived, "# torch from source", "\n    ];") == override.replace("python3Packages", "python312Packages")
-        assert 'version = "2.10.0"' in derived and "-DTORCH_BUILD_VERSION=2.10.0" in derived or "cpu" in path or "darwin" in path
+        assert ('version = "2.10.0"' in derived and "-DTORCH_BUILD_VERSION=2.10.0" in derived) or "cpu" in path or "darwin" in path
         # every other line kept; changed lines only carry the new names, Python and pin
         for a, b in zip(text.splitlines(), derived.splitlines()):
             if a != b:

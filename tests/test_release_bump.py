@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from bot.frontends.cli.main import main as cli
-from release.context import Context
 from config.errors import ExternalError, RefusedError, ValidationError
 from config.settings import Settings
+from release.context import Context
 from release.pins.commands import plan_bump
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import NEW, PIN_A, PIN_B, PIN_C, build_repo, git, refs, small_catalog_branches, tree_files

@@ -14,7 +14,7 @@ from release.schedule import jobs as schedule
 from tests import fixtures_builds as fx
 from tests.fakes_slack import FakeSlack
 from tests.fixtures_pins import git, refs
-from tests.fixtures_realshapes import PIN_13_0, PIN_13_1, PIN_12_X, make_pytorch_repo
+from tests.fixtures_realshapes import PIN_12_X, PIN_13_0, PIN_13_1, make_pytorch_repo
 
 MULTI = "pytorch-2.10-python313"
 DOCUMENTED = ["main", MULTI, "pytorch-2.9-python311", "pytorch-2.9-vllm-0.14.0"]  # main-staging is skipped

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from config.errors import ExternalError, UsageError
-from release.builds import run as builds
 from release.builds import github as github_actions
+from release.builds import run as builds
 from release.builds.plan import BuildItem
 from release.builds.workflow import render_workflow, write_workflow
 from tests import fixtures_builds as fx

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from bot.frontends.cli.main import main as cli
-from config.errors import RefusedError, ValidationError
 from config.catalog_data import load_catalog
+from config.errors import RefusedError, ValidationError
 from release.adapters.git import commit_changes
 from release.recipes.init import init_repository
 from release.recipes.render import MANIFEST, README, recipe_path, render_branch

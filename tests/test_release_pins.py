@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from config.errors import ExternalError, RefusedError, ValidationError
 from config.catalog_data import load_catalog
+from config.errors import ExternalError, RefusedError, ValidationError
 from config.settings import Settings
-from release.pins import rules as pins
 from release.adapters.nixpkgs import NixpkgsClient
+from release.pins import rules as pins
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pins import NEW, PIN_A, PIN_B, PIN_C, multi_pin, readme_text, recipe_text
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from sqlalchemy import select
 
 from release.builds import run as builds
-
 from release.publishing import publish
 from release.publishing.commands import plan_publish
 from release.state import Outbox, Publish, Release, open_state

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from config.errors import CatalogError, RefusedError
 from config.catalog_data import branch_to_dict, load_catalog
+from config.errors import CatalogError, RefusedError
 from release.adapters.git import commit_changes
 from release.recipes.init import init_repository
 from release.recipes.reader import read_repository
@@ -108,8 +108,8 @@ def test_bad_paths(catalog, tmp_path):
 
 def test_context_answers_from_the_repository(catalog, tmp_path, monkeypatch):
     """With TORCHBOT_REPO_PATH set, the bot's catalog is the repository's real branches."""
-    from release.context import Context
     from config.settings import Settings
+    from release.context import Context
 
     work = tmp_path / "two"
     init_repository(work, catalog, ["main", "pytorch-2.8-python312"], "t", "t@example.com")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from config.errors import CatalogError
 from config.catalog_data import load_catalog
+from config.errors import CatalogError
 from release.recipes.render import MANIFEST, README, recipe_path, render_all, render_branch, render_recipe
 
 STUB = Path(__file__).with_name("nixstub").resolve()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from release.schedule import jobs as schedule
@@ -50,7 +50,7 @@ def wait_for(condition, what: str, timeout: float = 120.0) -> None:
 def test_missed_runs_are_coalesced_into_one(tmp_path: Path) -> None:
     ctx = _ctx(tmp_path, publish_interval_seconds=60)
     schedule.start_scheduler(ctx).shutdown()
-    _set_next_run(ctx, "publish", datetime.now(timezone.utc) - timedelta(seconds=10 * 60 + 30))
+    _set_next_run(ctx, "publish", datetime.now(UTC) - timedelta(seconds=10 * 60 + 30))
     ran = [r for r in schedule.run_pending(ctx) if r["job"] == "publish"]
     assert len(ran) == 1 and ran[0]["missed_runs"] == 10
     assert "no repository" in ran[0]["result"]
@@ -58,7 +58,7 @@ def test_missed_runs_are_coalesced_into_one(tmp_path: Path) -> None:
     assert [r for r in schedule.run_pending(ctx) if r["job"] == "publish"] == []  # next run is in the future
 
     # the same with the background scheduler: one run on start, not eleven
-    _set_next_run(ctx, "publish", datetime.now(timezone.utc) - timedelta(seconds=5 * 60 + 10))
+    _set_next_run(ctx, "publish", datetime.now(UTC) - timedelta(seconds=5 * 60 + 10))
     sched = schedule.start_scheduler(ctx)
     wait_for(lambda: len(open_state(ctx.settings.state_db).job_runs("publish")) >= 2, "the run on start")
     time.sleep(0.3)  # room for any further (wrong) catch-up runs to show
@@ -137,11 +137,11 @@ def test_scheduled_bump_builds_changed_variants_then_nothing(tmp_path: Path) -> 
 
 def test_crontab_weekdays_mean_what_cron_means() -> None:
     monday_6 = schedule.crontab_trigger("0 6 * * 1")
-    nxt = monday_6.get_next_fire_time(None, datetime(2026, 11, 22, tzinfo=timezone.utc))  # a Sunday
+    nxt = monday_6.get_next_fire_time(None, datetime(2026, 11, 22, tzinfo=UTC))  # a Sunday
     assert nxt.strftime("%A %H:%M") == "Monday 06:00"
     assert schedule.crontab_dow("0,7") == "sun,sun" and schedule.crontab_dow("1-5") == "mon-fri"
     assert schedule.crontab_dow("*/2") == "*/2"
-    nxt = schedule.crontab_trigger("30 2 * * 0").get_next_fire_time(None, datetime(2026, 11, 23, tzinfo=timezone.utc))
+    nxt = schedule.crontab_trigger("30 2 * * 0").get_next_fire_time(None, datetime(2026, 11, 23, tzinfo=UTC))
     assert nxt.strftime("%A %H:%M") == "Sunday 02:30"
 
 

@@ -23,9 +23,10 @@ import json
 import logging
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -34,9 +35,9 @@ from bot.frontends.commands import ask, catalog
 from bot.frontends.incidents import report
 from bot.frontends.jobs import Job, JobRunner
 from bot.frontends.store import AnsweringStore, StateStoreNotAnswering, unreachable
-from release.context import Context
 from config.errors import ExternalError, PermissionDenied, TorchbotError, UsageError
 from config.results import MessageResult
+from release.context import Context
 
 log = logging.getLogger("torchbot.chat")
 
@@ -323,7 +324,7 @@ class Chat:
         except StateStoreNotAnswering as err:
             raise ExternalError(f"No plan was made for /{name}: {err.message}") from None
         self._audit(user, channel, f"plan /{name} {' '.join(args)}")
-        return PlanReply(Pending(row.id, name, args, user, channel, plan, row.expires.replace(tzinfo=timezone.utc)))
+        return PlanReply(Pending(row.id, name, args, user, channel, plan, row.expires.replace(tzinfo=UTC)))
 
     def _apply(self, row, job: Job | None = None):
         """In a job: make the plan again from the same arguments; apply it only if nothing it
@@ -364,7 +365,7 @@ class Chat:
             return f"unknown: {err.message}"
 
     def _audit(self, user: str, channel: str, what: str) -> None:
-        line = f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} user={user} channel={channel} {what}"
+        line = f"{datetime.now(UTC).isoformat(timespec='seconds')} user={user} channel={channel} {what}"
         log.info("audit: %s", line)
         if self.audit:
             self.audit(line)

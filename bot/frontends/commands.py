@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from bot.engine.answer import Answer
-from release.context import Context
-from bot.engine.hardware import parse
 from bot.engine.companions import answer_companion, companion_kind
+from bot.engine.hardware import parse
 from bot.engine.select import recommend
+from release.context import Context
 
 
 def ask(ctx: Context, text: str, flags_from: str | None = None) -> Answer:

@@ -14,8 +14,9 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from bot.frontends.incidents import report
 from config.errors import TorchbotError
@@ -28,11 +29,11 @@ _ids = itertools.count(1)
 @dataclass
 class Job:
     title: str
-    fn: Callable[["Job"], Any]
+    fn: Callable[[Job], Any]
     key: str | None = None
     user: str = ""
-    on_start: Callable[["Job"], None] | None = None
-    on_done: Callable[["Job"], None] | None = None
+    on_start: Callable[[Job], None] | None = None
+    on_done: Callable[[Job], None] | None = None
     on_progress: Callable[[Any], None] | None = None  # the work's progress events (config.progress.Event)
     notice: Callable[[], dict | None] | None = None  # where the front end reports the job (kept with build runs)
     id: str = field(default_factory=lambda: f"j{next(_ids)}")

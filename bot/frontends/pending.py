@@ -113,7 +113,7 @@ def nothing_to_do(command: str, plan: dict) -> bool:
     if command == "bump":
         def moves(b: dict) -> bool:
             torch = b.get("pytorch") or {}
-            return not b.get("up_to_date") or bool(torch.get("new")) and torch.get("new") != torch.get("old")
+            return not b.get("up_to_date") or (bool(torch.get("new")) and torch.get("new") != torch.get("old"))
         return not any(moves(b) and b.get("files_changed") for b in plan.get("branches", []))
     if command == "build":
         return not plan.get("build")

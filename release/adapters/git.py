@@ -15,9 +15,9 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from config.errors import ExternalError, RefusedError, UsageError
 
@@ -209,7 +209,7 @@ def _first_line(text) -> str:
     text = (text or "").strip()
     for line in text.splitlines():
         line = line.strip().strip("'").strip()
-        if line and not line.startswith("stderr:") or line.startswith("stderr:") and line[7:].strip():
+        if (line and not line.startswith("stderr:")) or (line.startswith("stderr:") and line[7:].strip()):
             return line.replace("stderr:", "").strip().strip("'")
     return text
 

@@ -264,7 +264,7 @@ def _changes(d: _Derivation, source: _Source, new_doc, summary: str | None, sett
     from release.branches.readme import derive_readme
 
     derived, req = d.derived, d.req
-    changes: dict[str, str | None] = {p: None for p in derived.removed}
+    changes: dict[str, str | None] = dict.fromkeys(derived.removed)
     changes.update(derived.recipes)
     notes = list(derived.notes) + d.notes
     if README in source.files:

@@ -93,7 +93,7 @@ def derive_readme(
             continue
         named = i in about_others
         checkout = re.search(r"\bcheckout\s+([\w./-]+)", line)
-        if checkout and checkout[1] not in (source, new.name) or named and "checkout" in line:
+        if (checkout and checkout[1] not in (source, new.name)) or (named and "checkout" in line):
             out.append(line)  # `git checkout other && flox build …` is about the other branch
             continue
         new_line = _this_branch(line, source, new, follow, cuda_change, packages_only=named)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from release.recipes.platforms import BuildTarget, recipe_target
 

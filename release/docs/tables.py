@@ -86,7 +86,7 @@ class _Cols:
     archs: int | None
 
     @classmethod
-    def of(cls, t: Table) -> "_Cols":
+    def of(cls, t: Table) -> _Cols:
         return cls(t.column("pytorch"), t.column("cuda"), t.column("python"), t.column("variants"),
                    t.column("nixpkgs pin", "pin", "nixpkgs"), t.column("architectures"))
 
@@ -363,7 +363,7 @@ def check_readme(readme: str, own: str, docs: dict[str, BranchDoc], *, existing=
         other = "other branches" in table.lower()
         added: list[str] = []
         for name in documented:
-            if name in blocks or (other and name == own) or only is not None and name not in only:
+            if name in blocks or (other and name == own) or (only is not None and name not in only):
                 continue
             rows = _new_rows(t, lines[t.header_line], docs[name], cols)
             _, true = _diff([], rows, cols)

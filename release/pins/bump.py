@@ -94,7 +94,7 @@ class BumpPlanData:
     branches: list[BranchPlan] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     options: BumpOptions = field(default_factory=BumpOptions)
-    companions: list["BumpPlanData"] = field(default_factory=list)  # paired build-torchvision bumps
+    companions: list[BumpPlanData] = field(default_factory=list)  # paired build-torchvision bumps
     docs: list[DocsEdit] = field(default_factory=list)  # other branches' README rows about a moved PyTorch
 
     @property

@@ -32,7 +32,7 @@ def _agree(old: str | None, new: str) -> bool:
 
 
 class BumpResult:
-    def __init__(self, plan: "Plan", outcome, companions=()):
+    def __init__(self, plan: Plan, outcome, companions=()):
         self.plan = plan
         self.outcome = outcome
         self.companions = list(companions)  # outcomes of the companion plans, in plan order
@@ -178,8 +178,9 @@ class Plan:
 def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> Plan:
     """``target`` is a branch name, a list of names, or ``"all"``. Options: channel, cuda,
     from_pin, force, push, open_pr, dry_run, with_companions, pytorch, torch_src, repo, progress."""
-    from release.pins.bump import BumpOptions, plan_bump as _plan
     from release.adapters.nixpkgs import NixpkgsClient
+    from release.pins.bump import BumpOptions
+    from release.pins.bump import plan_bump as _plan
 
     settings = ctx.settings
     repo = repo_arg(ctx, opts.pop("repo", None))

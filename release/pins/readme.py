@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from config.naming import short
-from release.recipes.markdown import find_tables, header_refs, is_branch_table, row_branches, split_row, join_row
+from release.recipes.markdown import find_tables, header_refs, is_branch_table, join_row, row_branches, split_row
 
 
 @dataclass
@@ -49,7 +49,7 @@ def _swap(text: str, old: str, new: str) -> str:
 def _names_other(text: str, branch: str, others: set[str]) -> str | None:
     """The other branch or foreign ref a piece of text names, if any."""
     for tok in re.findall(r"`([^`\s]+)`", text):
-        if tok != branch and (tok in others or "/" in tok and not tok.startswith((".", "http"))):
+        if tok != branch and (tok in others or ("/" in tok and not tok.startswith((".", "http")))):
             return tok
     for name in others:
         if "-" in name and re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", text):

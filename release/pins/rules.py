@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from config.errors import RefusedError, ValidationError
 from config.catalog import vtuple
+from config.errors import RefusedError, ValidationError
 from config.naming import REV_RE, parse_package_name, short
 
 RECIPES_DIR = ".flox/pkgs"

@@ -13,7 +13,7 @@ May import: config, release.adapters, release.pins.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from config.errors import ExternalError, RefusedError
 from config.naming import short

@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import logging
 import tomllib
-from datetime import timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 from sqlalchemy import func, select
 
@@ -82,7 +82,7 @@ def _find_sent(client, channel: str, row: Outbox, thread_ts: str | None) -> str 
     else:
         oldest = 0.0
         if row.attempted:  # naive UTC in the DB
-            oldest = (row.attempted - timedelta(minutes=5)).replace(tzinfo=timezone.utc).timestamp()
+            oldest = (row.attempted - timedelta(minutes=5)).replace(tzinfo=UTC).timestamp()
         resp = client.conversations_history(channel=channel, oldest=str(oldest), include_all_metadata=True, limit=200)
     for msg in resp.get("messages", []):
         payload = (msg.get("metadata") or {}).get("event_payload") or {}

@@ -40,8 +40,8 @@ def _init(args, ctx) -> int:
 def _render(args, ctx) -> int:
     from pathlib import Path
 
-    from config.errors import RefusedError
     from config.catalog_data import load_catalog
+    from config.errors import RefusedError
     from release.recipes.render import render_branch, render_recipe
 
     catalog = load_catalog()

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from config.errors import RefusedError, ValidationError
 from config.catalog import Branch, Catalog
+from config.errors import RefusedError, ValidationError
 from release.recipes.render import README, RECIPES_DIR, render_branch
 
 _BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

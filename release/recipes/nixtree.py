@@ -86,7 +86,7 @@ def parse(text: str | bytes) -> Source:
 class Source:
     """One recipe's bytes and tree, with the readings of its attribute sets kept."""
 
-    __slots__ = ("data", "tree", "root", "_bindings")
+    __slots__ = ("_bindings", "data", "root", "tree")
 
     def __init__(self, data: bytes, tree: tree_sitter.Tree, root: tree_sitter.Node):
         self.data = data
@@ -384,7 +384,7 @@ class Bound:
     """A name's binding: its expression, the scope it is evaluated in, and for
     ``inherit (s) name`` the attribute it takes from ``s``."""
 
-    __slots__ = ("src", "node", "scope", "attr", "_known")
+    __slots__ = ("_known", "attr", "node", "scope", "src")
 
     def __init__(self, src: Source, node: tree_sitter.Node | None, scope: Scope, attr: str | None = None):
         self.src = src
@@ -407,7 +407,7 @@ class Scope:
     """Names visible at a point: let bindings, lambda parameters (with their defaults), the
     bindings of a ``rec`` set, and ``with`` environments."""
 
-    __slots__ = ("src", "parent", "names", "env")
+    __slots__ = ("env", "names", "parent", "src")
 
     def __init__(self, src: Source, parent: Scope | None = None, env: tree_sitter.Node | None = None):
         self.src = src

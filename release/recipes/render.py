@@ -12,8 +12,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from config.errors import CatalogError
 from config.catalog import Branch, Catalog, Variant
+from config.errors import CatalogError
 from config.naming import parse_package_name, python_tag
 
 TEMPLATES = Path(__file__).parents[1] / "templates"

@@ -75,7 +75,7 @@ class _Watch:
 
 
 _DIRS: dict[str, _Watch] = {}
-_STATE: dict[tuple, tuple[tuple, "RepoSet", float]] = {}
+_STATE: dict[tuple, tuple[tuple, RepoSet, float]] = {}
 RECHECK_SECONDS = 0.25  # how often (at most) the ref files are looked at again; 0: on every call
 
 

@@ -35,13 +35,13 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from config.errors import TorchbotError, UsageError
 
 log = logging.getLogger("torchbot.schedule")
-EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 BUMP_GRACE = 6 * 3600
 JOBS_TABLE = "apscheduler_jobs"
 
@@ -81,7 +81,7 @@ def crontab_trigger(expr: str):
         raise ValueError(f"expected 5 fields, got {len(values)}")
     minute, hour, day, month, dow = values
     return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=crontab_dow(dow),
-                       timezone=timezone.utc)
+                       timezone=UTC)
 
 
 def _cron(variable: str, expr: str):
@@ -110,7 +110,7 @@ def job_specs(ctx) -> list[JobSpec]:
         ("flush-announcements", s.flush_interval_seconds, "send pending release announcements"),
     ):
         seconds = max(1, int(seconds))
-        trig = IntervalTrigger(seconds=seconds, start_date=EPOCH, timezone=timezone.utc)
+        trig = IntervalTrigger(seconds=seconds, start_date=EPOCH, timezone=UTC)
         specs.append(JobSpec(kind, kind, None, trig, seconds, what))
     return specs
 
@@ -241,7 +241,7 @@ def run_job(job_id: str, slot: str | None = None, ctx=None) -> str:
     ctx = ctx or _ctx or _default_ctx()
     spec = _spec(ctx, job_id)
     if slot is None:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         fire = latest_fire_time(spec.trigger, now, timedelta(seconds=spec.grace + 300))
         slot = fire.isoformat() if fire else "manual:" + now.isoformat()
     st = state_for(ctx)
@@ -294,7 +294,7 @@ def _make(ctx, store_only: bool = False):
         jobstores={"default": store},
         executors={"default": {"type": "threadpool", "max_workers": 4}},
         job_defaults={"coalesce": True, "max_instances": 1},
-        timezone=timezone.utc,
+        timezone=UTC,
     )
 
 
@@ -372,7 +372,7 @@ def run_now(ctx, job_id: str) -> dict:
     global _ctx
     _ctx = _ctx or ctx
     spec = _spec(ctx, job_id)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return {"job": spec.id, "result": run_job(spec.id, "manual:" + now.isoformat(), ctx=ctx)}
 
 
@@ -381,7 +381,7 @@ def run_pending(ctx, now: datetime | None = None) -> list[dict]:
     time in the store, and return what ran."""
     global _ctx
     _ctx = _ctx or ctx
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     sched = _make(ctx, store_only=True)
     sched.start(paused=True)
     out: list[dict] = []

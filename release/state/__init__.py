@@ -18,8 +18,22 @@ May import config only; every other package may import it (never the other way).
 
 from release.state.owners import RUNNING, owner_alive, owner_id, process_start
 from release.state.store import DEFAULT_TIMEOUT, State, open_state, state_for
-from release.state.tables import (ACTIVE, STATES, Base, Build, BuildLock, BuildRun, Delivery, GithubRun, JobRun,
-    Outbox, PendingPlan, Publish, Release, utcnow)
+from release.state.tables import (
+    ACTIVE,
+    STATES,
+    Base,
+    Build,
+    BuildLock,
+    BuildRun,
+    Delivery,
+    GithubRun,
+    JobRun,
+    Outbox,
+    PendingPlan,
+    Publish,
+    Release,
+    utcnow,
+)
 
 __all__ = ["ACTIVE", "DEFAULT_TIMEOUT", "RUNNING", "STATES", "Base", "Build", "BuildLock", "BuildRun", "Delivery",
            "GithubRun", "JobRun", "Outbox", "PendingPlan", "Publish", "Release", "State", "open_state",

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Iterator
 
 from sqlalchemy import create_engine, delete, event, select, update
 from sqlalchemy.engine import Engine, make_url

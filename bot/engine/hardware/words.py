@@ -80,7 +80,7 @@ def read_os(hw: Hardware, folded: str, low: str) -> None:
             hw.apple_silicon = False
         elif _APPLE_CHIP_RE.search(folded) or "apple silicon" in folded:
             hw.apple_silicon = True
-    elif _WSL_RE.search(folded) or hw.wsl and not _WINDOWS_RE.search(folded):
+    elif _WSL_RE.search(folded) or (hw.wsl and not _WINDOWS_RE.search(folded)):
         hw.os = "linux"
         hw.wsl = True
         hw.notes.append(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from slack_bolt.adapter.socket_mode.base_handler import BaseSocketModeHandler
 from slack_bolt.adapter.socket_mode.internals import run_bolt_app, send_response
