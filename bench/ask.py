@@ -137,7 +137,7 @@ def clone(src: str, dst: Path) -> Path:
                          capture_output=True, text=True, check=True).stdout.split()
     for b in out:
         if b != "HEAD":
-            subprocess.run(["git", "-C", str(dst), "branch", "-q", b, f"origin/{b}"], capture_output=True)
+            subprocess.run(["git", "-C", str(dst), "branch", "-q", b, f"origin/{b}"], check=False, capture_output=True)
     return dst
 
 

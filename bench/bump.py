@@ -50,10 +50,7 @@ def real_sized_branches():
         if b.name == "pytorch-2.10-python313":  # the real four CUDA groups, on one pin here
             b = replace(b, cuda_groups=tuple(replace(g, pin=None) for g in b.cuda_groups))
         elif b.name == "pytorch-2.9-python313":
-            b = replace(b, cuda_groups=b.cuda_groups + (
-                CudaGroup("12.8", tuple(a for a in WIDE if a not in ("sm103", "sm110", "sm121"))),
-                CudaGroup("13.0", WIDE),
-            ))
+            b = replace(b, cuda_groups=(*b.cuda_groups, CudaGroup("12.8", tuple(a for a in WIDE if a not in ("sm103", "sm110", "sm121"))), CudaGroup("13.0", WIDE)))
         out.append(replace(b, variants=cat.expand(b)))
     return out
 

@@ -58,7 +58,7 @@ def main() -> int:
     for _ in range(3):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "build-pytorch"
-            t_init, result = timed(lambda: init_repository(path, catalog, None, "bench", "bench@example.com"))
+            t_init, _result = timed(lambda: init_repository(path, catalog, None, "bench", "bench@example.com"))
             inits.append(t_init)
             t_rerun, again = timed(lambda: init_repository(path, catalog, None, "bench", "bench@example.com"))
             assert again.up_to_date

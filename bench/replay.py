@@ -192,7 +192,7 @@ def replay_create(op: Operation, repo: Path, ctx, torch: dict[str, str]) -> tupl
     from config.naming import parse_package_name
     from release.branches.commands import create_branch
 
-    files = [p for p in run("git", "-C", str(repo), "ls-tree", "--name-only", op.commit.sha, RECIPES).split()]
+    files = list(run("git", "-C", str(repo), "ls-tree", "--name-only", op.commit.sha, RECIPES).split())
     parsed = [parse_package_name(Path(p).stem) for p in files]
     python = Counter(p.python for p in parsed if p).most_common(1)[0][0]
     cuda = sorted({p.cuda for p in parsed if p and p.cuda}, key=lambda v: [-int(x) for x in v.split(".")])
@@ -203,7 +203,7 @@ def replay_create(op: Operation, repo: Path, ctx, torch: dict[str, str]) -> tupl
         result = create_branch(ctx, op.branch, repo=str(repo), pytorch=pytorch, python=python, cuda=cuda,
                                pin=op.new_pin, from_branch=op.source)
     except TorchbotError as err:
-        return None, said + [f"refused: {err.message[:220]}"]
+        return None, [*said, f"refused: {err.message[:220]}"]
     said += [f"note: {n}" for n in result.data["notes"]]
     return result.data["commit"], said
 

@@ -79,9 +79,7 @@ class GpuArch:
         v = vtuple(cuda)
         if self.min_cuda and v < vtuple(self.min_cuda):
             return False
-        if self.max_cuda and v > vtuple(self.max_cuda):
-            return False
-        return True
+        return not (self.max_cuda and v > vtuple(self.max_cuda))
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,7 +72,7 @@ def url_problem(value: str) -> str | None:
 def database_url_problem(scheme: str, rest: str) -> str | None:
     """Why a server database URL (``scheme://rest``) cannot be used. Never echoes the user or
     password: a password with '@', '/' or ':' must be percent-encoded."""
-    netloc, slash, path = rest.partition("/")
+    netloc, _slash, path = rest.partition("/")
     if netloc.count("@") > 1 or "@" in path:
         return ("the user or password contains '@' or '/' (or the URL has an '@' after its host); "
                 "percent-encode them in the password ('@' as %40, '/' as %2F); the URL is not shown, "

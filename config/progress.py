@@ -86,14 +86,14 @@ Listener = Callable[[Event], None]
 def duration(seconds: float) -> str:
     """A short human duration, as precise as an estimate deserves: ``45 s``, ``12 min``,
     ``2 h 20 min`` (to 10 minutes under 3 hours), ``3 h`` (whole hours from there)."""
-    s = max(0, int(round(seconds)))
+    s = max(0, round(seconds))
     if s < 60:
         return f"{s} s"
     if s < 3600:
         return f"{s // 60} min"
     if s >= 3 * 3600:
-        return f"{int(round(s / 3600))} h"
-    h, m = divmod(int(round(s / 600)) * 10, 60)
+        return f"{round(s / 3600)} h"
+    h, m = divmod(round(s / 600) * 10, 60)
     return f"{h} h {m} min" if m else f"{h} h"
 
 

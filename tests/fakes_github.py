@@ -142,7 +142,7 @@ class FakeGitHub:
         reset = (self._window_start or now) + self.window
         return {"x-ratelimit-limit": str(self.rate_limit),
                 "x-ratelimit-remaining": str(max(0, self.rate_limit - self._used)),
-                "x-ratelimit-reset": str(int(math.ceil(time.time() + (reset - now)))),
+                "x-ratelimit-reset": str(math.ceil(time.time() + (reset - now))),
                 "x-ratelimit-used": str(self._used), "x-ratelimit-resource": "core"}
 
     def _handle(self, req, method: str) -> None:

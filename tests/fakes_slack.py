@@ -42,6 +42,7 @@ signed requests to the app's request URL and retries as Slack documents.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -176,10 +177,8 @@ class FakeSlack:
                 params.update({k: v[-1] for k, v in parse_qs(body.decode()).items()})
         for key in ("metadata", "blocks", "attachments", "files"):
             if isinstance(params.get(key), str):
-                try:
+                with contextlib.suppress(ValueError):
                     params[key] = json.loads(params[key])
-                except ValueError:
-                    pass
         auth = req.headers.get("Authorization", "")
         if not auth and "token" in params:
             auth = "Bearer " + str(params["token"])

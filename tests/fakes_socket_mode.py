@@ -31,6 +31,7 @@ and, when no ack comes within ``ack_timeout`` (Slack's 3 s) or the ack is one of
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import socket
@@ -107,10 +108,8 @@ class FakeSocketMode:
         self._stop = True
         self.listener.close()
         for c in list(self.connections):
-            try:
+            with contextlib.suppress(OSError):
                 c.sock.close()
-            except OSError:
-                pass
 
     def new_url(self) -> str:
         with self.lock:
@@ -170,10 +169,8 @@ class FakeSocketMode:
             pass
         finally:
             if not conn.silent:
-                try:
+                with contextlib.suppress(OSError):
                     sock.close()
-                except OSError:
-                    pass
             with self.lock:
                 conn.closed = conn.closed or time.monotonic()
                 self.lock.notify_all()
@@ -195,10 +192,8 @@ class FakeSocketMode:
                 conn.pings += 1
                 conn.send_frame(0xA, data)
             elif opcode == 0x8:  # close -> close back, done
-                try:
+                with contextlib.suppress(OSError):
                     conn.send_frame(0x8, data[:2])
-                except OSError:
-                    pass
                 return
             elif opcode == 0x1:
                 msg = json.loads(data.decode())

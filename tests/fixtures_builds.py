@@ -27,7 +27,7 @@ OK = [
 ]
 FAILING = "pytorch-python313-cuda12_8-sm61-avx"
 COMPANION = "torchvision-python313-cuda12_8-sm90-avx512"
-ALL = sorted(OK + [FAILING, COMPANION])
+ALL = sorted([*OK, FAILING, COMPANION])
 ARM = "pytorch-python313-cuda12_8-sm90-armv9"
 DARWIN = "pytorch-python313-darwin-mps"
 

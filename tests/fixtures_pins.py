@@ -30,7 +30,7 @@ GIT_ENV = {
 
 def git(cwd, *args, check=True) -> str:
     env = {**os.environ, **GIT_ENV}
-    r = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    r = subprocess.run(["git", *args], check=False, cwd=cwd, env=env, capture_output=True, text=True)
     if check and r.returncode:
         raise RuntimeError(f"git {' '.join(args)}: {r.stderr}")
     return r.stdout
@@ -97,10 +97,7 @@ def multi_pin(cat: Catalog, name: str = "pytorch-2.10-python313") -> Branch:
     """A branch in the real 2.10 shape: three pins (CUDA 13.0 + CPU/darwin on PIN_B,
     CUDA 12.8 on PIN_A, CUDA 13.1 on PIN_C)."""
     b = cat.branches[name]
-    groups = tuple(g for g in b.cuda_groups if g.version == "13.0") + (
-        CudaGroup("12.8", ("sm80", "sm90"), PIN_A),
-        CudaGroup("13.1", ("sm90", "sm100"), PIN_C),
-    )
+    groups = (*tuple(g for g in b.cuda_groups if g.version == "13.0"), CudaGroup("12.8", ("sm80", "sm90"), PIN_A), CudaGroup("13.1", ("sm90", "sm100"), PIN_C))
     b = replace(b, cuda_groups=groups, pin=PIN_B)
     return replace(b, variants=cat.expand(b))
 

@@ -56,7 +56,7 @@ class PostgresServer:
             shutil.chown(self.dir, user=self.user)
 
     def _run(self, *args: str) -> None:
-        r = subprocess.run(args, capture_output=True, text=True, user=self.user, cwd=self.dir, timeout=120)
+        r = subprocess.run(args, check=False, capture_output=True, text=True, user=self.user, cwd=self.dir, timeout=120)
         if r.returncode:
             raise RuntimeError(f"{' '.join(args[:2])} failed: {r.stderr or r.stdout}")
 
@@ -78,7 +78,7 @@ class PostgresServer:
 
     def stop(self) -> None:
         subprocess.run([_bin("pg_ctl"), "-D", str(self.dir / "data"), "-m", "immediate", "stop"],
-                       capture_output=True, user=self.user, cwd=self.dir, timeout=60)
+                       check=False, capture_output=True, user=self.user, cwd=self.dir, timeout=60)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def url(self, database: str = "postgres") -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
+from itertools import pairwise
 from pathlib import Path
 
 from release.state import BuildRun, open_state
@@ -182,7 +183,7 @@ def test_the_job_message_shows_progress_at_most_every_interval_with_failures_lin
             bot.proc.stop()
     progress = [(t, text) for t, text in slack.updates if "running since" in text and " built" in text]
     assert len(progress) >= 2
-    gaps = [b[0] - a[0] for a, b in zip(progress, progress[1:], strict=False)]
+    gaps = [b[0] - a[0] for a, b in pairwise(progress)]
     assert min(gaps) >= 0.9, gaps  # throttled: about one edit per TORCHBOT_PROGRESS_SECONDS at most
     final = parent(slack, title)["text"]
     assert final.startswith(f"`{title}` (job ") and "ended after" in final  # the result replaced the progress

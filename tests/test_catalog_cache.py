@@ -58,7 +58,7 @@ def test_an_entry_of_other_data_under_this_name_is_not_used(tmp_path, monkeypatc
     [entry] = entries(tmp_path / "cache", "catalog")
     # an entry that names the right file but was made for another key: the file name is a digest
     # of the key, the entry holds the whole digest and is only used when it matches
-    digest, obj = pickle.loads(entry.read_bytes())
+    _digest, obj = pickle.loads(entry.read_bytes())
     entry.write_bytes(pickle.dumps(("0" * 64, obj.with_branches([], "tampered"))))
     again = cached("catalog", key, lambda: catalog_module.build_catalog(DATA_DIR), Catalog)
     assert again.source == "embedded" and set(again.branches) == set(real.branches)

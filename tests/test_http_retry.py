@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 import pytest
 
@@ -89,7 +90,7 @@ def test_server_errors_back_off_with_jitter_within_the_time_bound() -> None:
             actions.find_runs({"nope"}, since=_since())
         took = time.monotonic() - t0
         times = [r.t for r in gh.log]
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in pairwise(times)]
     assert took < 1.5 + 0.5 and 3 <= len(times) < 50  # bounded by time, not by attempts
     assert gaps[0] >= 0.1 and gaps[1] >= 0.2  # exponential: 0.1, 0.2, ... plus jitter
 

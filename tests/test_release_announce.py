@@ -15,7 +15,7 @@ from tests import fixtures_builds as fx
 from tests.fakes_slack import FakeSlack
 
 CHANNEL = "C0ANNOUNCE"
-PKGS = fx.OK + [fx.COMPANION]
+PKGS = [*fx.OK, fx.COMPANION]
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_rate_limit_is_honoured(tmp_path: Path, slack: FakeSlack) -> None:
     assert result["sent"] == 4 and _unsent(ctx) == 0
     assert time.monotonic() - t0 >= 1.0  # waited Retry-After
     assert len(slack.method_calls("chat.postMessage")) == 5  # 1 refused + 4 accepted
-    assert len([m for m in slack.messages(CHANNEL)]) == 4
+    assert len(list(slack.messages(CHANNEL))) == 4
 
 
 def test_crash_between_send_and_mark_posts_once(tmp_path: Path, slack: FakeSlack) -> None:

@@ -50,9 +50,9 @@ ARGS = ["release", "branch", "create"]
     ],
 )
 def test_impossible_matrix_is_refused(env, extra, expect, capsys):
-    work, origin, local = env
+    work, _origin, local = env
     before = refs(work)
-    rc = cli(ARGS + ["pytorch-2.11-python313", "--pytorch", "2.11", "--python", "3.13", "--pin", NEW] + extra)
+    rc = cli([*ARGS, "pytorch-2.11-python313", "--pytorch", "2.11", "--python", "3.13", "--pin", NEW, *extra])
     err = capsys.readouterr().err
     assert rc == 1
     assert expect in err and "Traceback" not in err
@@ -60,7 +60,7 @@ def test_impossible_matrix_is_refused(env, extra, expect, capsys):
 
 
 def test_existing_name_and_bad_input_refused(env, capsys):
-    work, origin, local = env
+    work, _origin, local = env
     before = refs(work)
     for args, expect in [
         (["main", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "already exists"),
@@ -114,7 +114,7 @@ def test_create_branch(env, tmp_path, capsys):
     d.mkdir()
     for path, text in recipes.items():
         (d / path.rsplit("/", 1)[1]).write_text(text)
-    r = subprocess.run(["nix-instantiate", "--parse", *map(str, d.iterdir())], capture_output=True, text=True)
+    r = subprocess.run(["nix-instantiate", "--parse", *map(str, d.iterdir())], check=False, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert git(work, "cat-file", "-t", "pytorch-2.9-python312:README.md").strip() == "blob"
     assert git(work, "cat-file", "-t", "pytorch-2.9-python312:.flox/env/manifest.toml").strip() == "blob"
@@ -127,7 +127,7 @@ def test_create_branch(env, tmp_path, capsys):
     assert b.pin == NEW and b.python == "3.12" and b.cuda_versions == ("12.9", "12.8")
     assert "pytorch-2.9-python312" not in load_catalog().branches  # not in the embedded catalog
     cat = catalog_from_repositories([work], load_catalog())
-    assert set(v.package for v in cat.branches["pytorch-2.9-python312"].variants) == names
+    assert {v.package for v in cat.branches["pytorch-2.9-python312"].variants} == names
 
     # a second create of the same name is refused, nothing changes
     before2 = refs(work)
@@ -139,7 +139,7 @@ def test_create_branch(env, tmp_path, capsys):
 def test_reader_reads_created_branch_back(env, capsys):
     pytest.importorskip("release.recipes.render")
     reader = pytest.importorskip("release.recipes.reader")
-    work, origin, local = env
+    work, _origin, _local = env
     assert cli(ARGS + CREATE) == 0
     capsys.readouterr()
     read = reader.read_repository(work, load_catalog())

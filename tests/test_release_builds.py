@@ -28,7 +28,7 @@ def test_build_all_with_two_jobs(tmp_path: Path, repo: Path) -> None:
 
     assert set(rows) == set(fx.ALL)
     assert rows[fx.FAILING]["state"] == "failed"
-    for pkg in fx.OK + [fx.COMPANION]:
+    for pkg in [*fx.OK, fx.COMPANION]:
         assert rows[pkg]["state"] == "succeeded", rows[pkg]
         log = Path(rows[pkg]["log"]).read_text()
         assert "torchbot: ok /nix/store/" in log
@@ -215,7 +215,7 @@ def test_result_check_and_a_variant_another_torchbot_is_building(tmp_path: Path,
 def test_local_builds_only_what_this_host_builds_and_lists_the_rest(tmp_path: Path, capsys) -> None:
     from release.builds.commands import plan_build
 
-    repo = fx.make_repo(tmp_path, packages=fx.OK + [fx.ARM, fx.DARWIN])
+    repo = fx.make_repo(tmp_path, packages=[*fx.OK, fx.ARM, fx.DARWIN])
     ctx = fx.context(tmp_path, build_platforms=["x86_64-linux"])
     plan = plan_build(ctx, fx.BRANCH, repo=repo)
     d = plan.to_dict()
@@ -235,7 +235,7 @@ def test_local_builds_only_what_this_host_builds_and_lists_the_rest(tmp_path: Pa
 
 
 def test_an_arm_host_builds_the_arm_variant(tmp_path: Path) -> None:
-    repo = fx.make_repo(tmp_path, packages=fx.OK + [fx.ARM])
+    repo = fx.make_repo(tmp_path, packages=[*fx.OK, fx.ARM])
     ctx = fx.context(tmp_path, build_platforms="aarch64-linux", build_command="true", build_result_link="README.md")
     plan = builds.prepare(ctx, fx.BRANCH, repo=repo)
     assert [i.package for i in plan.items] == [fx.ARM] and {s.package for s in plan.skipped} == set(fx.OK)

@@ -99,7 +99,7 @@ def test_a_torchbot_killed_during_the_outage_leaves_its_results_to_the_next_star
                              fx.BRANCH, "--variant", fx.OK[0]], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: (gate / f"{fx.OK[0]}.started").exists(), "the build to start")
+        wait_for((gate / f"{fx.OK[0]}.started").exists, "the build to start")
         wait_for(lambda: [b.state for b in open_state(url).builds(fx.BRANCH)] == ["running"], "the running row")
         server.halt()
         (gate / "go").touch()
@@ -129,7 +129,7 @@ def test_two_runs_of_one_variant_on_postgres_build_it_once(tmp_path: Path, serve
     first: list = []
     run = threading.Thread(target=lambda: first.extend(builds.run_local(ctx, first_plan)))
     run.start()
-    wait_for(lambda: (gate / f"{fx.OK[0]}.started").exists(), "the first build to start")
+    wait_for((gate / f"{fx.OK[0]}.started").exists, "the first build to start")
     second = builds.run_local(ctx, second_plan)
     assert [(r["package"], r["state"]) for r in second] == [(fx.OK[0], "skipped")]
     assert second[0]["message"].startswith("already building since")

@@ -65,8 +65,8 @@ def prefetched(fake, rev) -> str:
 
     with tempfile.TemporaryDirectory() as root:
         r = subprocess.run(["nix-prefetch-url", "--unpack", "--store", f"local?root={root}",
-                            f"{fake.tarball_url}{rev}.tar.gz"], capture_output=True, text=True)
-        subprocess.run(["chmod", "-R", "u+w", root])  # store paths are read-only
+                            f"{fake.tarball_url}{rev}.tar.gz"], check=False, capture_output=True, text=True)
+        subprocess.run(["chmod", "-R", "u+w", root], check=False)  # store paths are read-only
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 
@@ -89,7 +89,7 @@ def parse_ok(texts, tmp_path) -> None:
         f = d / f"r{i}.nix"
         f.write_text(text)
         files.append(str(f))
-    r = subprocess.run(["nix-instantiate", "--parse", *files], capture_output=True, text=True)
+    r = subprocess.run(["nix-instantiate", "--parse", *files], check=False, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
 
@@ -133,9 +133,9 @@ def test_bump_one_branch(env, fake, tmp_path, capsys):
     msg = git(work, "log", "-1", "--format=%s%n%an", "pytorch-2.8-python312").splitlines()
     assert msg == ["nixpkgs: bump pin fe5e41d -> 0123abc (torch 2.8.4, cudaPackages_12_8)", "torchbot"]
     readme = git(work, "show", "pytorch-2.8-python312:README.md")
-    row = [l for l in readme.splitlines() if l.startswith("| **`pytorch-2.8-python312`**")][0]
+    row = next(l for l in readme.splitlines() if l.startswith("| **`pytorch-2.8-python312`**"))
     assert f"[`0123abc`](https://github.com/NixOS/nixpkgs/tree/{NEW})" in row
-    main_row = [l for l in readme.splitlines() if l.startswith("| `main`")][0]
+    main_row = next(l for l in readme.splitlines() if l.startswith("| `main`"))
     assert PIN_A in main_row  # other branches' rows keep their pins
     # other branches byte-identical, one commit on the bumped branch
     for name, files in others.items():
@@ -261,7 +261,7 @@ def test_refusals_change_nothing(env, fake, case, capsys):
         expect = "garbage"
     else:
         fake.channels["nixos-unstable"] = "<html>maintenance</html>"
-        args = args[:-2] + ["--channel", "nixos-unstable"]
+        args = [*args[:-2], "--channel", "nixos-unstable"]
         expect = "not a commit id"
     rc = cli(args)
     err = capsys.readouterr().err
@@ -327,12 +327,13 @@ def test_open_pr(env, repo, fake):
     pushed = git(origin, "rev-parse", "bump/main-0123abc").strip()
     assert pushed == d["commits"]["main"]
     assert all(NEW in t for t in tree_files(origin, "bump/main-0123abc").values())
-    heads = lambda r: {k: v for k, v in r.items() if k.startswith("refs/heads/")}
+    def heads(r):
+        return {k: v for k, v in r.items() if k.startswith("refs/heads/")}
     assert heads(refs(work)) == heads(before)  # local branches stay where they were
 
 
 def test_open_pr_failure_removes_pushed_branch(env, repo, fake):
-    work, origin = repo
+    _work, origin = repo
     fake.pull_status = 422
     before_origin = refs(origin)
     with pytest.raises(ExternalError):
@@ -359,7 +360,7 @@ def test_bump_recipes_of_the_generator(tmp_path, fake, monkeypatch):
 
     cat = load_catalog()
     files = {name: render.render_branch(cat, name) for name in ("main", "pytorch-2.9-python313")}
-    work, origin = build_repo_from_files(tmp_path / "gen", files)
+    work, _origin = build_repo_from_files(tmp_path / "gen", files)
     monkeypatch.setenv("TORCHBOT_CHANNELS_URL", fake.channels_url)
     monkeypatch.setenv("TORCHBOT_GITHUB_API_URL", fake.api_url)
     monkeypatch.setenv("TORCHBOT_NIXPKGS_TARBALL_URL", fake.tarball_url)
@@ -406,8 +407,8 @@ def test_recorded_sha256_is_what_nix_prefetch_url_computes_and_nix_accepts(env, 
         root = tmp_path / f"store-{value[:6]}"
         r = subprocess.run(["nix-instantiate", "--store", f"local?root={root}", "--eval", "-E",
                             f'builtins.readFile ((builtins.fetchTarball {{ url = "{url}"; sha256 = "{value}"; }})'
-                            ' + "/.git-revision")'], capture_output=True, text=True)
-        subprocess.run(["chmod", "-R", "u+w", str(root)])
+                            ' + "/.git-revision")'], check=False, capture_output=True, text=True)
+        subprocess.run(["chmod", "-R", "u+w", str(root)], check=False)
         assert (r.returncode == 0) is ok, r.stderr
         if ok:
             assert NEW in r.stdout

@@ -58,13 +58,13 @@ def bump(capsys, *args) -> tuple[int, str, str]:
 ])
 def test_a_move_to_another_pytorch_line_needs_the_version_the_new_pin_holds(repo, capsys, flags, says):
     before = refs(repo.path)
-    rc, out, err = bump(capsys, B, "--rev", PIN_291, *flags)
+    rc, _out, err = bump(capsys, B, "--rev", PIN_291, *flags)
     assert rc != 0 and says in err, err
     assert "Traceback" not in err and refs(repo.path) == before
 
 
 def test_a_branch_named_for_another_pytorch_line_is_refused_even_with_the_flag(repo, capsys):
-    rc, out, err = bump(capsys, "pytorch-2.8-python313", "--rev", PIN_291, "--pytorch", "2.9.1")
+    rc, _out, err = bump(capsys, "pytorch-2.8-python313", "--rev", PIN_291, "--pytorch", "2.9.1")
     assert rc == 1 and "its name promises PyTorch 2.8" in err and "release branch create" in err
 
 
@@ -141,7 +141,7 @@ def test_torch_src_is_refused_on_a_recipe_it_cannot_write(repo, capsys):
     before = refs(repo.path)
     rc, out, err = bump(capsys, "main", "--torch-src", f"v2.10.0,{HASH_210}")
     assert rc == 1 and "no recipe with a nixpkgs pin" in err
-    rc, out, err = bump(capsys, B, "--torch-src", "v2.10.0")
+    rc, _out, err = bump(capsys, B, "--torch-src", "v2.10.0")
     assert rc != 0 and "REV,HASH" in err
     assert refs(repo.path) == before
 

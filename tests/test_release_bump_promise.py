@@ -88,10 +88,10 @@ def test_two_branches_sharing_a_pin_keep_each_others_rows(pt):
     readme = git(pt.path, "show", "pytorch-2.9-python311:README.md")
     plan_bump(ctx(), "pytorch-2.9-python311", TORCH_292).apply()
     after = git(pt.path, "show", "pytorch-2.9-python311:README.md")
-    changed = [(a, b) for a, b in zip(readme.splitlines(), after.splitlines()) if a != b]
+    changed = [(a, b) for a, b in zip(readme.splitlines(), after.splitlines(), strict=True) if a != b]
     assert changed and all("pytorch-2.9-python311" in a for a, _ in changed)
     for line in after.splitlines():
-        if line.startswith("| `pytorch-2.9-vllm-0.14.0`") or line.startswith("| `pytorch-2.10-python313`"):
+        if line.startswith(("| `pytorch-2.9-vllm-0.14.0`", "| `pytorch-2.10-python313`")):
             assert TORCH_292[:7] not in line
     assert sum(shared in line for line in after.splitlines()) == sum(
         shared in line for line in readme.splitlines() if "pytorch-2.9-python311" not in line)
@@ -102,7 +102,7 @@ def test_two_branches_sharing_a_pin_keep_each_others_rows(pt):
     readme = git(pt.path, "show", "pytorch-2.9-vllm-0.14.0:README.md")
     plan_bump(ctx(), "pytorch-2.9-vllm-0.14.0", TORCH_292, force=True).apply()
     after = git(pt.path, "show", "pytorch-2.9-vllm-0.14.0:README.md")
-    for a, b in zip(readme.splitlines(), after.splitlines()):
+    for a, b in zip(readme.splitlines(), after.splitlines(), strict=True):
         if "pytorch-2.9-vllm-0.14.0" not in a:
             assert a == b
 
@@ -137,8 +137,8 @@ CUDA 12.8 recipes use nixpkgs [`{PIN_OLD[:7]}`](https://github.com/NixOS/nixpkgs
 def test_scoped_edit_in_the_real_table_shapes():
     edit = scoped_readme_edit(SHAPES, "b-vllm", PIN_OLD, PIN_NEW, branches={"b-vllm", "b-py311"})
     old, new = SHAPES.splitlines(), edit.text.splitlines()
-    changed = {i for i, (a, b) in enumerate(zip(old, new)) if a != b}
-    by_text = {i: line for i, line in enumerate(old)}
+    changed = {i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b}
+    by_text = dict(enumerate(old))
     # b-vllm's row and its continuation row, its column, its own group note and prose
     assert {by_text[i][:12] for i in changed} == {
         "| **`b-vllm`", "| | | **12.8", "| Nixpkgs pi", "| **CUDA 12.", "CUDA 12.8 re"}

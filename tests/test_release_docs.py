@@ -67,7 +67,7 @@ def test_write_changes_only_the_tables_then_check_is_clean(pt, capsys):
         new = git(pt.path, "show", f"{b}:README.md")
         a, c = old[b].splitlines(), new.splitlines()
         assert len(a) == len(c)
-        changed = [(x, y) for x, y in zip(a, c) if x != y]
+        changed = [(x, y) for x, y in zip(a, c, strict=True) if x != y]
         assert changed and all(MULTI in x and x.startswith("|") for x, _ in changed)
         assert out["lines_changed"][b]["changed"] == len(changed) < len(c) / 4
     assert git(pt.path, "show", "main-staging:README.md") == old["main-staging"]

@@ -74,7 +74,7 @@ def test_errors_are_clear_and_record_nothing(tmp_path: Path) -> None:
 
 
 def test_each_variant_runs_on_its_platforms_runner(tmp_path: Path) -> None:
-    repo = fx.make_repo(tmp_path, packages=fx.OK + [fx.ARM, fx.DARWIN])
+    repo = fx.make_repo(tmp_path, packages=[*fx.OK, fx.ARM, fx.DARWIN])
     with FakeGitHub() as gh:
         ctx = _ctx(tmp_path, gh, github_big_parallel_runners={"x86_64-linux": ["self-hosted", "gpu-pool"]})
         plan = builds.prepare(ctx, fx.BRANCH, repo=repo, backend="github")
@@ -95,7 +95,7 @@ def test_each_variant_runs_on_its_platforms_runner(tmp_path: Path) -> None:
 
 def test_dry_run_json_lists_package_platform_runner_and_ref(tmp_path: Path, monkeypatch, capsys) -> None:
     from bot.frontends.cli import main as cli
-    repo = fx.make_repo(tmp_path, packages=fx.OK + [fx.ARM, fx.DARWIN, fx.COMPANION])
+    repo = fx.make_repo(tmp_path, packages=[*fx.OK, fx.ARM, fx.DARWIN, fx.COMPANION])
     monkeypatch.setenv("TORCHBOT_STATE_DB", f"sqlite:///{tmp_path / 'cli.sqlite'}")
     monkeypatch.setenv("TORCHBOT_GITHUB_RUNNERS", "aarch64-darwin=macos-15")
     code = cli.main(["release", "build", "--repo", str(repo), "--branch", fx.BRANCH, "--backend", "github",
@@ -151,10 +151,10 @@ def _workflow_checks(path: Path) -> None:
     """GitHub's workflow schema (check-jsonschema, offline) and zizmor (offline): no finding."""
     bindir = Path(sys.executable).parent
     schema = subprocess.run([str(bindir / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
-                             str(path)], capture_output=True, text=True)
+                             str(path)], check=False, capture_output=True, text=True)
     assert schema.returncode == 0, schema.stdout + schema.stderr
     lint = subprocess.run([str(bindir / "zizmor"), "--offline", "--no-progress", "--format", "plain", str(path)],
-                          capture_output=True, text=True)
+                          check=False, capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     assert "No findings to report" in lint.stdout + lint.stderr
 

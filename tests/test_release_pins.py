@@ -70,9 +70,9 @@ def test_major_only_cuda_attr():
 def test_readme_rows(branch):
     readme = readme_text([branch], branch.name)
     out = pins.rewrite_readme(readme, branch.name, PIN_C, NEW)
-    changed = [(a, b) for a, b in zip(readme.splitlines(), out.splitlines()) if a != b]
+    changed = [(a, b) for a, b in zip(readme.splitlines(), out.splitlines(), strict=True) if a != b]
     assert len(changed) == 1
-    old_row, new_row = changed[0]
+    _old_row, new_row = changed[0]
     assert "13.1" in new_row and f"[`{NEW[:7]}`](https://github.com/NixOS/nixpkgs/tree/{NEW})" in new_row
     assert pins.rewrite_readme(readme, "other-branch", PIN_C, NEW) == readme
 

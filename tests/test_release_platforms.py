@@ -49,7 +49,8 @@ def test_a_recipe_without_meta_platforms_builds_where_its_isa_runs():
 def test_default_runners_are_githubs_hosted_ones_and_big_parallel_may_go_elsewhere():
     s = Settings(_env_file=None, github_big_parallel_runners="x86_64-linux=self-hosted+gpu-builder")
     assert s.github_runners == DEFAULT_RUNNERS
-    labels = lambda p, f=(): runner_labels(p, f, s.github_runners, s.github_big_parallel_runners)
+    def labels(p, f=()):
+        return runner_labels(p, f, s.github_runners, s.github_big_parallel_runners)
     assert labels("x86_64-linux") == ("ubuntu-latest",)
     assert labels("aarch64-linux", ("big-parallel",)) == ("ubuntu-24.04-arm",)  # no ARM pool set
     assert labels("aarch64-darwin") == ("macos-14",)

@@ -47,7 +47,7 @@ def test_publish_records_and_retries(tmp_path: Path) -> None:
 
 
 def test_summary_enqueued_when_all_published(tmp_path: Path) -> None:
-    repo = fx.make_repo(tmp_path, packages=fx.OK + [fx.COMPANION])
+    repo = fx.make_repo(tmp_path, packages=[*fx.OK, fx.COMPANION])
     ctx = fx.context(tmp_path, **FAST_BUILD)
     builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo), jobs=2)
     publish.publish_pending(ctx, fx.BRANCH, repo=repo)

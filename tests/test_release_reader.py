@@ -34,7 +34,7 @@ def assert_same(got, want):
 
 
 def test_round_trip_all_branches(catalog, made):
-    root, work = made
+    _root, work = made
     model = read_repository(work, catalog)
     assert set(model.branches) == set(catalog.branches) and len(model.branches) == 8
     assert model.all_problems == []
@@ -49,7 +49,7 @@ def test_round_trip_all_branches(catalog, made):
 
 
 def test_fresh_clone_reads_remote_tracking_branches(catalog, made):
-    root, work = made
+    root, _work = made
     clone = root / "clone"
     git(root, "clone", "-q", str(root / "origin.git"), str(clone))
     assert git(clone, "branch").strip() == "* main"  # one local branch, seven remote ones
@@ -60,7 +60,7 @@ def test_fresh_clone_reads_remote_tracking_branches(catalog, made):
 
 
 def test_unknown_and_malformed_files_are_reported(catalog, made, tmp_path):
-    root, work = made
+    _root, work = made
     repo = tmp_path / "copy"
     git(tmp_path, "clone", "-q", "--no-local", str(work), str(repo))
     before = refs(repo)

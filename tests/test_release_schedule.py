@@ -126,7 +126,7 @@ def test_scheduled_bump_builds_changed_variants_then_nothing(tmp_path: Path) -> 
                    build_command="true", build_result_link="README.md", http_retries=1,
                    schedule_build_backend="local")
         first = schedule.run_now(ctx, f"bump:{branch}")["result"]
-        rows = [r for r in __import__("release.builds.run").builds.run.status(ctx, branch)]
+        rows = list(__import__("release.builds.run").builds.run.status(ctx, branch))
         second = schedule.run_now(ctx, f"bump:{branch}")["result"]
     # aarch64-linux and darwin recipes are not built on this host: listed as skipped
     assert f"build: {len(rows)} variant(s), " in first and first.endswith("skipped (other platforms)"), first

@@ -129,7 +129,7 @@ def test_a_torchvision_question_gets_the_torchvision_package_and_the_pytorch_it_
 
 
 def test_a_torchvision_for_other_hardware_still_names_an_existing_package_and_says_when_pytorch_differs(repos, ctx):
-    pt, tv = repos
+    _pt, tv = repos
     d = ask(ctx, "which torchvision for an RTX 4090 and i9-13900K").to_dict()
     r = d["recommendation"]
     assert r["kind"] == "torchvision" and r["gpu_arch"] == "sm89" and r["cpu_isa"] == "avx2"
@@ -190,7 +190,7 @@ def test_the_model_is_cached_by_commit_and_reread_when_a_branch_moves(repos, tmp
     cat = load_catalog()
     first = read_repositories([clone, tv.path], cat)
     assert read_repositories([clone, tv.path], cat) is first  # nothing moved: the same object
-    before = {n: b for n, b in first.models[0].branches.items()}
+    before = dict(first.models[0].branches.items())
     git(clone, "checkout", "-q", "main")
     text = (clone / RECIPES / "pytorch-python313-cuda12_8-sm90-avx512.nix").read_text()
     (clone / RECIPES / "pytorch-python313-cuda12_8-sm80-avx512.nix").write_text(
@@ -234,7 +234,7 @@ def test_a_missing_repository_in_the_list_is_one_clear_sentence(repos, tmp_path)
     pt, _ = repos
     env = {"TORCHBOT_REPO_PATH": f"{pt.path},{tmp_path / 'nope'}", "PATH": "/usr/bin:/bin", "TORCHBOT_CACHE_DIR": "off",
            **{k: v for k, v in os.environ.items() if k.startswith("XDG_")}}
-    r = subprocess.run([sys.executable, "-m", "bot", "ask", "H100"], capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-m", "bot", "ask", "H100"], check=False, capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip() == f"torchbot: TORCHBOT_REPO_PATH: {tmp_path / 'nope'} does not exist"
 

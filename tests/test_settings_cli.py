@@ -22,7 +22,7 @@ def torchbot(tmp: Path, args: list[str], **env: str) -> subprocess.CompletedProc
     base.update(PYTHONPATH=str(ROOT), TORCHBOT_STATE_DB=str(tmp / "state" / "s.db"),
                 TORCHBOT_AUDIT_LOG=str(tmp / "audit.log"))
     base.update(env)
-    return subprocess.run([sys.executable, "-m", "bot", *args], cwd=tmp, env=base, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "bot", *args], check=False, cwd=tmp, env=base, capture_output=True,
                           text=True, timeout=60)
 
 

@@ -53,7 +53,7 @@ def test_a_group_member_may_plan_in_slack_and_others_are_told_why_not(tmp_path):
             slack.wait_for(lambda p, b: p == "/response/1" and "confirm_plan" in json.dumps(b))
             assert bot.deliverer.send(slash_body(slack, "/build", fx.BRANCH, 2, user="U0STRANGER"))[0] == 200
             slack.wait_for(lambda p, b: p == "/response/2" and "only admins may run it" in b.get("text", ""))
-            status, reply = bot.deliverer.send(slash_body(slack, "/torchbot", "status", 3))
+            _status, _reply = bot.deliverer.send(slash_body(slack, "/torchbot", "status", 3))
             slack.wait_for(lambda p, b: p == "/response/3" and "members of S0ADMINS" in json.dumps(b))
         finally:
             bot.close()

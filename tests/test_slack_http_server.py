@@ -109,7 +109,7 @@ def test_a_stalled_client_holds_up_nobody_and_twenty_at_once_are_answered(bot):
 
 
 def test_form_and_json_content_types_are_checked_before_bolt(bot):
-    slack, bot = bot
+    _slack, bot = bot
     body = urllib.parse.urlencode({"command": "/variant", "text": "H100"}).encode()
     headers = {**bot.deliverer.sign(body), "Content-Type": "application/json"}
     data = request(body, headers).replace(b"Content-Type: application/x-www-form-urlencoded\r\n", b"")

@@ -6,6 +6,7 @@ made. After SIGCONT the store answers again."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -48,10 +49,8 @@ def frozen_world(tmp_path):
 
     def thaw() -> None:
         for pid in stopped:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
         stopped.clear()
 
     with FakeSlack() as slack:

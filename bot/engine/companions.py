@@ -61,9 +61,7 @@ def _fits(v: Variant, kind: str, pt: Pick, order: tuple[str, ...], hw: Hardware)
         return False
     if hw.cuda and v.cuda and v.cuda != hw.cuda:
         return False
-    if hw.python and v.python != hw.python:
-        return False
-    return True
+    return not (hw.python and v.python != hw.python)
 
 
 def _candidates(cat: Catalog, pt: Pick) -> list[tuple[int, Branch]]:

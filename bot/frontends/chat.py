@@ -138,7 +138,7 @@ class PinsResult:
             rows.append((b["branch"], b["pytorch"], "/".join(b["cuda"]) or "-", b["python"],
                          ",".join(p[:7] for p in b["pins"]), f"cron '{self.cron}'" if scheduled else "manual (vLLM pin)"))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
 def _title(command: str, args: list[str], limit: int = 200) -> str:

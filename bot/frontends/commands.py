@@ -101,7 +101,7 @@ class CatalogResult:
                  ",".join(p[:7] for p in b["pins"]), str(b["variants"]), str(b["purpose"] or "-"))
             )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
         lines.append(f"(* recommended; source: {d['source']})")
         paired = [b for b in d["branches"] if b.get("pairing")]
         for b in paired:

@@ -27,6 +27,7 @@ May import: config.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -234,10 +235,8 @@ def kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=5)
     except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
 
 
@@ -288,10 +287,8 @@ def stop_run_processes(mark: str, pgids: Iterable[int] = (), grace: float = 10.0
     if not Path("/proc/self/stat").exists():
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for g in groups:
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(g, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
         return len(groups)
     pids = run_processes(mark)
     if not pids:
@@ -309,7 +306,5 @@ def stop_run_processes(mark: str, pgids: Iterable[int] = (), grace: float = 10.0
 
 def _signal_all(pids: Iterable[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass

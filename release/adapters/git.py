@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from config.errors import ExternalError, RefusedError, UsageError
@@ -64,7 +64,7 @@ def read_files(repo, rev: str, prefix: str, extra: tuple[str, ...] = ()) -> dict
     out: dict[str, str] = {}
     for line in listing.splitlines():
         meta, _, path = line.partition("\t")
-        mode, kind, sha = meta.split()
+        _mode, kind, sha = meta.split()
         if kind != "blob":
             continue
         data = repo.odb.stream(bytes.fromhex(sha)).read()
@@ -199,10 +199,8 @@ def push(repo, remote: str, refspecs: list[str]) -> None:
 def delete_remote_refs(repo, remote: str, refs: list[str]) -> None:
     import git
 
-    try:
+    with suppress(git.GitCommandError):
         repo.git.push(remote, *[":" + r for r in refs])
-    except git.GitCommandError:
-        pass
 
 
 def _first_line(text) -> str:
@@ -294,7 +292,7 @@ def blob_id(data: bytes) -> str:
 
 def run_git(repo: Path, *args: str, input: str | None = None) -> str:
     proc = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, input=input
+        ["git", "-C", str(repo), *args], check=False, capture_output=True, text=True, input=input
     )
     if proc.returncode != 0:
         if "dubious ownership" in proc.stderr:
@@ -309,11 +307,12 @@ def resolve_branch(repo: Path, branch: str, remote: str = "origin", fetch: bool 
     if not _SAFE.match(branch):
         raise UsageError(f"'{branch}' is not a branch name torchbot accepts.")
     if fetch:
-        subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", remote], capture_output=True)
+        # best effort: an unreachable remote leaves the refs this clone already has to be read
+        subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", remote], check=False, capture_output=True)
     for ref in (f"refs/heads/{branch}", f"refs/remotes/{remote}/{branch}"):
         proc = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", ref + "^{commit}"],
-            capture_output=True, text=True,
+            check=False, capture_output=True, text=True,
         )
         if proc.returncode == 0:
             return proc.stdout.strip()
@@ -326,7 +325,7 @@ def list_recipes(repo: Path, commit: str) -> dict[str, str]:
     recipes: dict[str, str] = {}
     for line in out.splitlines():
         meta, _, path = line.partition("\t")
-        mode, typ, sha = meta.split()
+        _mode, typ, sha = meta.split()
         name = path.rsplit("/", 1)[-1]
         if typ == "blob" and name.endswith(".nix"):
             pkg = name[: -len(".nix")]
@@ -382,7 +381,7 @@ def checkouts(repo) -> dict[str, Path]:
     out: dict[str, Path] = {}
     path: Path | None = None
     bare = False
-    for line in listing.splitlines() + [""]:
+    for line in [*listing.splitlines(), ""]:
         if line.startswith("worktree "):
             path, bare = Path(line[len("worktree "):]), False
         elif line == "bare":
@@ -397,7 +396,7 @@ def checkouts(repo) -> dict[str, Path]:
 def _dirty(worktree_path: Path) -> str:
     proc = subprocess.run(
         ["git", "-C", str(worktree_path), "status", "--porcelain=v1", "--untracked-files=no"],
-        capture_output=True, text=True,
+        check=False, capture_output=True, text=True,
     )
     if proc.returncode:
         return proc.stderr.strip() or "git status failed"
@@ -420,7 +419,7 @@ def check_checkouts(repo, moves: dict[str, tuple[str, str]]) -> dict[str, Path]:
             )
         new, old = moves[branch]
         proc = subprocess.run(
-            ["git", "-C", str(path), "read-tree", "-n", "-m", "-u", old, new], capture_output=True, text=True
+            ["git", "-C", str(path), "read-tree", "-n", "-m", "-u", old, new], check=False, capture_output=True, text=True
         )
         if proc.returncode:
             raise RefusedError(
@@ -439,7 +438,7 @@ def advance_branches(repo, moves: dict[str, tuple[str, str]], *, checked: dict[s
     notes = []
     for branch, path in found.items():
         new, old = moves[branch]
-        proc = subprocess.run(["git", "-C", str(path), "read-tree", "-m", "-u", old, new], capture_output=True, text=True)
+        proc = subprocess.run(["git", "-C", str(path), "read-tree", "-m", "-u", old, new], check=False, capture_output=True, text=True)
         if proc.returncode:
             raise ExternalError(
                 f"Branch '{branch}' moved to {new[:7]}, but its work tree in {path} could not follow "
@@ -456,7 +455,7 @@ def read_paths(repo: Path, names: list[str]) -> dict[str, str | None]:
     if not names:
         return {}
     proc = subprocess.run(
-        ["git", "-C", str(repo), "cat-file", "--batch"], input=("\n".join(names) + "\n").encode(), capture_output=True
+        ["git", "-C", str(repo), "cat-file", "--batch"], check=False, input=("\n".join(names) + "\n").encode(), capture_output=True
     )
     if proc.returncode != 0:
         raise ExternalError(f"git cat-file failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")

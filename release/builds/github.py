@@ -259,7 +259,7 @@ def poll_once(ctx, gh: Actions, keys: list[str] | None = None, progress: Progres
             if paced and (row.next_poll is None or row.next_poll < paced):
                 row.next_poll = paced
         due = [max(0.0, (r.next_poll - _now()).total_seconds()) for r in still if r.next_poll]
-    report.wait = max([report.wait] + due)
+    report.wait = max([report.wait, *due])
     return report
 
 

@@ -21,6 +21,7 @@ May import: config, release.state, release.adapters, release.builds.plan, releas
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -225,10 +226,8 @@ class LocalRun:
 
     def _stop_groups(self) -> None:
         for g in list(self.groups):
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(g, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
 
     # -- 3. close ----------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ def render_workflow(settings) -> str:
         template = _MAX_PARALLEL_LINE.sub("", template)
     return string.Template(template).safe_substitute(
         org=json.dumps(settings.flox_org),
-        timeout_minutes=int(math.ceil(min(settings.build_timeout, 6 * 3600) / 60)),  # GitHub caps jobs at 6 h
+        timeout_minutes=math.ceil(min(settings.build_timeout, 6 * 3600) / 60),  # GitHub caps jobs at 6 h
         max_parallel=int(cap) if cap is not None else "",
         **pinned_actions(),
     )

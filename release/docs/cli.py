@@ -23,10 +23,7 @@ def _docs(args, ctx) -> int:
     from release.docs.commands import docs_check, docs_write
 
     try:
-        if args.check:
-            result = docs_check(ctx, args.repo, args.torchvision)
-        else:
-            result = docs_write(ctx, args.repo)
+        result = docs_check(ctx, args.repo, args.torchvision) if args.check else docs_write(ctx, args.repo)
     except TorchbotError as err:
         return _refusal(err, args.json)
     _emit(result, args.json)

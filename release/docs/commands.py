@@ -165,7 +165,7 @@ def docs_write(ctx, repo=None) -> DocsResult:
         names.append(name)
     shas = gitops.make_commits(repo_obj, specs, ctx.settings.git_author_name, ctx.settings.git_author_email)
     moves = {}
-    for name, sha in zip(names, shas):
+    for name, sha in zip(names, shas, strict=True):
         moves[name] = (sha, heads[name])
         old_text = gitops.read_paths(path, [f"{model.branches[name].tip}:{README}"])
         old = next(iter(old_text.values())) or ""
@@ -176,5 +176,5 @@ def docs_write(ctx, repo=None) -> DocsResult:
         changed = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal")
         result.lines_changed[name] = (changed, len(b))
     result.notes.extend(gitops.advance_branches(repo_obj, moves))
-    result.commits = dict(zip(names, shas))
+    result.commits = dict(zip(names, shas, strict=True))
     return result

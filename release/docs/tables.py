@@ -115,7 +115,7 @@ def _cell(cells: list[str], i: int | None) -> str:
 
 def _pins_said(cell: str) -> list[str]:
     said = _HEX_RE.findall(cell)
-    return said + [NONE_PIN] if _UNPINNED_RE.search(cell) else said
+    return [*said, NONE_PIN] if _UNPINNED_RE.search(cell) else said
 
 
 def _pin_text(pin: str) -> str:
@@ -163,7 +163,7 @@ def _render(line: str, doc: BranchDoc, cols: _Cols, cuda: list[str] | None, pins
             cells[cols.cuda] = replace_text(cells[cols.cuda], _cuda_text(cells[cols.cuda], cuda) or "-")
     if cols.pin is not None and cols.pin < len(cells) and pins is not None:
         said = _pins_said(cells[cols.pin])
-        if len(said) != len(pins) or any(not p.startswith(s) for s, p in zip(said, pins)):
+        if len(said) != len(pins) or any(not p.startswith(s) for s, p in zip(said, pins, strict=True)):
             cells[cols.pin] = " / ".join(_pin_cell(cells[cols.pin], p, bold).strip() for p in pins)
             cells[cols.pin] = f" {cells[cols.pin]} "
     if count and cols.variants is not None and cols.variants < len(cells):
@@ -380,7 +380,7 @@ def check_readme(readme: str, own: str, docs: dict[str, BranchDoc], *, existing=
         if i in replacements:
             n, new = replacements[i]
             old = lines[i : i + n]
-            changed += sum(1 for a, b in zip(old, new) if a != b) + abs(len(new) - len(old))
+            changed += sum(1 for a, b in zip(old, new, strict=False) if a != b) + abs(len(new) - len(old))
             out.extend(new)
             i += n
             continue

@@ -245,7 +245,7 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
         settings.git_author_name,
         settings.git_author_email,
     )
-    new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas, strict=False)}
+    new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas[: len(work)], strict=True)}
     docs_new = {d.branch: sha for d, sha in zip(docs, shas[len(work):], strict=True)}
     remote = settings.repo_remote
     if opts.open_pr:

@@ -51,7 +51,7 @@ class BumpResult:
                 "notes": o.notes,
             }
         )
-        for cd, co in zip(d.get("companions", []), self.companions):
+        for cd, co in zip(d.get("companions", []), self.companions, strict=False):
             cd.update({"commits": co.commits, "pushed": co.pushed, "notes": co.notes})
         return d
 
@@ -77,7 +77,7 @@ class BumpResult:
         for pr in o.pull_requests:
             lines.append(f"Pull request for {pr['branch']}: {pr.get('url') or '#' + str(pr.get('number'))}")
         lines.extend(o.notes)
-        for cdata, co in zip(data.companions, self.companions):
+        for cdata, co in zip(data.companions, self.companions, strict=False):
             for bp in cdata.branches:
                 if bp.branch in co.commits:
                     lines.append(f"{bp.branch} ({cdata.repo_path.name}): {short(co.commits[bp.branch])} {bp.message}")
@@ -185,10 +185,7 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     settings = ctx.settings
     repo = repo_arg(ctx, opts.pop("repo", None))
     progress = opts.pop("progress", None)  # config.progress.Progress for the branch checks
-    if isinstance(target, str):
-        names = () if target == "all" else (target,)
-    else:
-        names = tuple(target)
+    names = (() if target == "all" else (target,)) if isinstance(target, str) else tuple(target)
     options = BumpOptions(branches=names, all=(target == "all"), rev=rev, **opts)
     from release.pins.tarball import record_all_hashes
 

@@ -83,7 +83,7 @@ def check_torch(promise: Promise, group_recipes: tuple[str, ...], new_rev: str, 
     native = [p for p in group_recipes if p not in promise.overrides]
     kept = [p for p in group_recipes if p in promise.overrides]
     if not native:
-        versions = sorted(set(promise.overrides[p] for p in kept), key=vtuple)
+        versions = sorted({promise.overrides[p] for p in kept}, key=vtuple)
         return [f"{promise.branch}: the moved recipes build torch {', '.join(versions)} from their source override; "
                 f"nixpkgs {short(new_rev)} has torch {torch_new}"]
     if vtuple(torch_new)[:2] != promise.major_minor:

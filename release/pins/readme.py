@@ -115,7 +115,7 @@ def scoped_readme_edit(text: str, branch: str, old: str, new: str, branches=(), 
             continue
         _other_line(lines, out, i, branch, old, others, edit, change)
     edit.text = "".join(out)
-    edit.changed_lines = [i + 1 for i, (a, b) in enumerate(zip(lines, out)) if a != b]
+    edit.changed_lines = [i + 1 for i, (a, b) in enumerate(zip(lines, out, strict=False)) if a != b]
     return edit
 
 

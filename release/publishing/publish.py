@@ -82,7 +82,7 @@ def _release_packages(repo: Path | None, commit: str | None, pin: str | None, fa
 
 def _run(command: str, cwd: Path | None, timeout: float) -> tuple[bool, str]:
     try:
-        proc = subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(command, check=False, shell=True, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return False, f"publish timed out after {timeout:g} s"

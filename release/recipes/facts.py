@@ -134,7 +134,7 @@ def isa_of_flags(catalog: Catalog, flags: tuple[str, ...]) -> str | None:
     for f in flags:
         if f.startswith("-march=armv9"):
             return "armv9" if "armv9" in catalog.isas else None
-        if f.startswith("-march=armv8.2") or f.startswith("-march=armv8-a"):
+        if f.startswith(("-march=armv8.2", "-march=armv8-a")):
             return "armv8_2" if "armv8_2" in catalog.isas else None
     fits = [i for i in catalog.isas.values() if set(i.flags) <= given]
     return max(fits, key=lambda i: len(i.flags)).key if fits else None

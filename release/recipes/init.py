@@ -74,10 +74,7 @@ def _is_build_pytorch_repo(repo) -> bool:
     heads = gitops.local_branches(repo)
     if not heads:
         return True
-    for sha in heads.values():
-        if repo.git.ls_tree(sha, "--", RECIPES_DIR):
-            return True
-    return False
+    return any(repo.git.ls_tree(sha, "--", RECIPES_DIR) for sha in heads.values())
 
 
 def _open_or_create(path: Path):

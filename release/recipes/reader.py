@@ -128,7 +128,7 @@ def find_git_dir(path: str | os.PathLike) -> Path:
     p = Path(path)
     if not p.exists():
         raise CatalogError(f"The repository path {path} does not exist.")
-    r = subprocess.run(["git", "-C", str(p), "rev-parse", "--absolute-git-dir"], capture_output=True, text=True)
+    r = subprocess.run(["git", "-C", str(p), "rev-parse", "--absolute-git-dir"], check=False, capture_output=True, text=True)
     if r.returncode or not r.stdout.strip():
         from release.adapters.git import not_a_repository  # the failure path only: ask stays light
 
@@ -138,7 +138,7 @@ def find_git_dir(path: str | os.PathLike) -> Path:
 
 
 def _git(gd: Path, *args: str, input: bytes | None = None) -> bytes:
-    r = subprocess.run(["git", f"--git-dir={gd}", *args], input=input, capture_output=True)
+    r = subprocess.run(["git", f"--git-dir={gd}", *args], check=False, input=input, capture_output=True)
     if r.returncode:
         raise ExternalError(f"git {args[0]} failed in {gd}: {r.stderr.decode(errors='replace').strip()}")
     return r.stdout

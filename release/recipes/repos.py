@@ -87,7 +87,7 @@ def _watch(path: str | os.PathLike) -> _Watch:
         if not p.exists():
             raise CatalogError(f"The repository path {path} does not exist.")
         r = subprocess.run(["git", "-C", str(p), "rev-parse", "--absolute-git-dir", "--git-common-dir"],
-                           capture_output=True, text=True)
+                           check=False, capture_output=True, text=True)
         lines = r.stdout.split()
         if r.returncode or len(lines) < 2:
             from release.adapters.git import not_a_repository  # the failure path only: ask stays light
@@ -162,7 +162,7 @@ def read_repositories(paths: list[str | os.PathLike], embedded: Catalog) -> Repo
     if hit is not None and hit[0] == fp:
         _STATE[key] = (fp, hit[1], now)
         return hit[1]
-    models = [read_repository(p, embedded, git_dir=w.git_dir) for p, w in zip(paths, watches)]
+    models = [read_repository(p, embedded, git_dir=w.git_dir) for p, w in zip(paths, watches, strict=True)]
     rs = RepoSet(models, _catalog(models, embedded))
     if len(_STATE) > 16:
         _STATE.clear()

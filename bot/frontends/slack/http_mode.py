@@ -26,6 +26,7 @@ executor after the ack, and slow work on the job runner."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import io
@@ -151,10 +152,8 @@ class HttpServer:
         """Stop accepting, close every connection and the workers; returns once the loop ended."""
         server = self._server
         for channel in list(server._map.values()):  # the listener, the trigger and each connection
-            try:
+            with contextlib.suppress(OSError):
                 channel.close()
-            except OSError:
-                pass
         server.task_dispatcher.shutdown(cancel_pending=True, timeout=5)
         self._stopped.wait(5)
 
