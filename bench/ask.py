@@ -48,8 +48,16 @@ def corpus() -> list[str]:
     qs = [f"{g} with {c} {e}".strip() for g, c, e in itertools.product(gpus, cpus, extras)]
     qs = qs[:: max(1, len(qs) // 470)][:470]
     qs += [f"which variant for a {i}?" for i in instances]
-    qs += ["no GPU, " + c for c in cpus if c] + ["MacBook Pro M3", "Tesla K80", "hello", "sm_86", "compute capability 9.0"]
-    qs += ["Flags: fpu avx avx2 fma f16c avx512f avx512dq avx512vl avx512bw avx512_vnni\n| 0 NVIDIA A100-SXM4-80GB |"] * 20
+    qs += ["no GPU, " + c for c in cpus if c] + [
+        "MacBook Pro M3",
+        "Tesla K80",
+        "hello",
+        "sm_86",
+        "compute capability 9.0",
+    ]
+    qs += [
+        "Flags: fpu avx avx2 fma f16c avx512f avx512dq avx512vl avx512bw avx512_vnni\n| 0 NVIDIA A100-SXM4-80GB |"
+    ] * 20
     # The real-phrasing corpus: plurals, typos, model numbers, cloud families, unknown names, WSL.
     qs += [c["q"] for c in tomllib.loads((ROOT / "tests" / "ask_corpus.toml").read_text())["case"]]
     return qs
@@ -82,9 +90,13 @@ def main() -> None:
             cat = rctx.catalog
             first = time.perf_counter() - t
             mixed = qs + [f"which torchvision for {q}" for q in qs[::5]] + [f"torchaudio for {q}" for q in qs[::25]]
-            print(f"from {len(paths)} repositories ({sum(len(b.variants) for b in cat.branches.values()) + sum(len(b.variants) for b in cat.vision.values())} "
-                  f"variants; first read {first:.2f} s): {rate(rctx, mixed):,.0f} answers/s over {len(mixed)} questions "
-                  "incl. torchvision/torchaudio (goal >= 2,000)")
+            variants = sum(len(b.variants) for b in [*cat.branches.values(), *cat.vision.values()])
+            print(
+                f"from {len(paths)} repositories "
+                f"({variants} "
+                f"variants; first read {first:.2f} s): {rate(rctx, mixed):,.0f} answers/s over {len(mixed)} questions "
+                "incl. torchvision/torchaudio (goal >= 2,000)"
+            )
 
             print(processes("one `torchbot ask` process answering from them", 250, ",".join(map(str, paths))))
     print(processes("one `torchbot ask` process", 150))

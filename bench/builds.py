@@ -51,8 +51,10 @@ def make_repo(tmp: Path, n: int) -> Path:
             f"# nixpkgs/archive/{PIN}.tar.gz\n{{ ... }}: derivation {{ name = \"p{i}\"; }}\n")
     for i in range(companions):
         (pkgs / f"torchvision-python313-cuda12_8-sm{i:04d}-avx2.nix").write_text(
-            f"# nixpkgs/archive/{PIN}.tar.gz\n{{ ... }}: let t = import ./pytorch-python313-cuda12_8-sm{i:04d}-avx2.nix {{}};"
-            f" in t\n")
+            f"# nixpkgs/archive/{PIN}.tar.gz\n{{ ... }}: let t = import "
+            f"./pytorch-python313-cuda12_8-sm{i:04d}-avx2.nix {{}};"
+            f" in t\n"
+        )
     (work / "README.md").write_text("bench\n")
     sh(work, "git", "add", ".")
     sh(work, "git", "commit", "-q", "-m", "recipes")

@@ -1,6 +1,7 @@
-"""Benchmark: bump the nixpkgs pin of every branch (each PyTorch line to a pin whose torch keeps its promise) of a repository the size of the real
-build-pytorch (eight branches, ~970 recipes of ~4.5 KB) with torchbot, against a plain
-``git worktree`` + ``sed`` + ``git commit`` script doing the same edits, in one run.
+"""Benchmark: bump the nixpkgs pin of every branch (each PyTorch line to a pin whose torch keeps its
+promise) of a repository the size of the real build-pytorch (eight branches, ~970 recipes of ~4.5
+KB) with torchbot, against a plain ``git worktree`` + ``sed`` + ``git commit`` script doing the same
+edits, in one run.
 
 torchbot's time includes everything a user waits for: resolving the revision and the
 guards over HTTP (a local fake nixpkgs/GitHub server), hashing the new pin's tarball
@@ -32,7 +33,7 @@ from bench._home import isolate  # noqa: E402
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
 from config.catalog import CudaGroup  # noqa: E402
-from config.catalog_data import load_catalog
+from config.catalog_data import load_catalog  # noqa: E402
 from tests.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
 from tests.fixtures_pins import NEW, build_repo, build_repo_from_files, git  # noqa: E402
 
@@ -46,11 +47,19 @@ def real_sized_branches():
     repository's CUDA groups (one pin per branch so `--all` needs no selector)."""
     cat = load_catalog()
     out = []
-    for b in cat.branches.values():
+    for branch in cat.branches.values():
+        b = branch
         if b.name == "pytorch-2.10-python313":  # the real four CUDA groups, on one pin here
             b = replace(b, cuda_groups=tuple(replace(g, pin=None) for g in b.cuda_groups))
         elif b.name == "pytorch-2.9-python313":
-            b = replace(b, cuda_groups=(*b.cuda_groups, CudaGroup("12.8", tuple(a for a in WIDE if a not in ("sm103", "sm110", "sm121"))), CudaGroup("13.0", WIDE)))
+            b = replace(
+                b,
+                cuda_groups=(
+                    *b.cuda_groups,
+                    CudaGroup("12.8", tuple(a for a in WIDE if a not in ("sm103", "sm110", "sm121"))),
+                    CudaGroup("13.0", WIDE),
+                ),
+            )
         out.append(replace(b, variants=cat.expand(b)))
     return out
 
@@ -71,7 +80,7 @@ for b in "$@"; do
   git update-ref "refs/heads/$b" "$(git -C "$wt" rev-parse HEAD)"
   git worktree remove --force "$wt"
 done
-"""
+"""  # noqa: E501  (verbatim text)
 
 
 def run_torchbot(repo: Path, fake: FakeNixpkgs) -> float:
@@ -80,7 +89,11 @@ def run_torchbot(repo: Path, fake: FakeNixpkgs) -> float:
     from release.pins.commands import plan_bump
 
     settings = Settings(
-        repo_path=repo, channels_url=fake.channels_url, github_api_url=fake.api_url, nixpkgs_tarball_url=fake.tarball_url, http_retries=2
+        repo_path=repo,
+        channels_url=fake.channels_url,
+        github_api_url=fake.api_url,
+        nixpkgs_tarball_url=fake.tarball_url,
+        http_retries=2,
     )
     t0 = time.perf_counter()
     commits = {}
@@ -138,8 +151,13 @@ def main() -> int:
             template, _ = build_repo(tmp / "template", branches, pad=35)
             kind = "stub recipes"
         recipes = sum(len(b.variants) for b in branches)
-        size = sum(f.stat().st_size for f in (template / ".flox" / "pkgs").glob("*.nix")) / max(1, len(list((template / ".flox" / "pkgs").glob("*.nix"))))
-        print(f"repository: {len(branches)} branches, {recipes} recipes {kind} (~{size/1024:.1f} KB each), built in {time.perf_counter()-t0:.1f}s")
+        size = sum(f.stat().st_size for f in (template / ".flox" / "pkgs").glob("*.nix")) / max(
+            1, len(list((template / ".flox" / "pkgs").glob("*.nix")))
+        )
+        print(
+            f"repository: {len(branches)} branches, {recipes} recipes {kind} (~{size / 1024:.1f} KB each), built in "
+            f"{time.perf_counter() - t0:.1f}s"
+        )
         tb, pl = [], []
         with FakeNixpkgs() as fake:
             for pin in {b.pin for b in branches}:

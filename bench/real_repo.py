@@ -78,7 +78,9 @@ def main() -> int:
     wf.write_text(render_workflow(Settings(**base)))
     schema = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(wf)],
                             check=False, capture_output=True, text=True)
-    lint = subprocess.run([str(BIN / "zizmor"), "--offline", "--no-progress", str(wf)], check=False, capture_output=True, text=True)
+    lint = subprocess.run(
+        [str(BIN / "zizmor"), "--offline", "--no-progress", str(wf)], check=False, capture_output=True, text=True
+    )
     said = next((line.strip() for line in (lint.stdout + lint.stderr).splitlines() if "findings" in line.lower()), "")
     print(f"2. workflow: check-jsonschema rc={schema.returncode} ({schema.stdout.strip()}); zizmor --offline "
           f"rc={lint.returncode} ({said})")
@@ -111,7 +113,9 @@ def main() -> int:
         fake.add_commit(main_pin, "base")
         fake.add_commit("1" * 40, "python3Packages.torch: 2.8.0 -> 2.8.4",
                         ["pkgs/development/python-modules/torch/source/default.nix"])
-        fake.add_commit("2" * 40, "cudaPackages.cudnn: 9.8 -> 9.10", ["pkgs/development/cuda-modules/cudnn/default.nix"])
+        fake.add_commit(
+            "2" * 40, "cudaPackages.cudnn: 9.8 -> 9.10", ["pkgs/development/cuda-modules/cudnn/default.nix"]
+        )
         fake.add_commit(NEW_28, "hello: 1 -> 2", ["pkgs/by-name/he/hello/package.nix"])
         scratch = tmp / "scratch.git"
         subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(scratch)], check=True)
@@ -137,7 +141,9 @@ def main() -> int:
     parse_dir.mkdir()
     for i, t in enumerate(texts):
         (parse_dir / f"{i}.nix").write_text(t)
-    parsed = subprocess.run(["nix-instantiate", "--parse", *map(str, parse_dir.glob("*.nix"))], check=False, capture_output=True)
+    parsed = subprocess.run(
+        ["nix-instantiate", "--parse", *map(str, parse_dir.glob("*.nix"))], check=False, capture_output=True
+    )
     print(f"   nix-prefetch-url --unpack of the served tarball: {own}")
     print(f"   {hashed} of {len(files)} recipes of {branch} carry the GitHub URL of {NEW[:7]} with that sha256 "
           f"({moved} moved); nix-instantiate --parse of all: rc={parsed.returncode}")

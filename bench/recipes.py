@@ -58,13 +58,13 @@ def main() -> int:
     for _ in range(3):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "build-pytorch"
-            t_init, _result = timed(lambda: init_repository(path, catalog, None, "bench", "bench@example.com"))
+            t_init, _ = timed(lambda path=path: init_repository(path, catalog, None, "bench", "bench@example.com"))
             inits.append(t_init)
-            t_rerun, again = timed(lambda: init_repository(path, catalog, None, "bench", "bench@example.com"))
+            t_rerun, again = timed(lambda path=path: init_repository(path, catalog, None, "bench", "bench@example.com"))
             assert again.up_to_date
             reruns.append(t_rerun)
             cold_reader()
-            t_read, back = timed(lambda: catalog_from_repository(path, catalog))
+            t_read, back = timed(lambda path=path: catalog_from_repository(path, catalog))
             reads.append(t_read)
             for name, b in catalog.branches.items():
                 assert branch_to_dict(back.branches[name]) == branch_to_dict(b)

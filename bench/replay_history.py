@@ -141,9 +141,9 @@ class History:
         tips: dict[str, Commit] = {}
         for c in self.commits.values():
             n = c.name
-            if n in names and c.time <= parent.time and c.sha != commit.sha:
-                if n not in tips or c.time > tips[n].time:
-                    tips[n] = c
+            newer = n not in tips or c.time > tips[n].time
+            if n in names and c.time <= parent.time and c.sha != commit.sha and newer:
+                tips[n] = c
         tips[parent.name or "main"] = parent
         return {n: c.sha for n, c in tips.items()}
 

@@ -79,10 +79,15 @@ def main(argv: list[str]) -> int:
         repos.RECHECK_SECONDS = 0
         repos.read_repositories(paths, cat)
         work = Path(paths[0])
-        branch = subprocess.run(["git", "-C", str(work), "branch", "--show-current"], check=False, capture_output=True, text=True).stdout.strip()
+        branch = subprocess.run(
+            ["git", "-C", str(work), "branch", "--show-current"], check=False, capture_output=True, text=True
+        ).stdout.strip()
         (work / "torchbot-bench-marker").write_text("moved\n")
         subprocess.run(["git", "-C", str(work), "add", "torchbot-bench-marker"], check=True)
-        subprocess.run(["git", "-C", str(work), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "move"], check=True)
+        subprocess.run(
+            ["git", "-C", str(work), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "move"],
+            check=True,
+        )
         t = time.perf_counter()
         repos.read_repositories(paths, cat)
         moved = time.perf_counter() - t

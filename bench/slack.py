@@ -62,11 +62,9 @@ def variant_load(url: str) -> tuple[float, float, float]:
 
 
 def start_six_builds(url: str, slack: FakeSlack, builds: list[tuple[str, str]]) -> None:
-    n = 0
-    for branch, package in builds:
-        n += 1
+    for n, (branch, package) in enumerate(builds, start=1):
         slash(url, "/build", f"{branch} {package}", slack.response_url(n))
-        posts = slack.wait_for(lambda p, b: p == f"/response/{n}" and "confirm_plan" in json.dumps(b), 60)
+        posts = slack.wait_for(lambda p, b, n=n: p == f"/response/{n}" and "confirm_plan" in json.dumps(b), 60)
         msg = next(b for p, b in posts if p == f"/response/{n}" and "confirm_plan" in json.dumps(b))
         pid = next(e["value"] for blk in msg["blocks"] if blk["type"] == "actions" for e in blk["elements"]
                    if e["action_id"] == "confirm_plan")
@@ -81,8 +79,8 @@ def http_figures() -> None:
     from config.catalog_data import load_catalog
     from tests.fixtures_pins import build_repo
 
-    with tempfile.TemporaryDirectory() as tmp, FakeSlack() as slack:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory() as tmpdir, FakeSlack() as slack:
+        tmp = Path(tmpdir)
         branches = list(load_catalog().branches.values())[:6]  # a build-pytorch-shaped repository
         work, _ = build_repo(tmp, branches)
         builds = [(b.name, b.variants[0].package) for b in branches]
@@ -97,8 +95,11 @@ def http_figures() -> None:
         try:
             bot.wait_line()
             p50, p99, rate = variant_load(url)
-            print(f"/variant over signed HTTP, 20 concurrent clients, 1,000 requests, idle: "
-                  f"p50 {p50:.1f} ms, p99 {p99:.1f} ms (goal p99 < 100 ms), {rate:.0f} req/s; RSS {rss_mb(bot.pid):.0f} MB")
+            print(
+                f"/variant over signed HTTP, 20 concurrent clients, 1,000 requests, idle: "
+                f"p50 {p50:.1f} ms, p99 {p99:.1f} ms (goal p99 < 100 ms), {rate:.0f} req/s; RSS {rss_mb(bot.pid):.0f} "
+                f"MB"
+            )
             start_six_builds(url, slack, builds)
             time.sleep(1)
             running = [m for m in slack.messages("CREL") if "running" in m.get("text", "")]

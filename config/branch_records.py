@@ -90,18 +90,18 @@ def _model():
         purpose: str = Field("python-variant", pattern=r"^[a-z][a-z-]*$")
         summary: str = ""
         pin: str = Field(pattern=PIN_RE)
-        cpu_isas: list[str] = []
+        cpu_isas: list[str] = Field(default_factory=list)
         darwin_mps: bool = False
         vllm: str | None = None
-        companions: list[str] = []  # kind:cuda:arch:isa
+        companions: list[str] = Field(default_factory=list)  # kind:cuda:arch:isa
         torch_source: TorchSource | None = None
-        cuda: list[CudaGroup] = []
+        cuda: list[CudaGroup] = Field(default_factory=list)
 
     class Repository(Strict):
-        branch: dict[str, BranchRecord] = {}
+        branch: dict[str, BranchRecord] = Field(default_factory=dict)
 
     class RecordFile(Strict):
-        repository: dict[str, Repository] = {}
+        repository: dict[str, Repository] = Field(default_factory=dict)
 
     return RecordFile
 

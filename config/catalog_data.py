@@ -54,7 +54,9 @@ def _uarch(key: str, raw: dict, relevant: frozenset[str]) -> Uarch:
             return Uarch(key, raw["vendor"], raw["arch"], raw["name"], frozenset(raw["flags"]) & relevant,
                          raw.get("note", ""), None, raw.get("nearest"))
         except KeyError as err:
-            raise CatalogError(f"Microarchitecture '{key}' needs `archspec` or `vendor`, `arch` and `flags` ({err}).") from None
+            raise CatalogError(
+                f"Microarchitecture '{key}' needs `archspec` or `vendor`, `arch` and `flags` ({err})."
+            ) from None
     from archspec.cpu import (
         TARGETS,  # imported when the catalog is built, not with this module
     )

@@ -46,8 +46,8 @@ def runners(value: object) -> object:
     if not isinstance(value, dict):
         raise ValueError("expected platform -> runner labels")
     out: dict[str, list[str]] = {}
-    for platform, labels in value.items():
-        labels = [labels] if isinstance(labels, str) else list(labels or [])
+    for platform, given in value.items():
+        labels = [given] if isinstance(given, str) else list(given or [])
         if not re.match(_PLATFORM_RE, str(platform)):
             raise ValueError(f"'{platform}' is not a platform like x86_64-linux")
         if not labels or not all(isinstance(x, str) and re.match(_LABEL_RE, x) for x in labels):

@@ -131,10 +131,16 @@ class FakeNixpkgs:
                         if path == CUDA_FILE:
                             sets = sorted(fake.cuda_sets.get(ref, set()))
                             alias = fake.cuda_default.get(ref)
-                            body = "{\n" + (f"  cudaPackages = {alias};\n" if alias else "") + "".join(
-                                f'  {s} = callPackage ./cuda-packages.nix {{ cudaMajorMinorVersion = "{s[13:].replace("_", ".")}"; }};\n'
-                                for s in sets
-                            ) + "}\n"
+                            body = (
+                                "{\n"
+                                + (f"  cudaPackages = {alias};\n" if alias else "")
+                                + "".join(
+                                    f'  {s} = callPackage ./cuda-packages.nix '
+                                    f'{{ cudaMajorMinorVersion = "{s[13:].replace("_", ".")}"; }};\n'
+                                    for s in sets
+                                )
+                                + "}\n"
+                            )
                             return self._send(200, body, "text/plain")
                         return self._send(404, json.dumps({"message": "Not Found"}))
                 return self._send(404, json.dumps({"message": "Not Found"}))

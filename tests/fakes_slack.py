@@ -166,7 +166,9 @@ class FakeSlack:
         if parsed.path.startswith("/upload/"):
             return self._upload(req, method, body)
         if not parsed.path.startswith("/api/"):  # a response_url
-            data = json.loads(body or b"{}") if "json" in ctype else {k: v[-1] for k, v in parse_qs(body.decode()).items()}
+            data = (
+                json.loads(body or b"{}") if "json" in ctype else {k: v[-1] for k, v in parse_qs(body.decode()).items()}
+            )
             with self.lock:
                 self.posts.append((parsed.path, data))
             return self._send(req, 200, {"ok": True})
@@ -323,7 +325,9 @@ class FakeSlack:
 
     def _m_conversations_history(self, p):
         oldest = float(p.get("oldest") or 0)
-        msgs = [m for m in self.channels.get(p.get("channel"), []) if not m.get("thread_ts") and float(m["ts"]) > oldest]
+        msgs = [
+            m for m in self.channels.get(p.get("channel"), []) if not m.get("thread_ts") and float(m["ts"]) > oldest
+        ]
         meta = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
         return 200, {"ok": True, "messages": [self._public(m, meta) for m in reversed(msgs)], "has_more": False}
 

@@ -97,7 +97,11 @@ def multi_pin(cat: Catalog, name: str = "pytorch-2.10-python313") -> Branch:
     """A branch in the real 2.10 shape: three pins (CUDA 13.0 + CPU/darwin on PIN_B,
     CUDA 12.8 on PIN_A, CUDA 13.1 on PIN_C)."""
     b = cat.branches[name]
-    groups = (*tuple(g for g in b.cuda_groups if g.version == "13.0"), CudaGroup("12.8", ("sm80", "sm90"), PIN_A), CudaGroup("13.1", ("sm90", "sm100"), PIN_C))
+    groups = (
+        *tuple(g for g in b.cuda_groups if g.version == "13.0"),
+        CudaGroup("12.8", ("sm80", "sm90"), PIN_A),
+        CudaGroup("13.1", ("sm90", "sm100"), PIN_C),
+    )
     b = replace(b, cuda_groups=groups, pin=PIN_B)
     return replace(b, variants=cat.expand(b))
 

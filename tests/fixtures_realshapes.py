@@ -304,7 +304,7 @@ in
       gpuArch = {gpu_arch};
       cpuISA = {cpu_isa};
     }};
-{'    requiredSystemFeatures = [ "big-parallel" ];' + chr(10) if big_parallel else ''}{cmake}    preConfigure = (oldAttrs.preConfigure or "") + ''
+{'    requiredSystemFeatures = [ "big-parallel" ];' + chr(10) if big_parallel else ""}{cmake}    preConfigure = (oldAttrs.preConfigure or "") + ''
 {flags}      echo "fixture build of {package}"
     '';
     meta = oldAttrs.meta // {{
@@ -312,10 +312,12 @@ in
       platforms = {_nix_list(platforms or [])};
     }};
   }})
-"""
+"""  # noqa: E501  (verbatim text)
 
 
-def callpackage_pytorch(*, package: str, sm: str | None, isa: str | None, platforms: list[str], darwin: bool = False) -> str:
+def callpackage_pytorch(
+    *, package: str, sm: str | None, isa: str | None, platforms: list[str], darwin: bool = False
+) -> str:
     """main-staging's shape: a callPackage function of nixpkgs attributes, no pin of its own."""
     if sm:
         head = "{ python3Packages\n, lib\n, config\n, cudaPackages\n, addDriverRunpath\n}:"
@@ -415,7 +417,9 @@ def torchvision_inline(
     lets.append(f"  cpuFlags = {_nix_list(CPU_FLAGS[isa])};")
     override = "cudaSupport = true;\n    gpuTargets = [ gpuArchSM ];" if gpu else "cudaSupport = false;"
     inner_name = f'    pname = "{inner_pname}";\n' if inner_pname else ""
-    cmake = f'    cmakeFlags = (oldAttrs.cmakeFlags or []) ++ [ "-DCUDA_VERSION={cmake_cuda}" ];\n' if cmake_cuda else ""
+    cmake = (
+        f'    cmakeFlags = (oldAttrs.cmakeFlags or []) ++ [ "-DCUDA_VERSION={cmake_cuda}" ];\n' if cmake_cuda else ""
+    )
     plat = (
         f"oldAttrs.meta.platforms or {_nix_list(['x86_64-linux', 'aarch64-linux'])}"
         if platforms_inherited
@@ -532,9 +536,24 @@ def _branch_main(name: str = "main", python: str = "3.13", pin: str = PIN_MAIN) 
                           shapes=frozenset({"pin-tarball", "cuda-attr", "gpu-arch-sm", "passthru-gpuarch", "cpu-flags",
                                             "passthru-cpuisa", "platforms", "big-parallel"})), text)
     pkg = _pt_name(python, darwin=True)
-    b.add(RecipeFacts(pkg, "pytorch", python, pin, None, None, None, ("aarch64-darwin",), pkg, None, darwin=True,
-                      big_parallel=True, shapes=frozenset({"pin-tarball", "darwin", "platforms"})),
-          pinned_pytorch(package=pkg, pname=pkg, pin=pin, python_attr=py_attr, darwin=True, platforms=["aarch64-darwin"]))
+    b.add(
+        RecipeFacts(
+            pkg,
+            "pytorch",
+            python,
+            pin,
+            None,
+            None,
+            None,
+            ("aarch64-darwin",),
+            pkg,
+            None,
+            darwin=True,
+            big_parallel=True,
+            shapes=frozenset({"pin-tarball", "darwin", "platforms"}),
+        ),
+        pinned_pytorch(package=pkg, pname=pkg, pin=pin, python_attr=py_attr, darwin=True, platforms=["aarch64-darwin"]),
+    )
     for kind in ("torchvision", "torchaudio"):
         pkg = _pt_name(python, cuda="12.8", arch="sm75", isa="avx", kind=kind)
         sibling = _pt_name(python, cuda="12.8", arch="sm75", isa="avx")
@@ -602,7 +621,13 @@ def _branch_210() -> BranchFacts:
     for arch, isa in (("sm90", "avx512"), ("sm100", "armv9"), ("sm121", "armv9"), ("sm110", "armv9")):
         add(_pt_name("3.13", cuda="13.0", arch=arch, isa=isa), pin=PIN_13_0, cuda="13.0", arch=arch, isa=isa,
             cuda_overlay="cudaPackages_13", shapes={"cuda-alias-major"}, magma=True, literal=(arch == "sm121"))
-    for arch, isa in (("sm90", "avx512"), ("sm90", "avx512bf16"), ("sm100", "armv9"), ("sm121", "armv9"), ("sm89", "avx2")):
+    for arch, isa in (
+        ("sm90", "avx512"),
+        ("sm90", "avx512bf16"),
+        ("sm100", "armv9"),
+        ("sm121", "armv9"),
+        ("sm89", "avx2"),
+    ):
         add(_pt_name("3.13", cuda="13.1", arch=arch, isa=isa), pin=PIN_13_1, cuda="13.1", arch=arch, isa=isa,
             cuda_overlay="cudaPackages_13_1", shapes={"cuda-attr"}, literal=(arch == "sm121"))
     for arch, isa in (("sm90", "avx512"), ("sm86", "avx2"), ("sm61", "avx")):
@@ -662,11 +687,26 @@ def _tv_branch_main() -> BranchFacts:
                                  platforms_inherited=True))
     _tv_cpu(b, PIN_MAIN, "avx2")
     pkg = _pt_name("3.13", darwin=True, kind="torchvision")
-    b.add(RecipeFacts(pkg, "torchvision", "3.13", PIN_MAIN, None, None, None, ("aarch64-darwin",), pkg, None,
-                      darwin=True, torch_from=f"remote:example-org/build-pytorch@{BUILD_PYTORCH_REV}:pytorch-python313-darwin-mps",
-                      shapes=frozenset({"pin-tarball", "darwin", "import-remote", "platforms"})),
-          torchvision_darwin_remote(package=pkg, pin=PIN_MAIN, rev=BUILD_PYTORCH_REV,
-                                    pytorch_package="pytorch-python313-darwin-mps"))
+    b.add(
+        RecipeFacts(
+            pkg,
+            "torchvision",
+            "3.13",
+            PIN_MAIN,
+            None,
+            None,
+            None,
+            ("aarch64-darwin",),
+            pkg,
+            None,
+            darwin=True,
+            torch_from=f"remote:example-org/build-pytorch@{BUILD_PYTORCH_REV}:pytorch-python313-darwin-mps",
+            shapes=frozenset({"pin-tarball", "darwin", "import-remote", "platforms"}),
+        ),
+        torchvision_darwin_remote(
+            package=pkg, pin=PIN_MAIN, rev=BUILD_PYTORCH_REV, pytorch_package="pytorch-python313-darwin-mps"
+        ),
+    )
     return b
 
 

@@ -216,11 +216,16 @@ def test_release_and_config_never_import_the_bot():
     assert offenders == []
 
 
-@pytest.mark.parametrize("pkg", sorted({p.parent for name in ("release", "bot") for p in (ROOT / name).rglob("__init__.py")}),
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "pkg",
+    sorted({p.parent for name in ("release", "bot") for p in (ROOT / name).rglob("__init__.py")}),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_each_package_says_what_it_holds_and_may_import(pkg):
     doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()))
-    assert doc and "import" in doc.lower(), f"{pkg.relative_to(ROOT)}/__init__.py needs a docstring with its import rule"
+    assert doc and "import" in doc.lower(), (
+        f"{pkg.relative_to(ROOT)}/__init__.py needs a docstring with its import rule"
+    )
 
 
 def test_the_checker_catches_a_violation(tmp_path, monkeypatch):

@@ -42,7 +42,12 @@ SEED_CASES = [
     ("RTX 3090 Workstation (Intel i9)", "pytorch-python313-cuda12_9-sm86-avx2", REC, ["CPU not identified"]),
     ("H100 Datacenter (x86-64)", "pytorch-python313-cuda12_9-sm90-avx2", REC, ["CPU not identified"]),
     ("RTX 5090 Gaming PC", "pytorch-python313-cuda12_9-sm120-avx2", REC, ["CPU not identified"]),
-    ("Inference Server (INT8 models) with RTX 3090 and Xeon Gold 6248", "pytorch-python313-cuda12_9-sm86-avx512vnni", REC, []),
+    (
+        "Inference Server (INT8 models) with RTX 3090 and Xeon Gold 6248",
+        "pytorch-python313-cuda12_9-sm86-avx512vnni",
+        REC,
+        [],
+    ),
     # L40S is Ada (8.9), not Hopper.
     ("L40S with Xeon Platinum 8480+", "pytorch-python313-cuda12_9-sm89-avx512", REC, ["Ada Lovelace"]),
     # AVX-512 VNNI starts with Cascade Lake, not Skylake-SP.
@@ -92,7 +97,12 @@ CASES = [
     ("B300 python 3.11", "pytorch-python311-cuda12_9-sm103-avx2", "pytorch-2.9-python311", []),
     ("V100 python 3.13", None, None, ["SM70"]),
     ("RTX 5090 pytorch 2.10 with zen 4", "pytorch-python313-cuda13_1-sm120-avx512", "pytorch-2.10-python313", []),
-    ("H100 with Sapphire Rapids, CUDA 13.1", "pytorch-python313-cuda13_1-sm90-avx512", "pytorch-2.10-python313", ["580"]),
+    (
+        "H100 with Sapphire Rapids, CUDA 13.1",
+        "pytorch-python313-cuda13_1-sm90-avx512",
+        "pytorch-2.10-python313",
+        ["580"],
+    ),
     ("GB200 pytorch 2.10 cuda 13.1", "pytorch-python313-cuda13_1-sm100-armv9", "pytorch-2.10-python313", []),
     ("RTX 5090, driver 560", None, None, ["too old"]),
     # 2.10 holds CUDA 12.9/12.8 groups too: driver 550 runs those, not 13.x

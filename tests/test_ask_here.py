@@ -26,7 +26,7 @@ processor\t: 1
 vendor_id\t: GenuineIntel
 model name\t: Intel(R) Xeon(R) Platinum 8480+
 flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2
-"""
+"""  # noqa: E501  (verbatim text)
 
 # A cloud VM that hides the model number: the flags (and archspec) say what it is.
 ANONYMOUS_SPR_CPUINFO = SPR_CPUINFO.replace("Intel(R) Xeon(R) Platinum 8480+", "Intel(R) Xeon(R) Processor")
@@ -40,9 +40,11 @@ CPU architecture: 8
 CPU variant\t: 0x0
 CPU part\t: 0xd4f
 CPU revision\t: 0
-"""
+"""  # noqa: E501  (verbatim text)
 
-GRAVITON3_CPUINFO = GRACE_CPUINFO.replace(" sve2 sveaes svepmull svebitperm svesha3 svesm4", "").replace("0xd4f", "0xd40")
+GRAVITON3_CPUINFO = GRACE_CPUINFO.replace(" sve2 sveaes svepmull svebitperm svesha3 svesm4", "").replace(
+    "0xd4f", "0xd40"
+)
 
 
 class FakeNvml:
@@ -93,8 +95,12 @@ def fake_smi(tmp_path, output, code=0):
 
 def here(ctx, tmp_path, *, nvml=None, smi="/nonexistent/nvidia-smi", cpuinfo=SPR_CPUINFO, wsl=False, extra=""):
     facts = gather(
-        nvml=nvml, nvidia_smi=smi, cpuinfo=write(tmp_path, "cpuinfo", cpuinfo),
-        proc_version=write(tmp_path, "version", "Linux version 5.15.153.1-microsoft-standard-WSL2" if wsl else "Linux version 6.8.0"),
+        nvml=nvml,
+        nvidia_smi=smi,
+        cpuinfo=write(tmp_path, "cpuinfo", cpuinfo),
+        proc_version=write(
+            tmp_path, "version", "Linux version 5.15.153.1-microsoft-standard-WSL2" if wsl else "Linux version 6.8.0"
+        ),
         use_nvml=nvml is not None,
     )
     return facts, ask(ctx, facts.text + extra, flags_from=facts.cpu_from).to_dict()
@@ -161,7 +167,9 @@ def test_no_driver_at_all_is_a_cpu_only_answer_that_says_so(ctx, tmp_path):
 
 
 def test_grace_host_with_gh200_gets_armv9(ctx, tmp_path):
-    _, d = here(ctx, tmp_path, nvml=FakeNvml([("NVIDIA GH200 480GB", (9, 0))], driver="570.124.06"), cpuinfo=GRACE_CPUINFO)
+    _, d = here(
+        ctx, tmp_path, nvml=FakeNvml([("NVIDIA GH200 480GB", (9, 0))], driver="570.124.06"), cpuinfo=GRACE_CPUINFO
+    )
     assert d["recommendation"]["package"] == "pytorch-python313-cuda12_9-sm90-armv9"
 
 
@@ -187,7 +195,9 @@ def test_wsl_host_says_it_runs_the_linux_builds(ctx, tmp_path):
 
 
 def test_a_gpu_newer_than_the_catalog_is_read_by_its_compute_capability(ctx, tmp_path):
-    _, d = here(ctx, tmp_path, nvml=FakeNvml([("NVIDIA RTX PRO 7000 Blackwell Server Edition", (12, 0))], driver="580.82.07"))
+    _, d = here(
+        ctx, tmp_path, nvml=FakeNvml([("NVIDIA RTX PRO 7000 Blackwell Server Edition", (12, 0))], driver="580.82.07")
+    )
     assert d["recommendation"]["gpu_arch"] == "sm120"
     assert any("not in torchbot's GPU list" in w for w in d["warnings"])
 
@@ -198,12 +208,18 @@ def test_cli_ask_here_with_nvidia_smi_and_cpuinfo(tmp_path):
     env = dict(os.environ)
     env.pop("TORCHBOT_REPO_PATH", None)
     base = [sys.executable, "-m", "bot", "ask", "--here", "--no-nvml", "--nvidia-smi", smi, "--cpuinfo", str(cpuinfo)]
-    r = subprocess.run([*base, "--json", "python", "3.12"], check=False, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    r = subprocess.run(
+        [*base, "--json", "python", "3.12"], check=False, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["recommendation"]["package"] == "pytorch-python312-cuda12_8-sm90-avx512"  # the words still count
     r = subprocess.run(base, check=False, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
-    assert r.returncode == 0 and r.stdout.startswith("This machine:") and "Use pytorch-python313-cuda12_9-sm90-avx512" in r.stdout
+    assert (
+        r.returncode == 0
+        and r.stdout.startswith("This machine:")
+        and "Use pytorch-python313-cuda12_9-sm90-avx512" in r.stdout
+    )
     assert f"from the CPU flags in {cpuinfo}" in r.stdout and "pasted" not in r.stdout
 
 

@@ -75,7 +75,8 @@ def test_flag_names_are_not_workloads(cat):
 
 
 def test_repeated_cpuinfo_blocks_are_dropped_so_what_follows_is_read(cat):
-    block = "processor\t: {n}\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6248\nflags\t\t: fpu avx avx2 fma f16c\n\n"
+    block = ("processor\t: {n}\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6248\n"
+             "flags\t\t: fpu avx avx2 fma f16c\n\n")
     text = "".join(block.format(n=i) for i in range(160)) + "GPU 0: NVIDIA L4 (UUID: GPU-1234)\n"
     assert len(text) > 16_000
     hw = parse(cat, text)
@@ -83,7 +84,11 @@ def test_repeated_cpuinfo_blocks_are_dropped_so_what_follows_is_read(cat):
 
 
 def test_wsl_driver_is_the_windows_one(cat):
-    hw = parse(cat, "| NVIDIA-SMI 565.57.01    Driver Version: 566.36    CUDA Version: 12.7 |\n|   0  NVIDIA GeForce RTX 4090  On |")
+    hw = parse(
+        cat,
+        "| NVIDIA-SMI 565.57.01    Driver Version: 566.36    CUDA Version: 12.7 |\n"
+        "|   0  NVIDIA GeForce RTX 4090  On |",
+    )
     assert (hw.driver, hw.os, hw.wsl, hw.cuda) == ("566.36", "linux", True, None)
     native = parse(cat, "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |")
     assert (native.driver, native.wsl) == ("550.54.15", False)

@@ -20,7 +20,9 @@ WORDS = st.sampled_from(
 TEXT = st.one_of(
     st.text(max_size=2000),
     st.lists(WORDS, max_size=200).map(" ".join),
-    st.tuples(st.text(max_size=50), st.integers(min_value=1, max_value=1_000_000)).map(lambda t: (t[0] or "x") * (t[1] // max(1, len(t[0] or "x")))),
+    st.tuples(st.text(max_size=50), st.integers(min_value=1, max_value=1_000_000)).map(
+        lambda t: (t[0] or "x") * (t[1] // max(1, len(t[0] or "x")))
+    ),
 )
 
 

@@ -52,8 +52,16 @@ def test_a_reader_that_leaves_early_is_not_an_error():
     os.close(read_end)
     env = {k: v for k, v in os.environ.items() if k != "TORCHBOT_REPO_PATH"}
     try:
-        r = subprocess.run([sys.executable, "-m", "bot", "catalog"], check=False, stdout=write_end, stderr=subprocess.PIPE,
-                           text=True, cwd=ROOT, env=env, timeout=60)
+        r = subprocess.run(
+            [sys.executable, "-m", "bot", "catalog"],
+            check=False,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=60,
+        )
     finally:
         os.close(write_end)
     assert r.returncode == 141 and r.stderr == ""

@@ -105,11 +105,26 @@ def test_the_cpu_only_build_follows_the_microarchitectures_flags(ctx, fam, model
 
 # Microarchitectures named by a pattern of cpus.toml (ARM parts, code names): a name for each.
 NAMED = {
-    "neoverse_n1": "Graviton2", "neoverse_v1": "Graviton3", "neoverse_v2": "Graviton4", "neoverse_n2": "Cobalt 100",
-    "neoverse_v3": "Neoverse V3", "nvidia_olympus": "NVIDIA Vera", "cortex_x925": "GB10 CPU", "ampereone": "AmpereOne",
-    "cortex_a72": "Graviton 1", "cortex_a76": "Cortex-A76", "thunderx2": "ThunderX2", "a64fx": "A64FX",
-    "zen6": "Zen 6", "bulldozer": "FX-8350", "nehalem": "Westmere", "pentium_noavx": "Pentium G4560",
-    "pantherlake": "Core Ultra X7 358H", "core2": "Core 2 Quad Q6600", "k10": "Phenom II X6 1090T", "bobcat": "AMD E-350",
+    "neoverse_n1": "Graviton2",
+    "neoverse_v1": "Graviton3",
+    "neoverse_v2": "Graviton4",
+    "neoverse_n2": "Cobalt 100",
+    "neoverse_v3": "Neoverse V3",
+    "nvidia_olympus": "NVIDIA Vera",
+    "cortex_x925": "GB10 CPU",
+    "ampereone": "AmpereOne",
+    "cortex_a72": "Graviton 1",
+    "cortex_a76": "Cortex-A76",
+    "thunderx2": "ThunderX2",
+    "a64fx": "A64FX",
+    "zen6": "Zen 6",
+    "bulldozer": "FX-8350",
+    "nehalem": "Westmere",
+    "pentium_noavx": "Pentium G4560",
+    "pantherlake": "Core Ultra X7 358H",
+    "core2": "Core 2 Quad Q6600",
+    "k10": "Phenom II X6 1090T",
+    "bobcat": "AMD E-350",
 }
 
 

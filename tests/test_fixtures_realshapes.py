@@ -27,7 +27,9 @@ def test_every_fixture_recipe_is_valid_nix(repos):
     for fx in repos:
         for b in fx.branches.values():
             for pkg, text in b.texts.items():
-                r = subprocess.run(["nix-instantiate", "--parse", "-E", text], check=False, capture_output=True, text=True)
+                r = subprocess.run(
+                    ["nix-instantiate", "--parse", "-E", text], check=False, capture_output=True, text=True
+                )
                 assert r.returncode == 0, f"{fx.kind} {b.name} {pkg}: {r.stderr}"
 
 

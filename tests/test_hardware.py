@@ -23,7 +23,7 @@ Architecture:            x86_64
 Vendor ID:               GenuineIntel
   Model name:            Intel(R) Xeon(R) Platinum 8480+
     Flags:               fpu vme de pse tsc msr pae mce cx8 apic sep mtrr sse sse2 ssse3 fma cx16 sse4_1 sse4_2 avx f16c avx2 avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16 avx512_vnni amx_bf16 amx_int8
-"""
+"""  # noqa: E501  (verbatim text)
 
 LSCPU_GRAVITON3 = """\
 Architecture:                    aarch64
@@ -31,7 +31,7 @@ CPU op-mode(s):                  32-bit, 64-bit
 Vendor ID:                       ARM
 Model name:                      Neoverse-V1
 Flags:                           fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng
-"""
+"""  # noqa: E501  (verbatim text)
 
 CPUINFO_ARM_V2 = """\
 processor\t: 0
@@ -39,12 +39,12 @@ BogoMIPS\t: 2000.00
 Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs sb paca pacg dcpodp sve2 sveaes svepmull svebitperm svesha3 svesm4 flagm2 frint svei8mm svebf16 i8mm bf16 dgh rng bti
 CPU implementer\t: 0x41
 CPU part\t: 0xd4f
-"""
+"""  # noqa: E501  (verbatim text)
 
 CPUINFO_ALDERLAKE = """\
 model name\t: 12th Gen Intel(R) Core(TM) i9-12900K
 flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov sse sse2 ss ht syscall nx pdpe1gb rdtscp lm constant_tsc fma cx16 sse4_1 sse4_2 movbe popcnt aes xsave avx f16c rdrand avx2 bmi1 bmi2 avx_vnni
-"""
+"""  # noqa: E501  (verbatim text)
 
 
 def test_nvidia_smi_table_gives_gpu_count_and_driver_not_a_cuda_request(cat):

@@ -58,14 +58,26 @@ def test_files_or_other_settings_need_the_full_settings(clean, monkeypatch, setu
 
 def run_ask(cwd, *code):
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("TORCHBOT_")}
-    return subprocess.run([sys.executable, "-c", "\n".join(code)], check=False, capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", "\n".join(code)],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=60,
+    )
 
 
 def test_ask_runs_without_importing_pydantic(clean):
-    r = run_ask(clean, "import sys", "from bot.frontends.cli.main import main", "assert main(['ask', 'H100 with Graviton3']) == 0",
-                "assert not [m for m in sys.modules if m.startswith('pydantic')], 'pydantic imported'",
-                "assert 're' in sys.modules and 'slack_bolt' not in sys.modules and 'git' not in sys.modules")
+    r = run_ask(
+        clean,
+        "import sys",
+        "from bot.frontends.cli.main import main",
+        "assert main(['ask', 'H100 with Graviton3']) == 0",
+        "assert not [m for m in sys.modules if m.startswith('pydantic')], 'pydantic imported'",
+        "assert 're' in sys.modules and 'slack_bolt' not in sys.modules and 'git' not in sys.modules",
+    )
     assert r.returncode == 0, r.stderr
     assert "pytorch-python313-cuda12_9-sm90-armv8_2" in r.stdout
 

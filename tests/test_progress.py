@@ -70,8 +70,14 @@ def test_a_failing_listener_never_stops_the_work(caplog) -> None:
 
 def _environment(tmp_path: Path, **extra: str) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("TORCHBOT_")}
-    out.update(PYTHONPATH=str(ROOT), TORCHBOT_STATE_DB=f"sqlite:///{tmp_path / 'state.sqlite'}",
-               TORCHBOT_LOG_DIR=str(tmp_path / "logs"), TORCHBOT_PUBLISH_COMMAND="true", TORCHBOT_FLOX_ORG="acme", **extra)
+    out.update(
+        PYTHONPATH=str(ROOT),
+        TORCHBOT_STATE_DB=f"sqlite:///{tmp_path / 'state.sqlite'}",
+        TORCHBOT_LOG_DIR=str(tmp_path / "logs"),
+        TORCHBOT_PUBLISH_COMMAND="true",
+        TORCHBOT_FLOX_ORG="acme",
+        **extra,
+    )
     return out
 
 

@@ -109,7 +109,9 @@ def test_only_unusable_recipes_are_problems():
     cat = load_catalog()
     assert "unparsable" in read_recipe(cat, "pytorch-python313-cpu-avx2.nix", '{ x = "unterminated; }').problem
     assert "unparsable" in read_recipe(cat, "pytorch-python313-cpu-avx2.nix", "{ a = (1; }").problem
-    no_target = read_recipe(cat, "my-torch.nix", "{ python3Packages }: python3Packages.torch.overrideAttrs (o: { pname = \"x\"; })")
+    no_target = read_recipe(
+        cat, "my-torch.nix", '{ python3Packages }: python3Packages.torch.overrideAttrs (o: { pname = "x"; })'
+    )
     assert no_target.kind == "pytorch" and "no GPU or CPU target" in no_target.problem
     other = read_recipe(cat, "hello.nix", "{ pkgs ? import <nixpkgs> {} }: pkgs.hello")
     assert "does not build PyTorch" in other.problem and "pkgs.hello" in other.problem
@@ -195,7 +197,7 @@ let
       big = builtins.elem "big-parallel" (r.requiredSystemFeatures or []);
     };
 in map facts files
-"""
+"""  # noqa: E501  (verbatim text)
 
 
 def test_facts_agree_with_what_nix_evaluates_each_recipe_to(repos, read, tmp_path):

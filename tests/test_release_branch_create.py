@@ -67,7 +67,10 @@ def test_existing_name_and_bad_input_refused(env, capsys):
         (["x", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", "abc"], "40-character"),
         (["x", "--pytorch", "two", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "not a PyTorch version"),
         (["x..y", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "not a valid branch name"),
-        (["x", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW, "--from", "nope"], "No branch 'nope'"),
+        (
+            ["x", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW, "--from", "nope"],
+            "No branch 'nope'",
+        ),
     ]:
         rc = cli(ARGS + args)
         err = capsys.readouterr().err
@@ -114,7 +117,9 @@ def test_create_branch(env, tmp_path, capsys):
     d.mkdir()
     for path, text in recipes.items():
         (d / path.rsplit("/", 1)[1]).write_text(text)
-    r = subprocess.run(["nix-instantiate", "--parse", *map(str, d.iterdir())], check=False, capture_output=True, text=True)
+    r = subprocess.run(
+        ["nix-instantiate", "--parse", *map(str, d.iterdir())], check=False, capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     assert git(work, "cat-file", "-t", "pytorch-2.9-python312:README.md").strip() == "blob"
     assert git(work, "cat-file", "-t", "pytorch-2.9-python312:.flox/env/manifest.toml").strip() == "blob"

@@ -74,8 +74,14 @@ def test_python_variant_keeps_the_source_override_and_the_patch_overlay(pt, tmp_
         if "magma" in text:
             assert block(derived, "# MAGMA", "# torch from source") == block(text, "# MAGMA", "# torch from source")
         override = block(text, "# torch from source", "\n    ];")
-        assert block(derived, "# torch from source", "\n    ];") == override.replace("python3Packages", "python312Packages")
-        assert ('version = "2.10.0"' in derived and "-DTORCH_BUILD_VERSION=2.10.0" in derived) or "cpu" in path or "darwin" in path
+        assert block(derived, "# torch from source", "\n    ];") == override.replace(
+            "python3Packages", "python312Packages"
+        )
+        assert (
+            ('version = "2.10.0"' in derived and "-DTORCH_BUILD_VERSION=2.10.0" in derived)
+            or "cpu" in path
+            or "darwin" in path
+        )
         # every other line kept; changed lines only carry the new names, Python and pin
         for a, b in zip(text.splitlines(), derived.splitlines(), strict=True):
             if a != b:
@@ -88,7 +94,9 @@ def test_python_variant_keeps_the_source_override_and_the_patch_overlay(pt, tmp_
     for path, text in new.items():
         (d / path.rsplit("/", 1)[1]).write_text(text)
     if shutil.which("nix-instantiate"):
-        r = subprocess.run(["nix-instantiate", "--parse", *map(str, d.iterdir())], check=False, capture_output=True, text=True)
+        r = subprocess.run(
+            ["nix-instantiate", "--parse", *map(str, d.iterdir())], check=False, capture_output=True, text=True
+        )
         assert r.returncode == 0, r.stderr
     # the README is the source's with the new branch's facts; the source keeps a row of its own
     readme = git(pt.path, "show", "pytorch-2.10-python312:README.md")

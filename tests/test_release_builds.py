@@ -222,9 +222,16 @@ def test_local_builds_only_what_this_host_builds_and_lists_the_rest(tmp_path: Pa
     assert sorted(b["package"] for b in d["build"]) == sorted(fx.OK)
     assert {b["platform"] for b in d["build"]} == {"x86_64-linux"}
     assert d["skipped"] == [
-        {"package": fx.ARM, "platform": "aarch64-linux", "reason": "aarch64-linux recipe; this host builds x86_64-linux"},
-        {"package": fx.DARWIN, "platform": "aarch64-darwin",
-         "reason": "aarch64-darwin recipe; this host builds x86_64-linux"},
+        {
+            "package": fx.ARM,
+            "platform": "aarch64-linux",
+            "reason": "aarch64-linux recipe; this host builds x86_64-linux",
+        },
+        {
+            "package": fx.DARWIN,
+            "platform": "aarch64-darwin",
+            "reason": "aarch64-darwin recipe; this host builds x86_64-linux",
+        },
     ]
     result = plan.apply()
     states = {r["package"]: r["state"] for r in result.to_dict()["builds"]}

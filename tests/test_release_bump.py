@@ -133,9 +133,9 @@ def test_bump_one_branch(env, fake, tmp_path, capsys):
     msg = git(work, "log", "-1", "--format=%s%n%an", "pytorch-2.8-python312").splitlines()
     assert msg == ["nixpkgs: bump pin fe5e41d -> 0123abc (torch 2.8.4, cudaPackages_12_8)", "torchbot"]
     readme = git(work, "show", "pytorch-2.8-python312:README.md")
-    row = next(l for l in readme.splitlines() if l.startswith("| **`pytorch-2.8-python312`**"))
+    row = next(line for line in readme.splitlines() if line.startswith("| **`pytorch-2.8-python312`**"))
     assert f"[`0123abc`](https://github.com/NixOS/nixpkgs/tree/{NEW})" in row
-    main_row = next(l for l in readme.splitlines() if l.startswith("| `main`"))
+    main_row = next(line for line in readme.splitlines() if line.startswith("| `main`"))
     assert PIN_A in main_row  # other branches' rows keep their pins
     # other branches byte-identical, one commit on the bumped branch
     for name, files in others.items():
@@ -182,7 +182,7 @@ def test_bump_all_from_channel(env, tmp_path, capsys):
     for name in ("main", "pytorch-2.8-python312"):
         files = tree_files(work, name)
         parse_ok(list(files.values()), tmp_path)
-        for path, text in files.items():
+        for text in files.values():
             assert NEW in text and PIN_A not in text
             assert git(work, "log", "-1", "--format=%s", name).strip() == (
                 "nixpkgs: bump pin fe5e41d -> 0123abc (torch 2.8.4, cudaPackages_12_8)"
@@ -211,7 +211,19 @@ def test_multi_pin_from_pin_and_dry_run(env, fake, tmp_path, capsys):
     assert rc == 1
     err = capsys.readouterr().err
     assert "--cuda" in err and "--from-pin" in err and "CUDA 13.1" in err
-    rc = cli(["release", "bump-pins", "--branch", "pytorch-2.10-python313", "--from-pin", PIN_C[:7], "--rev", NEW, "--dry-run"])
+    rc = cli(
+        [
+            "release",
+            "bump-pins",
+            "--branch",
+            "pytorch-2.10-python313",
+            "--from-pin",
+            PIN_C[:7],
+            "--rev",
+            NEW,
+            "--dry-run",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "2017d6d -> 0123abc" in out and "nothing was written" in out
     assert refs(work) == before
@@ -492,12 +504,12 @@ def test_pr_body_lets_a_reviewer_judge_the_bump(env, repo, fake):
     assert "| default CUDA (`cudaPackages`) | 12.6 | 12.8 |" in lines
     assert "| `cudaPackages_12_8` (the recipes' CUDA) | 12.8 | 12.8 (present) |" in lines
     # the commits between the pins that touch torch or CUDA paths, and only those
-    torch_at = lines.index(next(l for l in lines if l.startswith("- **torch**")))
+    torch_at = lines.index(next(line for line in lines if line.startswith("- **torch**")))
     assert lines[torch_at].endswith(": 2")
     assert lines[torch_at + 1] == (f"  - [`1111111`](https://github.com/NixOS/nixpkgs/commit/{'1' * 40}) "
                                    "python3Packages.torch: 2.8.0 -> 2.8.4")
     assert lines[torch_at + 2].endswith("python3Packages.torch: fix the build")
-    cuda_at = lines.index(next(l for l in lines if l.startswith("- **CUDA**")))
+    cuda_at = lines.index(next(line for line in lines if line.startswith("- **CUDA**")))
     assert lines[cuda_at].endswith(": 2")
     assert "cudaPackages.cudnn: 9.8 -> 9.10 (cc @\u200bsomeone, 'x')" in lines[cuda_at + 1]  # no mention, no code span
     assert "cudaPackages: default to 12.8" in lines[cuda_at + 2]

@@ -139,7 +139,7 @@ def test_torch_src_writes_an_override_the_reader_reads_back_as_that_version(repo
 
 def test_torch_src_is_refused_on_a_recipe_it_cannot_write(repo, capsys):
     before = refs(repo.path)
-    rc, out, err = bump(capsys, "main", "--torch-src", f"v2.10.0,{HASH_210}")
+    rc, _out, err = bump(capsys, "main", "--torch-src", f"v2.10.0,{HASH_210}")
     assert rc == 1 and "no recipe with a nixpkgs pin" in err
     rc, _out, err = bump(capsys, B, "--torch-src", "v2.10.0")
     assert rc != 0 and "REV,HASH" in err

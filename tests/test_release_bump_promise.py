@@ -4,6 +4,8 @@ and the README edit stays on the bumped branch's rows even where branches share 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from config.errors import RefusedError
@@ -62,7 +64,7 @@ def test_old_and_new_pin_agreeing_is_not_enough(pt, fake):
     """The old guard compared the old pin's torch with the new one's: with both at 2.8.1 it let a
     2.9 branch through. The promise is what counts."""
     fake.torch[PIN_12_X] = "2.8.1"
-    with pytest.raises(RefusedError, match="promises PyTorch 2.9.1"):
+    with pytest.raises(RefusedError, match=re.escape("promises PyTorch 2.9.1")):
         plan_bump(ctx(), "pytorch-2.9-python311", TORCH_28)
 
 
@@ -131,7 +133,7 @@ This branch is pin-aligned with [`other-repo/main`](https://example.invalid) at 
 | **CUDA 12.8 variants** | **Same pin `{PIN_OLD[:7]}`, driver 550+** |
 
 CUDA 12.8 recipes use nixpkgs [`{PIN_OLD[:7]}`](https://github.com/NixOS/nixpkgs/tree/{PIN_OLD}).
-"""
+"""  # noqa: E501  (verbatim text)
 
 
 def test_scoped_edit_in_the_real_table_shapes():

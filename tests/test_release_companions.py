@@ -58,7 +58,10 @@ def test_with_companions_moves_the_paired_torchvision_branch_in_the_same_plan(re
     comp = out["companions"][0]
     assert comp["repo"] == str(tv.path) and list(comp["commits"]) == [TV]
     # its own commit in the torchvision repository, only the CUDA 13.1 group moved
-    assert git(tv.path, "log", "-1", "--format=%s", TV).strip() == f"nixpkgs: bump pin {PIN_13_1[:7]} -> {NEW[:7]} (torch 2.9.1, cudaPackages_13_1)"
+    assert (
+        git(tv.path, "log", "-1", "--format=%s", TV).strip()
+        == f"nixpkgs: bump pin {PIN_13_1[:7]} -> {NEW[:7]} (torch 2.9.1, cudaPackages_13_1)"
+    )
     for path, text in tree_files(tv.path, TV).items():
         assert (NEW in text) == ("cuda13_1" in path)
         if "cuda13_1" not in path:
@@ -84,7 +87,9 @@ def test_docs_check_reports_a_torchvision_branch_off_its_pair(repos, capsys):
 
 def test_one_confirmation_in_chat_applies_both(repos, tmp_path):
     pt, tv = repos
-    chat = Chat(ctx(admins=["UADMIN"], audit_log=tmp_path / "audit.log", state_db=f"sqlite:///{tmp_path / 'state.sqlite'}"))
+    chat = Chat(
+        ctx(admins=["UADMIN"], audit_log=tmp_path / "audit.log", state_db=f"sqlite:///{tmp_path / 'state.sqlite'}")
+    )
     plan = chat.command("bump", f"main {NEW_28} --with-companions", user="UADMIN")
     assert isinstance(plan, PlanReply), plan.text()
     assert "Companion in" in plan.text() and str(tv.path) in plan.text()

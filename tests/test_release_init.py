@@ -94,7 +94,9 @@ def test_rerun_commits_only_changes(catalog, tmp_path):
     assert git(work, "status", "--porcelain") == status  # checkout untouched
     assert "pytorch-2.9-python313: updated" in result.text() and result.to_dict()["up_to_date"] is False
     # origin was not touched by init
-    assert refs(tmp_path / "origin.git")["refs/heads/pytorch-2.9-python313"] == before["refs/heads/pytorch-2.9-python313"]
+    assert (
+        refs(tmp_path / "origin.git")["refs/heads/pytorch-2.9-python313"] == before["refs/heads/pytorch-2.9-python313"]
+    )
 
 
 def test_refusals_leave_things_as_they_were(catalog, tmp_path, author, capsys):

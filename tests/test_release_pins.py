@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -44,7 +45,7 @@ def test_select_group(recipes):
     assert pins.select_group("b", groups, cuda="13.1").pin == PIN_C
     assert pins.select_group("b", groups, from_pin=PIN_A[:7]).pin == PIN_A
     assert pins.select_group("b", groups, cuda="13.0").pin == PIN_B
-    with pytest.raises(RefusedError, match="no recipes for CUDA 11.8"):
+    with pytest.raises(RefusedError, match=re.escape("no recipes for CUDA 11.8")):
         pins.select_group("b", groups, cuda="11.8")
     with pytest.raises(RefusedError, match="no pin starting with"):
         pins.select_group("b", groups, from_pin="abcdef0")
@@ -161,8 +162,13 @@ def test_adapter_garbage(server):
 
 
 def test_adapter_connection_refused():
-    s = Settings(channels_url="http://127.0.0.1:9/", github_api_url="http://127.0.0.1:9/", http_retries=2, http_timeout=1,
-                 http_backoff_seconds=0.01)
+    s = Settings(
+        channels_url="http://127.0.0.1:9/",
+        github_api_url="http://127.0.0.1:9/",
+        http_retries=2,
+        http_timeout=1,
+        http_backoff_seconds=0.01,
+    )
     c = NixpkgsClient(s)
     with pytest.raises(ExternalError, match="after 2 attempts"):
         c.channel_head("nixos-unstable")

@@ -34,7 +34,7 @@ map (file:
     inputs = map (p: p.pname) (r.buildInputs or []);
     torch = if r ? torch then { inherit (r.torch) pname gpuTargets cudaSupport; platforms = r.torch.meta.platforms; } else null;
   }) files
-"""
+"""  # noqa: E501  (verbatim text)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,9 @@ def test_every_recipe_of_every_branch_parses(catalog, written):
     for name, d in written.items():
         recipes = sorted((d / ".flox/pkgs").glob("*.nix"))
         assert {p.stem for p in recipes} == {v.package for v in catalog.branches[name].variants}
-        r = subprocess.run(["nix-instantiate", "--parse", *map(str, recipes)], check=False, capture_output=True, text=True)
+        r = subprocess.run(
+            ["nix-instantiate", "--parse", *map(str, recipes)], check=False, capture_output=True, text=True
+        )
         assert r.returncode == 0, f"{name}: {r.stderr}"
         total += len(recipes)
     assert total == sum(len(b.variants) for b in catalog.branches.values())

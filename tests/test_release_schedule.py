@@ -122,9 +122,17 @@ def test_scheduled_bump_builds_changed_variants_then_nothing(tmp_path: Path) -> 
         nix.add_rev(pins.PIN_A, "2.8.0", {"cudaPackages_12_8"})
         nix.add_rev(pins.NEW, "2.8.4", {"cudaPackages_12_8"})
         nix.channels["nixos-unstable"] = pins.NEW
-        ctx = _ctx(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=nix.api_url, nixpkgs_tarball_url=nix.tarball_url,
-                   build_command="true", build_result_link="README.md", http_retries=1,
-                   schedule_build_backend="local")
+        ctx = _ctx(
+            tmp_path,
+            repo_path=work,
+            channels_url=nix.channels_url,
+            github_api_url=nix.api_url,
+            nixpkgs_tarball_url=nix.tarball_url,
+            build_command="true",
+            build_result_link="README.md",
+            http_retries=1,
+            schedule_build_backend="local",
+        )
         first = schedule.run_now(ctx, f"bump:{branch}")["result"]
         rows = list(__import__("release.builds.run").builds.run.status(ctx, branch))
         second = schedule.run_now(ctx, f"bump:{branch}")["result"]

@@ -72,7 +72,9 @@ def test_catalog_json_lists_every_branch_of_both_repositories(repos, capsys, mon
     for fx in repos:
         for name, want in fx.branches.items():
             b = rows[(str(fx.path), name)]
-            assert {"branch", "kind", "pytorch", "python", "cuda", "pins", "variants", "gpu_archs", "packages"} <= set(b)
+            assert {"branch", "kind", "pytorch", "python", "cuda", "pins", "variants", "gpu_archs", "packages"} <= set(
+                b
+            )
             assert b["kind"] == fx.kind and sorted(b["packages"]) == want.packages
             assert b["variants"] == len(want.recipes) and set(b["pins"]) == set(want.pins)
             assert b["cuda"] == want.cuda and b["gpu_archs"] == want.gpu_archs
@@ -93,7 +95,9 @@ def test_a_broken_recipe_is_a_problem_with_its_file_and_the_branch_is_still_read
     assert main(["catalog", "--json", "--repo", str(clone)]) == 0
     d = json.loads(capsys.readouterr().out)
     assert len(d["problems"]) == 1
-    assert d["problems"][0].startswith(f"pytorch-2.10-python313: {RECIPES}/pytorch-python313-cuda13_1-sm90-broken.nix: unparsable")
+    assert d["problems"][0].startswith(
+        f"pytorch-2.10-python313: {RECIPES}/pytorch-python313-cuda13_1-sm90-broken.nix: unparsable"
+    )
     assert d["problem_details"][0]["file"] == f"{RECIPES}/pytorch-python313-cuda13_1-sm90-broken.nix"
     b = next(x for x in d["branches"] if x["branch"] == "pytorch-2.10-python313")
     assert b["variants"] == len(pt.branches["pytorch-2.10-python313"].recipes)
@@ -234,12 +238,16 @@ def test_a_missing_repository_in_the_list_is_one_clear_sentence(repos, tmp_path)
     pt, _ = repos
     env = {"TORCHBOT_REPO_PATH": f"{pt.path},{tmp_path / 'nope'}", "PATH": "/usr/bin:/bin", "TORCHBOT_CACHE_DIR": "off",
            **{k: v for k, v in os.environ.items() if k.startswith("XDG_")}}
-    r = subprocess.run([sys.executable, "-m", "bot", "ask", "H100"], check=False, capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "bot", "ask", "H100"], check=False, capture_output=True, text=True, env=env
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip() == f"torchbot: TORCHBOT_REPO_PATH: {tmp_path / 'nope'} does not exist"
 
 
-def test_torchbot_repo_path_takes_comma_separated_repositories_the_first_one_for_release_commands(monkeypatch, tmp_path):
+def test_torchbot_repo_path_takes_comma_separated_repositories_the_first_one_for_release_commands(
+    monkeypatch, tmp_path
+):
     monkeypatch.setenv("TORCHBOT_REPO_PATH", f"{tmp_path / 'bp'}, {tmp_path / 'tv'}")
     s = Settings()
     assert s.repo_path == tmp_path / "bp" and s.repositories() == [tmp_path / "bp", tmp_path / "tv"]

@@ -46,17 +46,23 @@ SERVE = ["serve", "--http", "--host", "127.0.0.1", "--no-schedule"]
 SLACK = {"TORCHBOT_SLACK_BOT_TOKEN": "xoxb-test", "TORCHBOT_SLACK_SIGNING_SECRET": "s3cr3t"}
 
 
-@pytest.mark.parametrize("env, needles", [
-    ({"TORCHBOT_SLACK_APP_TOKEN": "xoxb-really-a-bot-token"}, ["TORCHBOT_SLACK_APP_TOKEN", "bot token", "xapp-"]),
-    ({"TORCHBOT_SLACK_BOT_TOKEN": "xapp-1-A1-2-abc"}, ["TORCHBOT_SLACK_BOT_TOKEN", "app-level token", "xoxb-"]),
-    ({"TORCHBOT_ADMINS": "@alice"}, ["TORCHBOT_ADMINS", "'@alice' is not a Slack user ID"]),
-    ({"TORCHBOT_ADMINS": "U1;U2"}, ["TORCHBOT_ADMINS", "'U1;U2' is not a Slack user ID"]),
-    ({"TORCHBOT_ADMINS": '["U1", "U2"'}, ["TORCHBOT_ADMINS", "not a valid JSON list"]),
-    ({"TORCHBOT_ALLOWED_CHANNELS": "#releases"}, ["TORCHBOT_ALLOWED_CHANNELS", "not a Slack channel ID"]),
-    ({"TORCHBOT_ANNOUNCE_CHANNEL": "releases"}, ["TORCHBOT_ANNOUNCE_CHANNEL", "not a Slack channel ID"]),
-    ({"TORCHBOT_JOB_WORKERS": "0"}, ["TORCHBOT_JOB_WORKERS", "greater than or equal to 1"]),
-    ({"TORCHBOT_STATE_DB": "postgresql+pg8000://bot:pw@127.0.0.1/db"}, ["TORCHBOT_STATE_DB", "driver", "postgresql+psycopg"]),
-])
+@pytest.mark.parametrize(
+    "env, needles",
+    [
+        ({"TORCHBOT_SLACK_APP_TOKEN": "xoxb-really-a-bot-token"}, ["TORCHBOT_SLACK_APP_TOKEN", "bot token", "xapp-"]),
+        ({"TORCHBOT_SLACK_BOT_TOKEN": "xapp-1-A1-2-abc"}, ["TORCHBOT_SLACK_BOT_TOKEN", "app-level token", "xoxb-"]),
+        ({"TORCHBOT_ADMINS": "@alice"}, ["TORCHBOT_ADMINS", "'@alice' is not a Slack user ID"]),
+        ({"TORCHBOT_ADMINS": "U1;U2"}, ["TORCHBOT_ADMINS", "'U1;U2' is not a Slack user ID"]),
+        ({"TORCHBOT_ADMINS": '["U1", "U2"'}, ["TORCHBOT_ADMINS", "not a valid JSON list"]),
+        ({"TORCHBOT_ALLOWED_CHANNELS": "#releases"}, ["TORCHBOT_ALLOWED_CHANNELS", "not a Slack channel ID"]),
+        ({"TORCHBOT_ANNOUNCE_CHANNEL": "releases"}, ["TORCHBOT_ANNOUNCE_CHANNEL", "not a Slack channel ID"]),
+        ({"TORCHBOT_JOB_WORKERS": "0"}, ["TORCHBOT_JOB_WORKERS", "greater than or equal to 1"]),
+        (
+            {"TORCHBOT_STATE_DB": "postgresql+pg8000://bot:pw@127.0.0.1/db"},
+            ["TORCHBOT_STATE_DB", "driver", "postgresql+psycopg"],
+        ),
+    ],
+)
 def test_each_settings_mistake_is_one_line(tmp_path, env, needles):
     line = one_line(torchbot(tmp_path, ["release", "status"], **env), *needles)
     assert "pw" not in line and "really-a-bot-token" not in line  # secrets never printed

@@ -44,7 +44,9 @@ def constraints(cat: Catalog, hw: Hardware, ans: Answer) -> list[Branch]:
 
 def _min_driver(cat: Catalog, cuda: str, arch: GpuArch | None) -> str | None:
     """The oldest driver that runs code built with ``cuda`` on ``arch``."""
-    needs = [x for x in (cat.cuda[cuda].min_driver if cuda in cat.cuda else None, arch.min_driver if arch else None) if x]
+    needs = [
+        x for x in (cat.cuda[cuda].min_driver if cuda in cat.cuda else None, arch.min_driver if arch else None) if x
+    ]
     return max(needs, key=vtuple) if needs else None
 
 
@@ -147,7 +149,8 @@ def choose(
         elif arch and not where:
             carriers = [b.name for b in cat.branches.values() if any(v.gpu_arch == arch.key for v in b.variants)]
             ans.warnings.append(
-                f"No branch that fits the question carries {arch.upper}; it is built on: {', '.join(carriers) or 'no branch'}."
+                f"No branch that fits the question carries {arch.upper}; it is built on: "
+                f"{', '.join(carriers) or 'no branch'}."
             )
             for name in carriers[:3]:
                 b = cat.branches[name]
@@ -155,7 +158,9 @@ def choose(
                 if v:
                     ans.alternatives.append(pick(cat, b, v, org, f"Python {b.python}, PyTorch {b.pytorch}"))
         else:
-            ans.warnings.append(f"No {what} build with an ISA this CPU can run ({', '.join(plan.order)}) fits the question.")
+            ans.warnings.append(
+                f"No {what} build with an ISA this CPU can run ({', '.join(plan.order)}) fits the question."
+            )
         return ans
 
     best_branch, best = found[0]
@@ -165,31 +170,42 @@ def choose(
     if best.cuda:
         cudas = sorted({v.cuda for v in best_branch.variants if v.gpu_arch == best.gpu_arch and v.cuda}, key=vtuple)
         if hw.cuda:
-            ans.reasons.append(f"CUDA {best.cuda}: you asked for CUDA {hw.cuda} ({best_branch.name} carries {', '.join(cudas)}).")
+            ans.reasons.append(
+                f"CUDA {best.cuda}: you asked for CUDA {hw.cuda} ({best_branch.name} carries {', '.join(cudas)})."
+            )
         elif len(cudas) > 1:
             ans.reasons.append(
-                f"{best_branch.name} carries {best.gpu_arch.upper()} for CUDA {', '.join(cudas)}; CUDA {best.cuda} is the newest your setup allows."
+                f"{best_branch.name} carries {best.gpu_arch.upper()} for CUDA {', '.join(cudas)}; CUDA {best.cuda} is "
+                f"the newest your setup allows."
             )
         reason = driver_reason(cat, hw, best.cuda, best.gpu_arch)
         if reason:
             ans.reasons.append(reason)
-        if not hw.driver and (need := _min_driver(cat, best.cuda, arch)):
-            if vtuple(best_branch.min_driver) and vtuple(best_branch.min_driver) < vtuple(need.split(".")[0]):
-                ans.warnings.append(
-                    f"The branch README says driver {best_branch.min_driver}+, but code built with CUDA {best.cuda} needs {need} or newer."
-                )
+        need = None if hw.driver else _min_driver(cat, best.cuda, arch)
+        if need and vtuple(best_branch.min_driver) and vtuple(best_branch.min_driver) < vtuple(need.split(".")[0]):
+            ans.warnings.append(
+                f"The branch README says driver {best_branch.min_driver}+, but code built with CUDA {best.cuda} "
+                f"needs {need} or newer."
+            )
     if best.cpu_isa and best.cpu_isa != plan.order[0]:
         ans.warnings.append(
             f"{best_branch.name} has no {arch.upper if arch else 'CPU-only'} {plan.order[0]} build; "
             f"{best.cpu_isa} is the best one there that this CPU can run."
         ) if arch else ans.warnings.append(
-            f"{best_branch.name} has no CPU-only {plan.order[0]} build; {best.cpu_isa} is the best one there that this CPU can run."
+            f"{best_branch.name} has no CPU-only {plan.order[0]} build; {best.cpu_isa} is the best one there that this "
+            f"CPU can run."
         )
     if arch and not arch.cudnn:
-        ans.warnings.append(f"cuDNN is disabled in {arch.upper} builds: cuDNN 9.11+ dropped support for GPUs below compute capability 7.5.")
+        ans.warnings.append(
+            f"cuDNN is disabled in {arch.upper} builds: cuDNN 9.11+ dropped support for GPUs below compute capability "
+            f"7.5."
+        )
     isa = cat.isas.get(best.cpu_isa or "")
     if isa and isa.disables:
-        ans.warnings.append(f"The {isa.key} build disables {', '.join(isa.disables)} (they need AVX2); expect slower CPU-side operators.")
+        ans.warnings.append(
+            f"The {isa.key} build disables {', '.join(isa.disables)} (they need AVX2); expect slower CPU-side "
+            f"operators."
+        )
     _alternatives(cat, hw, ans, arch, plan, found, org)
     return ans
 

@@ -94,8 +94,18 @@ def _paired_pytorch(cat: Catalog, b: Branch, v: Variant) -> dict:
         partner = cat.branches.get(b.pairs_with or "")
         match = None
         if partner is not None:
-            match = next((x for x in partner.variants_for(v.gpu_arch) if x.kind == "pytorch" and x.gpu_arch == v.gpu_arch
-                          and x.cpu_isa == v.cpu_isa and x.cuda == v.cuda and x.darwin == v.darwin), None)
+            match = next(
+                (
+                    x
+                    for x in partner.variants_for(v.gpu_arch)
+                    if x.kind == "pytorch"
+                    and x.gpu_arch == v.gpu_arch
+                    and x.cpu_isa == v.cpu_isa
+                    and x.cuda == v.cuda
+                    and x.darwin == v.darwin
+                ),
+                None,
+            )
         how = (f"builds PyTorch {b.pytorch} inline" if v.torch_from == "inline"
                else f"takes PyTorch from {v.torch_from}" if v.torch_from else f"uses nixpkgs' torch ({b.pytorch})")
         if partner is not None:
@@ -144,7 +154,11 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
                 cuda_key = (0 if v.cuda == pt.cuda else 1, tuple(-x for x in vtuple(v.cuda or "0")))
                 found.append(((rank, isa_pos, cuda_key, v.package), b, v))
     if not found:
-        target = f"{pt.gpu_arch.upper()}" if pt.gpu_arch else ("Apple Silicon (MPS)" if pt.platform == "aarch64-darwin" else "CPU-only")
+        target = (
+            f"{pt.gpu_arch.upper()}"
+            if pt.gpu_arch
+            else ("Apple Silicon (MPS)" if pt.platform == "aarch64-darwin" else "CPU-only")
+        )
         carriers = _carriers(cat, kind)
         ans.warnings.append(
             f"No {kind} recipe for {target} with a CPU ISA this CPU runs ({', '.join(order) or 'any'})"
@@ -165,14 +179,18 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
     ans.reasons.append(f"It is built against PyTorch {b.pytorch}: {pw.get('how')}.")
     if b.kind == "build-torchvision" and b.pairing:
         ans.reasons.append(f"{b.name} {b.pairing}.")
-    if vtuple(b.pytorch)[:2] != vtuple(pt.pytorch)[:2] or (b.pairs_with not in (None, pt.branch) and b.name != pt.branch):
+    if vtuple(b.pytorch)[:2] != vtuple(pt.pytorch)[:2] or (
+        b.pairs_with not in (None, pt.branch) and b.name != pt.branch
+    ):
         ans.warnings.append(
             f"The PyTorch answer for this hardware is {pt.package} on {pt.branch} (PyTorch {pt.pytorch}); "
             f"{v.package} is built against PyTorch {b.pytorch}, so install the PyTorch it pairs with "
             f"({pw.get('package') or 'its own inline build'}) rather than mixing the two."
         )
     if v.cpu_isa and order and v.cpu_isa != order[0]:
-        ans.warnings.append(f"No {kind} {pt.gpu_arch or 'CPU-only'} {order[0]} build; {v.cpu_isa} is the best one this CPU runs.")
+        ans.warnings.append(
+            f"No {kind} {pt.gpu_arch or 'CPU-only'} {order[0]} build; {v.cpu_isa} is the best one this CPU runs."
+        )
     if v.cuda and pt.cuda and v.cuda != pt.cuda:
         ans.reasons.append(f"{kind} is built with CUDA {v.cuda} here (the PyTorch answer used CUDA {pt.cuda}).")
     if v.cuda and base.hardware_reasons is not None and (reason := driver_reason(cat, hw, v.cuda, v.gpu_arch)):
@@ -182,12 +200,17 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
         partner_branch = cat.branches.get(pw.get("branch") or "")
         pv = partner_branch.by_package.get(partner_pkg) if partner_branch else None
         if pv is not None and partner_branch is not None:
-            ans.alternatives.append(replace(_pick(cat, partner_branch, pv, org), pairs_with=None, note=f"the PyTorch {v.package} pairs with"))
+            ans.alternatives.append(
+                replace(
+                    _pick(cat, partner_branch, pv, org), pairs_with=None, note=f"the PyTorch {v.package} pairs with"
+                )
+            )
     others: dict[tuple[str, str], tuple[Branch, Variant]] = {}
     for _, ob, ov in found[1:]:
         others.setdefault((ov.package, ob.name), (ob, ov))
     others.pop((v.package, b.name), None)
     for ob, ov in list(others.values())[: max(0, 4 - len(ans.alternatives))]:
-        ans.alternatives.append(_pick(cat, ob, ov, org, f"PyTorch {ob.pytorch}" + (f", CUDA {ov.cuda}" if ov.cuda else "")
-                                      + f", {ob.kind}"))
+        ans.alternatives.append(
+            _pick(cat, ob, ov, org, f"PyTorch {ob.pytorch}" + (f", CUDA {ov.cuda}" if ov.cuda else "") + f", {ob.kind}")
+        )
     return ans

@@ -57,23 +57,26 @@ def cpu_plan(cat: Catalog, hw: Hardware, ans: Answer, platform_arch: str | None)
     if hw.workload in ("bf16-training", "int8-inference") and not special:
         want = next(i for i in cat.isas.values() if i.workload == hw.workload)
         ans.warnings.append(
-            f"{hw.workload.replace('-', ' ').upper() if hw.workload == 'int8-inference' else 'BF16 training'} asks for the "
+            f"{hw.workload.replace('-', ' ').upper() if hw.workload == 'int8-inference' else 'BF16 training'} asks for "
+            f"the "
             f"{want.key} build, but this CPU does not report {', '.join(sorted(want.requires - flags))}; "
             f"the best build it can run is {order[0]}."
         )
     if special:
-        ans.reasons.append(
-            f"{hw.workload.replace('-', ' ')} and the CPU reports {', '.join(sorted(special[0].requires - general[0].requires)) if general else special[0].key}: {special[0].key}."
-        )
+        reports = ", ".join(sorted(special[0].requires - general[0].requires)) if general else special[0].key
+        ans.reasons.append(f"{hw.workload.replace('-', ' ')} and the CPU reports {reports}: {special[0].key}.")
     elif arch == "x86_64":
-        ans.reasons.append(f"The CPU{f' ({hw.cpu})' if hw.cpu else ''} can run up to {order[0]}" + _flags_phrase(hw) + ".")
+        ans.reasons.append(
+            f"The CPU{f' ({hw.cpu})' if hw.cpu else ''} can run up to {order[0]}" + _flags_phrase(hw) + "."
+        )
     else:
         top = order[0]
         why = "reports sve2" if top == "armv9" else "has no SVE2" if "sve2" not in flags else ""
         ans.reasons.append(f"The CPU{f' ({hw.cpu})' if hw.cpu else ''} {why}: {top}.")
         if top == "armv8_2" and "sve" in flags:
             ans.reasons.append(
-                "It has SVE but not SVE2; the armv9 builds are compiled with -march=armv9-a+sve+sve2 and would hit illegal instructions."
+                "It has SVE but not SVE2; the armv9 builds are compiled with -march=armv9-a+sve+sve2 and would hit "
+                "illegal instructions."
             )
     return CpuPlan(arch, tuple(order), assumed=False)
 

@@ -88,7 +88,7 @@ def gather(
         try:
             rows = nvml_gpus(nvml)
             facts.summary.append(f"GPUs from NVML: {len(rows)}")
-        except Exception as err:  # ImportError, NVMLError_LibraryNotFound, driver not loaded ...
+        except Exception as err:  # noqa: BLE001  ImportError, NVMLError_LibraryNotFound, driver not loaded ...
             facts.summary.append(f"NVML not usable ({type(err).__name__}: {err}); trying {nvidia_smi}")
     if rows is None:
         try:
@@ -106,7 +106,10 @@ def gather(
     try:
         block = cpu_block(cpuinfo)
         parts.append(block)
-        model = next((line.split(":", 1)[1].strip() for line in block.splitlines() if line.lower().startswith("model name")), None)
+        model = next(
+            (line.split(":", 1)[1].strip() for line in block.splitlines() if line.lower().startswith("model name")),
+            None,
+        )
         facts.summary.append(f"CPU from {cpuinfo}: {model or 'no model name (flags and CPU part only)'}")
         facts.cpu_from = "this machine's /proc/cpuinfo" if cpuinfo == Path("/proc/cpuinfo") else str(cpuinfo)
     except OSError as err:

@@ -169,11 +169,15 @@ def _gpu(cat: Catalog, hw: Hardware, arch: GpuArch, ans: Answer, org: str) -> An
     order = tuple(i for i in plan.order if i in allowed)
     if not order:
         ans.warnings.append(
-            f"{arch.upper} builds exist only for {', '.join(sorted(allowed))}; none of them runs on this CPU ({', '.join(plan.order)})."
+            f"{arch.upper} builds exist only for {', '.join(sorted(allowed))}; none of them runs on this CPU "
+            f"({', '.join(plan.order)})."
         )
         return ans
     if order != plan.order and not plan.assumed:
-        ans.reasons.append(f"{arch.upper} is built only with {', '.join(sorted(allowed))}: the best of those this CPU runs is {order[0]}.")
+        ans.reasons.append(
+            f"{arch.upper} is built only with {', '.join(sorted(allowed))}: the best of those this CPU runs is "
+            f"{order[0]}."
+        )
     return choose(cat, hw, ans, arch, CpuPlan(plan.arch, order, plan.assumed), org)
 
 
@@ -202,7 +206,9 @@ def _mixed(cat: Catalog, hw: Hardware, ans: Answer, org: str) -> Answer:
         sub = replace(hw, gpu=gpus[0].name, gpu_arch=key, gpu_count=gpus[0].count, gpus=gpus, notes=[])
         part = Answer(hardware=sub)
         arch = cat.gpu_archs[key]
-        part.reasons.append(f"{', '.join(g.name for g in gpus)}: {arch.family}, compute capability {arch.cc} -> {arch.upper}.")
+        part.reasons.append(
+            f"{', '.join(g.name for g in gpus)}: {arch.family}, compute capability {arch.cc} -> {arch.upper}."
+        )
         return _gpu(cat, sub, arch, part, org)
 
     first = one(keys[0])
@@ -263,11 +269,14 @@ def _darwin(cat: Catalog, hw: Hardware, ans: Answer, org: str) -> Answer:
         ans.warnings.append("macOS has no NVIDIA CUDA support; the GPU named is ignored for the macOS build.")
     if hw.apple_silicon is False:
         ans.warnings.append(
-            "Intel Macs have no variant: the darwin-mps build targets Apple Silicon (aarch64-darwin) and the CPU builds are Linux-only."
+            "Intel Macs have no variant: the darwin-mps build targets Apple Silicon (aarch64-darwin) and the CPU "
+            "builds are Linux-only."
         )
         return ans
     if hw.apple_silicon is None:
-        ans.warnings.append("The darwin-mps build needs Apple Silicon (M1-M4) and macOS 12.3+; Intel Macs have no variant.")
+        ans.warnings.append(
+            "The darwin-mps build needs Apple Silicon (M1-M4) and macOS 12.3+; Intel Macs have no variant."
+        )
     candidates = constraints(cat, hw, ans)
     for b in candidates:
         v = next((x for x in b.variants if x.darwin), None)

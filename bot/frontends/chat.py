@@ -47,7 +47,8 @@ HELP = """\
                              `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv` and `lscpu`
                              (what `torchbot ask --here` reads on the machine itself)
 /pins                        branches with PyTorch / CUDA / Python and their nixpkgs pins
-/bump <branch|all> [rev] [--with-companions]  move branches (and their torchvision pairs) to a newer nixpkgs (admins; plan first)
+/bump <branch|all> [rev] [--with-companions]  move branches (and their torchvision pairs) to a newer
+                                              nixpkgs (admins; plan first)
 /bump <branch> <rev> --pytorch X.Y.Z          ... a deliberate PyTorch move: X.Y.Z is what that nixpkgs holds
 /bump <branch> [rev] --torch-src REV,HASH     ... PyTorch from source (a source override; the pin stays without rev)
 /build <branch> [glob] [--resume]  build variants of a branch (admins; plan first); --resume: the interrupted
@@ -135,8 +136,16 @@ class PinsResult:
         rows = [("branch", "pytorch", "cuda", "python", "pin", "next bump")]
         for b in self.data["branches"]:
             scheduled = self.vllm or b["purpose"] != "vllm-certified"
-            rows.append((b["branch"], b["pytorch"], "/".join(b["cuda"]) or "-", b["python"],
-                         ",".join(p[:7] for p in b["pins"]), f"cron '{self.cron}'" if scheduled else "manual (vLLM pin)"))
+            rows.append(
+                (
+                    b["branch"],
+                    b["pytorch"],
+                    "/".join(b["cuda"]) or "-",
+                    b["python"],
+                    ",".join(p[:7] for p in b["pins"]),
+                    f"cron '{self.cron}'" if scheduled else "manual (vLLM pin)",
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
@@ -201,7 +210,7 @@ class Chat:
             if not unreachable(err):
                 return MessageResult(report(log, f"/{name}"), ok=False)
             return MessageResult(f"/{name} did nothing: {StateStoreNotAnswering().message}", ok=False)
-        except Exception:  # the traceback goes to the log under an id, the user gets a sentence
+        except Exception:  # noqa: BLE001  the traceback goes to the log under an id, the user gets a sentence
             return MessageResult(report(log, f"/{name}"), ok=False)
 
     def mention(self, text: str, user: str = "console", channel: str = "console"):

@@ -66,7 +66,7 @@ class CatalogResult:
         if self.repo_set is not None:
             cat = self.catalog
             by_repo = {}
-            for key, b in list(cat.branches.items()) + list(cat.vision.items()):
+            for b in [*cat.branches.values(), *cat.vision.values()]:
                 by_repo[(b.repository, b.name)] = b
             for m in self.repo_set.models:
                 for bm in m.branches.values():

@@ -136,7 +136,7 @@ class JobRunner:
                 job.result = job.fn(job)
             except TorchbotError as err:
                 job.result = MessageResult(err.message, ok=False)
-            except Exception:
+            except Exception:  # noqa: BLE001  a job's unexpected error is reported under an id, the runner goes on
                 job.result = MessageResult(report(log, f"{job.title} (job {job.id})"), ok=False)
             with self._cond:
                 job.state, job.finished = "done", time.time()
@@ -151,5 +151,5 @@ class JobRunner:
             return
         try:
             callback(job)
-        except Exception:  # a failed report must not stop the runner; the log has it
+        except Exception:  # noqa: BLE001  a failed report must not stop the runner; the log has it
             report(log, f"reporting on job {job.id} ({job.title})")

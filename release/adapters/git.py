@@ -10,6 +10,7 @@ compare-and-swap (``update-ref NEW OLD``) so a concurrent change is detected, no
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -150,10 +151,8 @@ def make_commits(
         with tempfile.TemporaryFile() as fh:
             fh.write("".join(f"delete {r}\n" for r in temp_refs).encode())
             fh.seek(0)
-            try:
+            with contextlib.suppress(git.GitCommandError):  # refs that were never created
                 repo.git.update_ref("--stdin", istream=fh)
-            except git.GitCommandError:  # pragma: no cover - refs were never created
-                pass
 
 
 def _clean(value: str) -> str:
@@ -205,8 +204,8 @@ def delete_remote_refs(repo, remote: str, refs: list[str]) -> None:
 
 def _first_line(text) -> str:
     text = (text or "").strip()
-    for line in text.splitlines():
-        line = line.strip().strip("'").strip()
+    for raw in text.splitlines():
+        line = raw.strip().strip("'").strip()
         if (line and not line.startswith("stderr:")) or (line.startswith("stderr:") and line[7:].strip()):
             return line.replace("stderr:", "").strip().strip("'")
     return text
@@ -374,9 +373,11 @@ def remove_worktree(repo: Path | None, home: Path) -> None:
 def checkouts(repo) -> dict[str, Path]:
     """Branch name -> the work tree (main or linked) that has it checked out. A bare
     repository has none."""
+    import git
+
     try:
         listing = repo.git.worktree("list", "--porcelain")
-    except Exception:  # pragma: no cover - very old git
+    except git.GitCommandError:  # pragma: no cover - very old git
         return {}
     out: dict[str, Path] = {}
     path: Path | None = None
@@ -419,7 +420,10 @@ def check_checkouts(repo, moves: dict[str, tuple[str, str]]) -> dict[str, Path]:
             )
         new, old = moves[branch]
         proc = subprocess.run(
-            ["git", "-C", str(path), "read-tree", "-n", "-m", "-u", old, new], check=False, capture_output=True, text=True
+            ["git", "-C", str(path), "read-tree", "-n", "-m", "-u", old, new],
+            check=False,
+            capture_output=True,
+            text=True,
         )
         if proc.returncode:
             raise RefusedError(
@@ -438,7 +442,9 @@ def advance_branches(repo, moves: dict[str, tuple[str, str]], *, checked: dict[s
     notes = []
     for branch, path in found.items():
         new, old = moves[branch]
-        proc = subprocess.run(["git", "-C", str(path), "read-tree", "-m", "-u", old, new], check=False, capture_output=True, text=True)
+        proc = subprocess.run(
+            ["git", "-C", str(path), "read-tree", "-m", "-u", old, new], check=False, capture_output=True, text=True
+        )
         if proc.returncode:
             raise ExternalError(
                 f"Branch '{branch}' moved to {new[:7]}, but its work tree in {path} could not follow "
@@ -455,7 +461,10 @@ def read_paths(repo: Path, names: list[str]) -> dict[str, str | None]:
     if not names:
         return {}
     proc = subprocess.run(
-        ["git", "-C", str(repo), "cat-file", "--batch"], check=False, input=("\n".join(names) + "\n").encode(), capture_output=True
+        ["git", "-C", str(repo), "cat-file", "--batch"],
+        check=False,
+        input=("\n".join(names) + "\n").encode(),
+        capture_output=True,
     )
     if proc.returncode != 0:
         raise ExternalError(f"git cat-file failed in {repo}: {proc.stderr.decode(errors='replace').strip()}")
@@ -475,3 +484,13 @@ def read_paths(repo: Path, names: list[str]) -> dict[str, str | None]:
         out[name] = data[pos : pos + size].decode("utf-8", errors="surrogateescape")
         pos += size + 1
     return out
+
+
+def track_pushed(repo, remote: str, tips: dict[str, str]) -> None:
+    """Keep the remote-tracking refs in step with what was just pushed (cosmetic: the push itself
+    succeeded, so a ref that cannot be written is left for the next fetch)."""
+    import git
+
+    for branch, sha in tips.items():
+        with contextlib.suppress(git.GitCommandError):
+            repo.git.update_ref(f"refs/remotes/{remote}/{branch}", sha)

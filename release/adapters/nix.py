@@ -56,7 +56,9 @@ def prefetch_tarball(url: str, *, store: str | None = None, timeout: float = 900
     if expected:
         cmd.append(expected)
     try:
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            cmd, check=False, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
     except FileNotFoundError:
         raise ExternalError("nix-prefetch-url is not installed (Debian: nix-bin); nothing was changed.") from None
     except subprocess.TimeoutExpired:

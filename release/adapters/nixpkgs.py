@@ -90,7 +90,9 @@ class NixpkgsClient:
                 ) from None
         rev = resp.text.strip()
         if not REV_RE.match(rev):
-            raise ExternalError(f"The channel endpoint returned something that is not a commit id for {channel}; nothing was changed.")
+            raise ExternalError(
+                f"The channel endpoint returned something that is not a commit id for {channel}; nothing was changed."
+            )
         return rev
 
     def resolve(self, ref: str) -> str:
@@ -193,7 +195,9 @@ class NixpkgsClient:
             if m:
                 return m.group(1)
             raise ExternalError(f"Could not read the torch version from {path} at nixpkgs {short(rev)}.")
-        raise ExternalError(f"nixpkgs {short(rev)} has no file defining python3Packages.torch ({', '.join(TORCH_FILES)}).")
+        raise ExternalError(
+            f"nixpkgs {short(rev)} has no file defining python3Packages.torch ({', '.join(TORCH_FILES)})."
+        )
 
     def has_cuda_set(self, rev: str, attr: str) -> bool:
         pattern = re.compile(rf"\b{re.escape(attr)}\s*=")
@@ -206,7 +210,9 @@ class NixpkgsClient:
             if pattern.search(text):
                 return True
         if not seen:
-            raise ExternalError(f"nixpkgs {short(rev)} has none of the files defining CUDA package sets ({', '.join(CUDA_SET_FILES)}).")
+            raise ExternalError(
+                f"nixpkgs {short(rev)} has none of the files defining CUDA package sets ({', '.join(CUDA_SET_FILES)})."
+            )
         return False
 
     def cuda_sets(self, rev: str) -> list[str]:

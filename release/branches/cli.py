@@ -13,18 +13,24 @@ def _csv(value: str) -> list[str]:
 def register(verbs) -> None:
     b = verbs.add_parser("branch", help="manage branches of the repository")
     bsub = b.add_subparsers(dest="branch_command", required=True, parser_class=type(b))
-    c = bsub.add_parser("create", help="derive a branch for a new PyTorch / CUDA / Python combination from an existing one")
+    c = bsub.add_parser(
+        "create", help="derive a branch for a new PyTorch / CUDA / Python combination from an existing one"
+    )
     c.add_argument("name")
     c.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
     c.add_argument("--from", dest="from_branch",
                    help="the branch to derive from (default: one of the name's PyTorch line, else the recommended one)")
-    c.add_argument("--pytorch", required=True, help="PyTorch version X.Y[.Z] the branch builds (checked against nixpkgs)")
+    c.add_argument(
+        "--pytorch", required=True, help="PyTorch version X.Y[.Z] the branch builds (checked against nixpkgs)"
+    )
     c.add_argument("--python", help="Python version 3.NN (default: the source's)")
     c.add_argument("--cuda", type=_csv, help="CUDA versions A.B[,C.D] (default: the source's)")
     c.add_argument("--pin", required=True, help="nixpkgs commit (40 hex characters; must exist in nixpkgs)")
     c.add_argument("--torch-src", dest="torch_src", metavar="REV,HASH",
                    help="build PyTorch from this source (git tag or commit, SRI hash) in the source override")
-    c.add_argument("--gpu", type=_csv, help="GPU architectures smNN,... among those the source builds (default: all of them)")
+    c.add_argument(
+        "--gpu", type=_csv, help="GPU architectures smNN,... among those the source builds (default: all of them)"
+    )
     c.add_argument("--cpu", type=_csv, help="CPU ISAs isa,... among the source's (default: all of them)")
     c.add_argument("--purpose", help="the branch's purpose for the catalog (default: python-variant on the source's "
                                      "PyTorch line, else bleeding-edge)")

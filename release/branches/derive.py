@@ -171,7 +171,9 @@ def _nearest(version: str, available: list[str]) -> str:
     return min(available, key=key)
 
 
-def plan_targets(req: Request, recipes: list[SourceRecipe], catalog) -> tuple[list[tuple[ParsedName, SourceRecipe]], list[str]]:
+def plan_targets(
+    req: Request, recipes: list[SourceRecipe], catalog
+) -> tuple[list[tuple[ParsedName, SourceRecipe]], list[str]]:
     """(target name, template recipe) pairs and notes. Refuses (ValidationError naming every
     conflict) when an asked architecture cannot be built or the source never builds it."""
     notes: list[str] = []
@@ -200,8 +202,10 @@ def plan_targets(req: Request, recipes: list[SourceRecipe], catalog) -> tuple[li
                                 f"ISAs ({', '.join(allowed)})")
         if not any(r.parsed.gpu_arch == a for r in gpu):
             built = sorted({r.parsed.gpu_arch for r in gpu}, key=lambda x: vtuple(x[2:]))
-            problems.append(f"{a} is not built by '{req.source}' (it builds {', '.join(built) or 'no GPU architecture'}); "
-                            "torchbot derives recipes only from recipes the source has")
+            problems.append(
+                f"{a} is not built by '{req.source}' (it builds {', '.join(built) or 'no GPU architecture'}); "
+                "torchbot derives recipes only from recipes the source has"
+            )
     for isa in req.cpu or ():
         if isa not in catalog.isas:
             problems.append(f"unknown CPU ISA '{isa}'")

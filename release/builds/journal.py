@@ -39,9 +39,7 @@ def _encode(fields: dict) -> dict:
 def _decode(fields: dict) -> dict:
     out = {}
     for k, v in fields.items():
-        if k in ("started", "finished") and isinstance(v, str):
-            v = datetime.strptime(v, _ISO)
-        out[k] = v
+        out[k] = datetime.strptime(v, _ISO) if k in ("started", "finished") and isinstance(v, str) else v
     return out
 
 

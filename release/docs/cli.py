@@ -12,8 +12,11 @@ def register(verbs) -> None:
     mode.add_argument("--check", action="store_true", help="print each stale row; exit 1 on drift")
     mode.add_argument("--write", action="store_true", help="one commit per branch fixing only those tables")
     p.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
-    p.add_argument("--torchvision", help="the build-torchvision repository (default: the build-torchvision one in TORCHBOT_REPO_PATH); "
-                                         "--check also compares its branches with their build-pytorch pairs")
+    p.add_argument(
+        "--torchvision",
+        help="the build-torchvision repository (default: the build-torchvision one in TORCHBOT_REPO_PATH); "
+        "--check also compares its branches with their build-pytorch pairs",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_docs)
 

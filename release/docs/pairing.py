@@ -55,7 +55,9 @@ def compare(vision: BranchDoc, pair: BranchDoc) -> list[Mismatch]:
     mine, theirs = _pins_by_cuda(vision), _pins_by_cuda(pair)
     for cuda in vision.cuda:
         if cuda in theirs and mine.get(cuda) != theirs[cuda]:
-            out.append(Mismatch(vision.name, pair.name, f"pin (CUDA {cuda})", mine.get(cuda, "-")[:7], theirs[cuda][:7]))
+            out.append(
+                Mismatch(vision.name, pair.name, f"pin (CUDA {cuda})", mine.get(cuda, "-")[:7], theirs[cuda][:7])
+            )
     shared = set(mine) & set(theirs)
     if not shared:
         vp, pp = set(vision.pins), set(pair.pins)

@@ -296,11 +296,7 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
             f"branches were left as they were; run `git fetch {remote}` and reconcile. ({err.message})"
         ) from None
     if opts.push:
-        for b, sha in new.items():  # keep remote-tracking refs in step with what we pushed
-            try:
-                repo.git.update_ref(f"refs/remotes/{remote}/{b}", sha)
-            except Exception:  # pragma: no cover - cosmetic
-                pass
+        gitops.track_pushed(repo, remote, new)
     outcome.commits = new
     progress.begin(len(new))
     for b in new:

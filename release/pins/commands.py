@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from config.errors import TorchbotError
 from release.context import repo_arg
 from release.pins.rules import short
 
@@ -16,7 +17,7 @@ from release.pins.rules import short
 def _catalog(ctx):
     try:
         return ctx.catalog
-    except Exception:  # a repository the reader cannot read still has branches to bump
+    except TorchbotError:  # a repository the reader cannot read still has branches to bump
         from config.catalog_data import load_catalog
 
         return load_catalog()

@@ -112,7 +112,7 @@ def apply_with_companions(data, settings):
     try:
         for c in data.companions:
             done.append(apply_bump(c, settings))
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001  whatever failed, the build-pytorch branches go back first
         moved = {b: (old_tip, sha) for b, sha in outcome.commits.items()
                  for old_tip in [next(bp.tip for bp in data.branches if bp.branch == b)]}
         note = ""

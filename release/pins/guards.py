@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from config.errors import TorchbotError
 from release.pins.promise import branch_promise, check_cuda, check_torch
 from release.pins.rules import cuda_attrs
 
@@ -33,7 +34,7 @@ def read_model(repo_path):
 
     try:
         return read_repository(repo_path, load_catalog())
-    except Exception:
+    except TorchbotError:  # no model: the guards fall back to the nixpkgs facts alone
         return None
 
 

@@ -128,7 +128,9 @@ def render(r: Review) -> str:
         f"| torch | {r.torch[0] or '?'} | {r.torch[1] or '?'} |",
     ]
     if r.cuda_default != (None, None):
-        lines.append(f"| default CUDA (`cudaPackages`) | {_version(r.cuda_default[0])} | {_version(r.cuda_default[1])} |")
+        lines.append(
+            f"| default CUDA (`cudaPackages`) | {_version(r.cuda_default[0])} | {_version(r.cuda_default[1])} |"
+        )
     for attr in r.cuda_sets:
         lines.append(f"| `{attr}` (the recipes' CUDA) | {_version(attr)} | {_version(attr)} (present) |")
     size = f"{r.total_commits} commits" if r.total_commits is not None else "the commits"

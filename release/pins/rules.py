@@ -201,7 +201,9 @@ def plan_edit(
         new_text = rewrite_recipe(text, group.pin, new_pin)
         if new_text != text:
             edit.changes[path] = new_text
-            edit.lines_changed += sum(1 for a, b in zip(text.splitlines(), new_text.splitlines(), strict=False) if a != b)
+            edit.lines_changed += sum(
+                1 for a, b in zip(text.splitlines(), new_text.splitlines(), strict=False) if a != b
+            )
     if readme is not None:
         from release.pins.readme import scoped_readme_edit
 
@@ -210,5 +212,7 @@ def plan_edit(
         new_readme = scoped.text
         if new_readme != readme:
             edit.changes[README] = new_readme
-            edit.lines_changed += sum(1 for a, b in zip(readme.splitlines(), new_readme.splitlines(), strict=False) if a != b)
+            edit.lines_changed += sum(
+                1 for a, b in zip(readme.splitlines(), new_readme.splitlines(), strict=False) if a != b
+            )
     return edit

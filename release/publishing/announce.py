@@ -141,7 +141,7 @@ def flush(ctx, client=None, *, on_sent: Callable[[Outbox, str], None] | None = N
                     with st.session() as ses:
                         ses.get(Outbox, row.id).attempted = utcnow()
                     with st.session() as ses:
-                        row = ses.get(Outbox, row.id)
+                        row = ses.get(Outbox, row.id)  # noqa: PLW2901  the same row, as it is now
                     text = render(row.kind, rel, published, s.flox_org, web, row.package)
                     resp = client.chat_postMessage(
                         channel=channel,

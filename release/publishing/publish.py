@@ -11,6 +11,7 @@ workflow; they are only recorded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -22,7 +23,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from config.checks import require_real_org
-from config.errors import UsageError
+from config.errors import TorchbotError, UsageError
 from config.progress import Progress
 from release.adapters.git import list_recipes, read_blobs, worktree
 from release.builds.plan import recipe_pin
@@ -49,7 +50,7 @@ def release_info(ctx, branch: str, packages: list[str]) -> dict:
     info: dict = {"pytorch": None, "python": None, "cuda": []}
     try:
         b = ctx.catalog.branches.get(branch)
-    except Exception:
+    except TorchbotError:  # an unreadable repository: the names say enough
         b = None
     if b is not None:
         info.update(pytorch=b.pytorch, python=b.python, cuda=list(b.cuda_versions))
@@ -73,7 +74,7 @@ def _release_packages(repo: Path | None, commit: str | None, pin: str | None, fa
     try:
         recipes = list_recipes(repo, commit)
         texts = read_blobs(repo, recipes.values())
-    except Exception:
+    except TorchbotError:
         return fallback
     pins = {p: recipe_pin(texts.get(sha, "")) for p, sha in recipes.items()}
     same = [p for p, v in pins.items() if v == pin or v is None]
@@ -82,8 +83,16 @@ def _release_packages(repo: Path | None, commit: str | None, pin: str | None, fa
 
 def _run(command: str, cwd: Path | None, timeout: float) -> tuple[bool, str]:
     try:
-        proc = subprocess.run(command, check=False, shell=True, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            command,
+            check=False,
+            shell=True,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return False, f"publish timed out after {timeout:g} s"
     if proc.returncode != 0:
@@ -96,10 +105,8 @@ def record_publish(ctx, build: Build, total_packages: list[str]) -> None:
     """The publish record and its outbox rows, in one transaction."""
     st = state_for(ctx)
     pin = build.pin or "unpinned"
-    try:
+    with contextlib.suppress(IntegrityError):  # another torchbot recorded this publish first: nothing to add
         _record(ctx, st, build, pin, total_packages)
-    except IntegrityError:  # another torchbot recorded this publish first: nothing to add
-        pass
 
 
 def _record(ctx, st, build: Build, pin: str, total_packages: list[str]) -> None:
@@ -154,7 +161,7 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None, progress: Prog
             if b.pin not in totals:
                 totals[b.pin] = _release_packages(path, commit, b.pin, branch_builds)
 
-        def finish(b: Build, ok: bool, msg: str) -> None:
+        def finish(b: Build, ok: bool, msg: str, totals=totals) -> None:
             if ok:
                 record_publish(ctx, b, totals[b.pin])
             results.append({"package": b.package, "branch": b.branch, "pin": b.pin,

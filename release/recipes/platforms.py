@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from config.catalog import Catalog
+from config.errors import TorchbotError
 from release.recipes.facts import RECIPES_DIR, read_recipe
 
 
@@ -26,7 +27,7 @@ def recipe_catalog() -> Catalog:
 
     try:
         return load_catalog()
-    except Exception:  # a broken local branches file must not stop builds or bumps
+    except TorchbotError:  # a broken local branches file must not stop builds or bumps
         return build_catalog()
 
 

@@ -128,7 +128,9 @@ def find_git_dir(path: str | os.PathLike) -> Path:
     p = Path(path)
     if not p.exists():
         raise CatalogError(f"The repository path {path} does not exist.")
-    r = subprocess.run(["git", "-C", str(p), "rev-parse", "--absolute-git-dir"], check=False, capture_output=True, text=True)
+    r = subprocess.run(
+        ["git", "-C", str(p), "rev-parse", "--absolute-git-dir"], check=False, capture_output=True, text=True
+    )
     if r.returncode or not r.stdout.strip():
         from release.adapters.git import not_a_repository  # the failure path only: ask stays light
 
@@ -149,7 +151,9 @@ def branch_refs(gd: Path) -> dict[str, tuple[str, str]]:
     branch of that name (a fresh clone)."""
     out: dict[str, tuple[str, str]] = {}
     remote: dict[str, tuple[str, str]] = {}
-    listing = _git(gd, "for-each-ref", "--format=%(refname) %(objectname) %(objecttype)", "refs/heads/", "refs/remotes/")
+    listing = _git(
+        gd, "for-each-ref", "--format=%(refname) %(objectname) %(objecttype)", "refs/heads/", "refs/remotes/"
+    )
     for line in listing.decode().splitlines():
         ref, sha, kind = line.split(" ")
         if kind != "commit":

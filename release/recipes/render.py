@@ -222,13 +222,18 @@ def render_readme(catalog: Catalog, branch: Branch) -> str:
     meta = json.dumps(branch_meta(branch), sort_keys=True, ensure_ascii=True)
     if "--" in meta or "\n" in branch.summary:
         raise CatalogError(f"Branch '{branch.name}': its summary cannot be written into the README.")
-    return _template("README.md.j2").render(
-        b=branch,
-        meta_json=meta,
-        rows=_rows(catalog, branch),
-        others=list(catalog.branches.values()) if branch.name in catalog.branches else [*catalog.branches.values(), branch],
-        cuda_versions=" / ".join(branch.cuda_versions),
-    ) + "\n"
+    return (
+        _template("README.md.j2").render(
+            b=branch,
+            meta_json=meta,
+            rows=_rows(catalog, branch),
+            others=list(catalog.branches.values())
+            if branch.name in catalog.branches
+            else [*catalog.branches.values(), branch],
+            cuda_versions=" / ".join(branch.cuda_versions),
+        )
+        + "\n"
+    )
 
 
 def render_manifest(catalog: Catalog, branch: Branch) -> str:

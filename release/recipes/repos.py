@@ -56,7 +56,9 @@ def pair(vision: Branch, candidates: list[Branch]) -> tuple[Branch | None, str]:
         parts.append(f"nixpkgs {', '.join(shared_pins)}")
     text = f"pairs with {best.name}: " + ", ".join(parts)
     if only_here:
-        text += f"; nixpkgs {', '.join(only_here)} is not on {best.name} (it uses {', '.join(p[:7] for p in best.pins)})"
+        text += (
+            f"; nixpkgs {', '.join(only_here)} is not on {best.name} (it uses {', '.join(p[:7] for p in best.pins)})"
+        )
     if missing_cuda:
         text += f"; CUDA {' / '.join(missing_cuda)} is not built on {best.name}"
     if best.python != vision.python:
@@ -190,7 +192,8 @@ def _catalog(models: list[RepoModel], embedded: Catalog) -> Catalog:
         cat = replace(cat, branches=pytorch)
     candidates = list(pytorch.values())
     paired = {}
-    for key, vb in vision.items():
+    for key, found in vision.items():
+        vb = found
         best, text = pair(vb, candidates) if candidates else (None, "no build-pytorch repository configured")
         if best is not None and vb.pytorch == "unknown" and best.torch_source is None and set(vb.pins) & set(best.pins):
             # the same nixpkgs pin has the same torch

@@ -45,7 +45,11 @@ EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 BUMP_GRACE = 6 * 3600
 JOBS_TABLE = "apscheduler_jobs"
 
-_ctx = None  # the Context jobs run with (set by start_scheduler / run_pending / run_now)
+class _Jobs:
+    """The Context jobs run with. APScheduler stores a job as a reference to ``run_job``, so the
+    context cannot travel with it; ``start_scheduler``, ``run_pending`` and ``run_now`` set it."""
+
+    ctx = None
 stats: dict[str, Counter] = {"ran": Counter(), "skipped": Counter()}
 _stats_lock = threading.Lock()
 
@@ -109,9 +113,9 @@ def job_specs(ctx) -> list[JobSpec]:
         ("publish", s.publish_interval_seconds, "publish succeeded variants"),
         ("flush-announcements", s.flush_interval_seconds, "send pending release announcements"),
     ):
-        seconds = max(1, int(seconds))
-        trig = IntervalTrigger(seconds=seconds, start_date=EPOCH, timezone=UTC)
-        specs.append(JobSpec(kind, kind, None, trig, seconds, what))
+        every = max(1, int(seconds))
+        trig = IntervalTrigger(seconds=every, start_date=EPOCH, timezone=UTC)
+        specs.append(JobSpec(kind, kind, None, trig, every, what))
     return specs
 
 
@@ -238,7 +242,7 @@ def run_job(job_id: str, slot: str | None = None, ctx=None) -> str:
     (job, scheduled time) row first; returns the result line (or why it was skipped)."""
     from release.state import state_for
 
-    ctx = ctx or _ctx or _default_ctx()
+    ctx = ctx or _Jobs.ctx or _default_ctx()
     spec = _spec(ctx, job_id)
     if slot is None:
         now = datetime.now(UTC)
@@ -318,7 +322,7 @@ def sync_jobs(sched, ctx) -> None:
     unchanged is kept as is, so a run missed while torchbot was down is still due."""
     specs = {s.id: s for s in job_specs(ctx)}
     stored = {j.id: j for j in sched.get_jobs()}
-    for job_id, job in stored.items():
+    for job_id in stored:
         if job_id not in specs:
             sched.remove_job(job_id)
     for spec in specs.values():
@@ -341,8 +345,7 @@ def sync_jobs(sched, ctx) -> None:
 
 def start_scheduler(ctx):
     """A running BackgroundScheduler for ``torchbot serve``; call ``.shutdown()`` to stop."""
-    global _ctx
-    _ctx = ctx
+    _Jobs.ctx = ctx
     from release.state import state_for
 
     state_for(ctx).mark_interrupted()  # builds a killed torchbot left behind
@@ -369,8 +372,7 @@ def list_jobs(ctx) -> list[dict]:
 
 
 def run_now(ctx, job_id: str) -> dict:
-    global _ctx
-    _ctx = _ctx or ctx
+    _Jobs.ctx = _Jobs.ctx or ctx
     spec = _spec(ctx, job_id)
     now = datetime.now(UTC)
     return {"job": spec.id, "result": run_job(spec.id, "manual:" + now.isoformat(), ctx=ctx)}
@@ -379,8 +381,7 @@ def run_now(ctx, job_id: str) -> dict:
 def run_pending(ctx, now: datetime | None = None) -> list[dict]:
     """Run every due job once (coalesced, within its grace time), advance its next run
     time in the store, and return what ran."""
-    global _ctx
-    _ctx = _ctx or ctx
+    _Jobs.ctx = _Jobs.ctx or ctx
     now = now or datetime.now(UTC)
     sched = _make(ctx, store_only=True)
     sched.start(paused=True)

@@ -1,8 +1,9 @@
-"""The state DB: builds, the GitHub runs being followed, publishes, releases (Slack threads),
-the announcement outbox, job-run locks, the pending plans of chat commands (waiting for
-Confirm) and the Slack deliveries already answered (``claim_delivery``). SQLAlchemy 2 models; the URL comes from ``Settings.state_db`` (SQLite file by
-default, PostgreSQL works the same). ``open_state(url)`` gives a :class:`State` whose
-``session()`` is a context manager committing on success and rolling back on error.
+"""The state DB: builds, the GitHub runs being followed, publishes, releases (Slack threads), the
+announcement outbox, job-run locks, the pending plans of chat commands (waiting for Confirm) and the
+Slack deliveries already answered (``claim_delivery``). SQLAlchemy 2 models; the URL comes from
+``Settings.state_db`` (SQLite file by default, PostgreSQL works the same). ``open_state(url)`` gives
+a :class:`State` whose ``session()`` is a context manager committing on success and rolling back on
+error.
 
 Nothing waits on the database for ever: ``timeout`` seconds (``Settings.state_timeout_seconds``
 through ``state_for``) bound a PostgreSQL connection (``connect_timeout``), each statement

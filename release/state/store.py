@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, delete, event, select, update
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from config.errors import ConfigError
@@ -138,8 +138,13 @@ class State:
 
     def pending_plans(self) -> list[PendingPlan]:
         with self.session() as s:
-            return list(s.scalars(select(PendingPlan).where(PendingPlan.state == "pending",
-                                                            PendingPlan.expires > utcnow()).order_by(PendingPlan.created)))
+            return list(
+                s.scalars(
+                    select(PendingPlan)
+                    .where(PendingPlan.state == "pending", PendingPlan.expires > utcnow())
+                    .order_by(PendingPlan.created)
+                )
+            )
 
     # -- job locks ----------------------------------------------------------------------
 
@@ -198,7 +203,7 @@ def _shown(url: str) -> str:
     """The URL with any password hidden (secrets never reach logs or chat)."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:
+    except (ArgumentError, ValueError):
         return url.split("://", 1)[0] + "://…"
 
 

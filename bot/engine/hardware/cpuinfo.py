@@ -27,7 +27,9 @@ _ARCH_LINE_RE = re.compile(r"^[ \t]*architecture[ \t]*:[ \t]*(\S+)", re.M)
 _MODEL_LINE_RE = re.compile(r"^[ \t]*model name[ \t]*:[ \t]*([^\n]*)$", re.M)
 _VENDOR_LINE_RE = re.compile(r"^[ \t]*vendor(?:_id| id)[ \t]*:[ \t]*(\S+)", re.M)
 _CPU_PART_RE = re.compile(r"^[ \t]*cpu part[ \t]*:[ \t]*(0x[0-9a-f]{3})", re.M)
-_VENDOR_ARM_RE = re.compile(r"^[ \t]*(?:vendor id[ \t]*:[ \t]*(?:arm|apm|cavium|nvidia|ampere)|cpu implementer[ \t]*:)", re.M)
+_VENDOR_ARM_RE = re.compile(
+    r"^[ \t]*(?:vendor id[ \t]*:[ \t]*(?:arm|apm|cavium|nvidia|ampere)|cpu implementer[ \t]*:)", re.M
+)
 _ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "i686": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
            "armv8l": "aarch64"}
 

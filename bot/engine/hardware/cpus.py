@@ -14,11 +14,14 @@ from config.catalog import Catalog
 from config.cpu_models import load_cpu_models
 
 _ARM_WORD_RE = re.compile(r"(?<![a-z0-9])(?:aarch64|arm64|armv[89](?:\.\d)?(?: ?a)?|arm)(?![a-z0-9])")
-CPU_LIKE_RE = re.compile(r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])")
+CPU_LIKE_RE = re.compile(
+    r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])"
+)
 # Flags stated in prose ("it has AVX-512", "no avx512"): canonical flag names.
 _STATED_RE = re.compile(
     r"(?P<neg>\b(?:no|not|without|lacks?|lacking|missing)\s+(?:the\s+)?)?"
-    r"(?<![a-z0-9])(?P<flag>avx ?512 ?_?bf16|avx ?512 ?_?vnni|avx ?512 ?f|avx ?512|avx ?_?vnni|avx ?2|avx|sve ?2|sve|fma|f16c|asimddp|dotprod)(?![a-z0-9])"
+    r"(?<![a-z0-9])(?P<flag>avx ?512 ?_?bf16|avx ?512 ?_?vnni|avx ?512 ?f|avx ?512|avx ?_?vnni|avx ?2|avx"
+    r"|sve ?2|sve|fma|f16c|asimddp|dotprod)(?![a-z0-9])"
 )
 # Flags that tell microarchitectures apart beyond the named ones (Xeon Phi's avx512er).
 _TELLING_SUBSETS = frozenset({"amx_int8", "avx512bw", "avx512dq", "avx512vl", "avx512er", "avx512pf"})
@@ -60,9 +63,9 @@ def read_cpu(cat: Catalog, m: Matchers, hw: Hardware, low: str, folded: str, pro
     elif matched is not None and m.brands is not None:
         # A second, unknown CPU next to a known one ("Xeon 9999 or EPYC 9654?") is still said.
         for bm in m.brands.finditer(folded, 0, SCAN):
-            if bm.group("model") and not (bm.start() < matched[1] and matched[0] < bm.end()):
-                if not _known(cat, m, bm.group(0)):
-                    hw.unknown_cpu.append(bm.group(0))
+            overlaps = bm.start() < matched[1] and matched[0] < bm.end()
+            if bm.group("model") and not overlaps and not _known(cat, m, bm.group(0)):
+                hw.unknown_cpu.append(bm.group(0))
     _stated_flags(cat, hw, prose)
 
 

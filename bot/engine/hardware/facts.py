@@ -53,7 +53,9 @@ class Hardware:
     cpu_candidates: list[str] = field(default_factory=list)  # a number several vendors' parts share: each of them
     cpu_ambiguous: str | None = None  # that number, as typed
     flags_source: str | None = None  # pasted | model | stated
-    flags_from: str | None = None  # where pasted flags were read, when not from the question ("this machine's /proc/cpuinfo")
+    flags_from: str | None = (
+        None  # where pasted flags were read, when not from the question ("this machine's /proc/cpuinfo")
+    )
     stated_flags: frozenset[str] = frozenset()
     os: str | None = None  # linux | macos | windows
     wsl: bool = False

@@ -18,7 +18,9 @@ from config.catalog import Catalog
 _SM_RE = re.compile(r"(?<![a-z0-9])sm ?(\d{2,3})(?![0-9])")
 _CC_RE = re.compile(r"(?:compute capability|compute cap|capability|\bcc)\s*(?:is|of|=|:)?\s*(\d{1,2})\.(\d)(?![\d.])")
 _BARE_CC_RE = re.compile(r"(?<![\w.])(\d{1,2})\.(\d)(?![\w.])")
-_VERSIONISH_BEFORE = re.compile(r"(?:python|py|cuda|torch|pytorch|vllm|driver|cudnn|version|macos|ubuntu|v|nvcc|release)\s*[:=v]?\s*$")
+_VERSIONISH_BEFORE = re.compile(
+    r"(?:python|py|cuda|torch|pytorch|vllm|driver|cudnn|version|macos|ubuntu|v|nvcc|release)\s*[:=v]?\s*$"
+)
 # GPU counts next to a model name: "8x H100", "8 x H100", "H100 x8", "a pair of 3090s", "dual 4090".
 _COUNT_WORDS = {
     "one": 1, "single": 1, "two": 2, "dual": 2, "twin": 2, "pair of": 2, "couple of": 2, "three": 3, "four": 4,
@@ -42,7 +44,9 @@ _GPU_LIKE_RE = re.compile(
 )
 _DIGIT_LOOKALIKES = str.maketrans({"o": "0", "l": "1", "i": "1"})
 # "a GPU", "XYZ9000 gpus", "graphics card": a GPU the question mentions without naming one torchbot knows
-_GPU_WORD_RE = re.compile(r"(?<![a-z0-9])(?:([a-z0-9][a-z0-9-]{1,15}) )?(?:gpus?|graphics cards?|video cards?)(?![a-z0-9])")
+_GPU_WORD_RE = re.compile(
+    r"(?<![a-z0-9])(?:([a-z0-9][a-z0-9-]{1,15}) )?(?:gpus?|graphics cards?|video cards?)(?![a-z0-9])"
+)
 _COUNT_RE = re.compile(r"\d+x?|x\d+|[a-z]+")  # "8x gpus", "4 gpus", "nvidia gpu": no model number
 LINE_MARK = LINE.strip()
 _UNIT_AFTER_RE = re.compile(r" ?(?:[kmgt]i?b|[kmg]hz|w|watts?|rpm)(?![a-z0-9])")

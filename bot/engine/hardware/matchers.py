@@ -125,7 +125,9 @@ def matchers(cat: Catalog) -> Matchers:
     inst = list(enumerate(cat.instances))
     instance = (
         # one boundary around the alternation: far faster than one per alternative
-        r"(?<![a-z0-9.\-_])(?:" + "|".join(rf"(?P<i{n}>{x.pattern})" for n, (_, x) in enumerate(inst)) + r")(?![a-z0-9])"
+        r"(?<![a-z0-9.\-_])(?:"
+        + "|".join(rf"(?P<i{n}>{x.pattern})" for n, (_, x) in enumerate(inst))
+        + r")(?![a-z0-9])"
         if inst
         else None
     )
@@ -151,7 +153,17 @@ def matchers(cat: Catalog) -> Matchers:
         else None
     )
     return Matchers(
-        gpu, system, frozenset(starts), max_tokens, foreign, cpu, instance, tuple(i for i, _ in inst), families, providers, brands,
+        gpu,
+        system,
+        frozenset(starts),
+        max_tokens,
+        foreign,
+        cpu,
+        instance,
+        tuple(i for i, _ in inst),
+        families,
+        providers,
+        brands,
         cat.relevant_flags,
     )
 

@@ -90,6 +90,7 @@ def _instances(cat: Catalog, m: Matchers, hw: Hardware, low: str) -> tuple[str, 
     if others:
         hw.notes.append(
             f"The question names several instances ({', '.join([hw.instance, *others])}); this answer is for "
-            f"{hw.instance}. Ask again with {' or '.join(others)} alone for {'its' if len(others) == 1 else 'their'} build."
+            f"{hw.instance}. Ask again with {' or '.join(others)} alone for {'its' if len(others) == 1 else 'their'} "
+            f"build."
         )
     return low, inst.gpu, inst.cpu

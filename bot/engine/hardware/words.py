@@ -11,16 +11,20 @@ from bot.engine.hardware.facts import Hardware
 
 _PY_RE = re.compile(r"(?<![a-z0-9])(?:python|py|cp|cpython)\s?v?(3)\.?(1[0-5]|[89])(?![0-9])")
 _VLLM_RE = re.compile(r"(?<![a-z0-9])vllm(?:\s*(?:version|v|==|@|=)?\s*v?(\d+\.\d+(?:\.\d+)?))?")
-_DRIVER_RE = re.compile(r"(?:driver(?: version)?|nvidia smi|nvidia-smi)\s*[:=]?\s*(\d{3})(?:\.(\d{1,3}))?(?:\.(\d{1,3}))?")
+_DRIVER_RE = re.compile(
+    r"(?:driver(?: version)?|nvidia smi|nvidia-smi)\s*[:=]?\s*(\d{3})(?:\.(\d{1,3}))?(?:\.(\d{1,3}))?"
+)
 _RDRIVER_RE = re.compile(r"(?<![a-z0-9])r(\d{3})(?: driver)?(?![0-9])")
 _CUDA_RE = re.compile(r"(?<![a-z0-9])cuda\s*(version\s*:)?\s*(?:v|=|==|>=)?\s*(\d{2})(?:\.(\d))?(?![0-9.]*\d)")
 _CU_TAG_RE = re.compile(r"(?<![a-z0-9])cu(1[0-3])(\d)(?![0-9])")  # PyTorch wheel tags: cu128, cu131
 _TORCH_RE = re.compile(r"(?<![a-z0-9])(?:pytorch|torch)\s*(?:version\s*)?v?(\d)\.(\d{1,2})(?![0-9])")
 NO_GPU_RE = re.compile(
-    r"no (?:nvidia |discrete |dedicated )?(?:gpus?|graphics card|cuda)|without (?:a |an )?(?:nvidia )?gpu|cpu[ -]?only|gpu[ -]?less|no accelerator"
+    r"no (?:nvidia |discrete |dedicated )?(?:gpus?|graphics card|cuda)|without (?:a |an )?(?:nvidia )?gpu"
+    r"|cpu[ -]?only|gpu[ -]?less|no accelerator"
 )
 _MAC_RE = re.compile(
-    r"(?<![a-z0-9])(?:mac ?os|macbook(?: pro| air)?|mac (?:mini|studio|pro)|imac|darwin|apple silicon|os ?x|mps|metal performance)(?![a-z0-9])"
+    r"(?<![a-z0-9])(?:mac ?os|macbook(?: pro| air)?|mac (?:mini|studio|pro)|imac|darwin|apple silicon|os ?x|mps"
+    r"|metal performance)(?![a-z0-9])"
 )
 _APPLE_CHIP_RE = re.compile(r"(?<![a-z0-9])(?:apple )?m([1-5])(?: (?:pro|max|ultra))?(?![a-z0-9])")
 _INTEL_MAC_RE = re.compile(r"intel mac|mac\w* (?:with )?(?:an )?intel|x86_64 darwin|intel based mac")

@@ -7,11 +7,18 @@ import sys
 
 
 def register(sub) -> None:
-    p = sub.add_parser("ask", help="which variant for this hardware? (free text, or '-' to read pasted output from stdin)")
+    p = sub.add_parser(
+        "ask", help="which variant for this hardware? (free text, or '-' to read pasted output from stdin)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--here", action="store_true",
                    help="answer for this machine: GPUs from NVML (or nvidia-smi), CPU from /proc/cpuinfo")
-    p.add_argument("--nvidia-smi", default="nvidia-smi", metavar="CMD", help="with --here: the nvidia-smi to run when NVML is not usable")
+    p.add_argument(
+        "--nvidia-smi",
+        default="nvidia-smi",
+        metavar="CMD",
+        help="with --here: the nvidia-smi to run when NVML is not usable",
+    )
     p.add_argument("--no-nvml", action="store_true", help="with --here: skip NVML and run nvidia-smi")
     p.add_argument("--cpuinfo", default="/proc/cpuinfo", metavar="PATH", help="with --here: where to read the CPU from")
     p.add_argument("question", nargs="*", help="e.g. 'H100 with Graviton3', 'p5.48xlarge', or - for stdin")

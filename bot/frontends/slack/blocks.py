@@ -59,7 +59,8 @@ def pages(text: str, limit: int = MAX_TEXT - 2 * len(FENCE)) -> list[str]:
     out: list[str] = []
     cur: list[str] = []
     size = 0
-    for line in text.replace(FENCE, "ˋˋˋ").split("\n"):
+    for whole in text.replace(FENCE, "ˋˋˋ").split("\n"):
+        line = whole
         while len(escape(line)) > limit:
             if cur:
                 out.append("\n".join(cur))

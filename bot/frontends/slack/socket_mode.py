@@ -91,7 +91,7 @@ class _Client(SocketModeClient):
         def reconnect():
             try:
                 self.connect_to_new_endpoint(force=True)
-            except Exception as err:  # Slack unreachable: the monitor tries again
+            except Exception as err:  # noqa: BLE001  Slack unreachable: the monitor tries again
                 self.logger.warning("Socket Mode reconnect failed: %s: %s", type(err).__name__, err)
 
         threading.Thread(target=reconnect, name="torchbot-socket-reconnect", daemon=True).start()
@@ -113,7 +113,7 @@ class _Client(SocketModeClient):
     def _run(self, session) -> None:
         try:
             session.run_forever(ping_interval=self.ping_interval, ping_timeout=self.pong_timeout)
-        except Exception as err:  # the monitor reconnects; the log says why
+        except Exception as err:  # noqa: BLE001  the monitor reconnects; the log says why
             self.logger.warning("Socket Mode session ended: %s: %s", type(err).__name__, err)
             session.close()
 
