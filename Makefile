@@ -1,11 +1,11 @@
 # `make run`  : set up the venv and answer a sample question.
-# `make test` : set up the venv (+ nix-bin and postgresql when missing) and run the test suite.
+# `make test` : set up the venv (+ nix-bin and postgresql when missing), `ruff check`, then the test suite.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench nix postgres clean
+.PHONY: run test lint bench nix postgres clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,7 +37,10 @@ run: $(STAMP)
 	@echo "Paste output:  nvidia-smi | $(BIN)/torchbot ask -"
 	@echo "Machine form:  $(BIN)/torchbot ask --json 'p5.48xlarge'"
 
-test: $(STAMP) nix postgres
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: lint nix postgres
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
