@@ -119,3 +119,13 @@ def watch(verb: str, stream=None, live: bool | None = None):
     from config.progress import Progress
 
     return Progress(TerminalProgress(stream, live), verb=verb)
+
+
+def apply_watched(plan, verb: str):
+    """``plan.apply(progress)`` with live progress on the terminal (one line per item elsewhere),
+    the display closed however the work ends."""
+    progress = watch(verb)
+    try:
+        return plan.apply(progress)
+    finally:
+        progress.listener.close()

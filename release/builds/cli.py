@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+from release.cli import apply_watched
 from release.cli import emit as _emit
-from release.cli import watch
 
 
 def _build(args, ctx) -> int:
@@ -20,12 +20,7 @@ def _build(args, ctx) -> int:
         return 0
     if plan.summary.get("tool"):
         print(f"torchbot: {plan.summary['tool']}", file=sys.stderr)
-    progress = watch("built")
-    try:
-        result = plan.apply(progress)
-    finally:
-        progress.listener.close()
-    return _emit(result, args.json)
+    return _emit(apply_watched(plan, "built"), args.json)
 
 
 def _status(args, ctx) -> int:

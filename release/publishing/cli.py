@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from release.cli import apply_watched
 from release.cli import emit as _emit
-from release.cli import watch
 
 
 def _publish(args, ctx) -> int:
@@ -15,12 +15,7 @@ def _publish(args, ctx) -> int:
     if args.dry_run:
         print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.text())
         return 0
-    progress = watch("published")
-    try:
-        result = plan.apply(progress)
-    finally:
-        progress.listener.close()
-    return _emit(result, args.json)
+    return _emit(apply_watched(plan, "published"), args.json)
 
 
 
