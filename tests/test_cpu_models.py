@@ -235,3 +235,16 @@ def test_a_family_naming_an_unknown_microarchitecture_is_one_clear_error(tmp_pat
     )
     with pytest.raises(CatalogError, match="unknown microarchitecture 'nonesuch'"):
         cpu_table(build_catalog(data))
+
+
+def test_a_family_needing_a_word_it_does_not_have_is_one_clear_error(tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(CAT.data_dir, data)
+    (data / "cpu_models" / "zz_bad.toml").write_text(
+        '[[family]]\nname = "X"\ngeneration = "Y"\nuarch = "zen4"\nwords = ["amd"]\nneeds = ["gold"]\n'
+        'bare = "none"\nnumber = "1234"\n'
+    )
+    with pytest.raises(CatalogError, match="needs must be among its words"):
+        cpu_table(build_catalog(data))

@@ -97,7 +97,13 @@ def _brands(t: CpuTable, toks: list[tuple[str, int, int]], i: int) -> tuple[froz
 
 
 def _stands_alone(fam: CpuFamily, typed: str) -> bool:
-    return fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit())
+    return not fam.needs and (fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit()))
+
+
+def _branded(fam: CpuFamily, brands: frozenset[str]) -> bool:
+    """The brand words said name this family: all of them are its words, and one is a word it
+    needs ("Xeon Gold 6330": Ice Lake-SP's numbering needs the tier; "Xeon 6349P" lacks it)."""
+    return brands <= fam.words and (not fam.needs or not brands.isdisjoint(fam.needs))
 
 
 def _gpu_number(typed: str, gpu_keys) -> bool:
@@ -122,7 +128,7 @@ def _choose(t: CpuTable, cands: list[tuple[int, str, bool]], brands: frozenset[s
         if fam.prefixes and not strong and not _stands_alone(fam, typed):
             continue  # "Xeon E5-1650": "1650" is no Xeon D-1650 without its "D-"
         if brands:
-            if brands <= fam.words:
+            if _branded(fam, brands):
                 out.append((fi, model))
         elif strong or (_stands_alone(fam, typed) and not _gpu_number(typed, gpu_keys)):
             out.append((fi, model))
@@ -143,7 +149,7 @@ def _rule_candidates(t: CpuTable, toks: list[tuple[str, int, int]], i: int,
         allowed = tuple(
             fi for fi in t.rule_families
             if (prefix and prefix in t.families[fi].prefixes)
-            or (brands and brands <= t.families[fi].words)
+            or (brands and _branded(t.families[fi], brands))
             or (not brands and _stands_alone(t.families[fi], number))
         )
         rm = _rules(t, allowed).fullmatch(number) if allowed else None

@@ -1,0 +1,41 @@
+"""Numbers and names that look like a CPU of another line are never read as it: a wrong CPU
+here means a build that stops with an illegal instruction.
+
+- The Xeon 6300 series (Raptor Lake-E: AVX2, no AVX-512) shares its digits with Ice Lake-SP's
+  numbering; that numbering is read only with the tier named ("Xeon Gold 6330").
+"""
+
+import pytest
+
+from bot.engine.hardware import parse
+from bot.frontends.commands import ask
+from config.catalog_data import load_catalog
+from config.settings import Settings
+from release.context import Context
+
+CAT = load_catalog()
+CTX = Context(Settings(flox_org="acme", repo_path=None))
+
+
+def ask_dict(q: str) -> dict:
+    return ask(CTX, q).to_dict()
+
+
+@pytest.mark.parametrize("q", ["Intel Xeon 6369P", "Xeon(R) 6315P", "Xeon 6 6349P", "Intel(R) Xeon(R) 6341P",
+                               "6300P server"])
+def test_a_xeon_6300_is_raptor_lake_e_with_avx2_never_ice_lake(q):
+    hw = parse(CAT, q)
+    assert hw.cpu_uarch == "alderlake" and "Xeon 6300" in hw.cpu, (q, hw.cpu)
+    assert "avx512f" not in hw.cpu_flags
+    assert ask_dict(f"{q}, no gpu")["recommendation"]["package"] == "pytorch-python313-cpu-avx2"
+
+
+@pytest.mark.parametrize(("q", "uarch"), [
+    ("Xeon Gold 6330", "icelake"),  # listed
+    ("Xeon Gold 6399Y", "icelake"),  # not listed: the numbering, with the tier named
+    ("Xeon Platinum 8399", "icelake"),
+    ("Xeon 6 6530P", "graniterapids"),
+    ("Xeon 6399Y", None),  # no tier: not guessed to be Ice Lake
+])
+def test_ice_lake_sps_numbering_is_read_only_with_the_tier_named(q, uarch):
+    assert parse(CAT, q).cpu_uarch == uarch, q
