@@ -39,3 +39,24 @@ def test_a_xeon_6300_is_raptor_lake_e_with_avx2_never_ice_lake(q):
 ])
 def test_ice_lake_sps_numbering_is_read_only_with_the_tier_named(q, uarch):
     assert parse(CAT, q).cpu_uarch == uarch, q
+
+
+# A number of digits alone is a quantity far more often than a CPU: it names one only with a
+# brand word before it, "CPU"/"processor" beside it or "dual" before it, never with a unit after it.
+@pytest.mark.parametrize("q", [
+    "6144 MiB", "batch size 6144", "7742 images", "8 GB of 6400 MT/s RAM", "RTX 4090, 6144 MiB free",
+    "trained 9654 steps on an A100", "8480 W power budget", "I have 7742 images and an RTX 3090",
+    "L40S with 8468 MB used", "CUDA out of memory: tried to allocate 6144 MiB", "9654",
+])
+def test_a_quantity_is_never_a_cpu(q):
+    hw = parse(CAT, q)
+    assert (hw.cpu, hw.cpu_flags, hw.cpu_candidates) == (None, None, []), (q, hw.cpu)
+
+
+@pytest.mark.parametrize(("q", "uarch"), [
+    ("Xeon 8480+", "sapphirerapids"), ("8480+", "sapphirerapids"), ("EPYC 9654", "zen4"), ("a 9654 CPU", "zen4"),
+    ("6248 processor", "cascadelake"), ("A100 host with dual 7763", "zen3"), ("9654P", "zen4"),
+    ("Xeon Gold 6144 with 6144 MiB", "skylake_sp"), ("EPYC 9654 at 3700 MHz", "zen4"),
+])
+def test_a_number_with_cpu_context_is_still_read(q, uarch):
+    assert parse(CAT, q).cpu_uarch == uarch, q

@@ -6,7 +6,10 @@ lookup per token, not one giant regular expression per process.
 A number is read with the brand words before it ("Xeon Gold 6248", "Ryzen 9 7945HX"): only the
 families of that brand count. Without one, a family reads it only when its numbers stand alone
 (``bare``); a number several vendors' parts share ("7900X") gives every candidate, and the
-caller asks which. Listed numbers come before rules. Pure; may import config."""
+caller asks which. A number of digits alone ("6144", "7742") is a quantity far more often than
+a CPU ("6144 MiB", "batch size 6144", "7742 images"): without a brand word it names a CPU only
+with "CPU" or "processor" right beside it, and never with a unit after it or a GPU name before
+it. Listed numbers come before rules. Pure; may import config."""
 
 from __future__ import annotations
 
@@ -20,6 +23,15 @@ from config.errors import CatalogError
 
 LOOKBACK = 5  # tokens searched for brand words before a number
 _SKIPPED = frozenset({"cpu", "processor", "pro", "r", "tm", "extreme"})  # between a brand and its number
+_CPU_WORDS = frozenset({"cpu", "cpus", "processor", "processors"})  # beside a bare number: it is a CPU's
+_SOCKET_WORDS = frozenset({"dual", "quad", "socket", "sockets"})  # before one: "dual 7763" are two CPUs
+_GPU_WORDS = frozenset({"rtx", "gtx", "quadro", "tesla", "geforce", "titan", "radeon", "rx", "arc"})
+# A quantity's unit after a number ("6144 MiB", "6400 MT/s", "7742 images", "4800%"): no model number.
+_UNIT_AFTER_RE = re.compile(
+    r" ?(?:%|[kmgtp]i?b(?:ps|/s)?|[kmgt]?hz|[mg]t ?s|[mg]t|w|watts?|rpm|images?|samples?|steps?|tokens?"
+    r"|batch(?:es)?|epochs?|iter(?:ation)?s?|rows?|records?|files?|items?|users?|requests?|ms|s|secs?|seconds?"
+    r"|minutes?|hours?|days?|dollars?|usd|eur|words?|params?|parameters?)(?![a-z0-9])"
+)
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,17 @@ def _decimal(folded: str, start: int, end: int) -> bool:
     )
 
 
+def _quantity(folded: str, toks: list[tuple[str, int, int]], i: int, n_used: int, brands: frozenset[str]) -> bool:
+    """A number of digits that is no model number here: a unit after it, a GPU name before it,
+    or (with no brand word before it) no "CPU"/"processor" beside it and no "dual" before it."""
+    end = toks[i + n_used - 1][2]
+    if _UNIT_AFTER_RE.match(folded, end) or (i and toks[i - 1][0] in _GPU_WORDS):
+        return True
+    after = toks[i + n_used][0] if i + n_used < len(toks) else ""
+    before = toks[i - 1][0] if i else ""
+    return not brands and not (before in _CPU_WORDS or before in _SOCKET_WORDS or after in _CPU_WORDS)
+
+
 def _choose(t: CpuTable, cands: list[tuple[int, str, bool]], brands: frozenset[str], typed: str,
             gpu_keys) -> list[tuple[int, str]]:
     """The candidates the context allows: with the prefix typed or brand words, those of that
@@ -191,7 +214,9 @@ def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
                     brands, named_at = _brands(t, toks, i - 1)
                 end = toks[i][2]
                 chosen = _choose(t, rule, brands, tok, gpu_keys)
-        if chosen and typed.replace(" ", "").isdigit() and _decimal(folded, start, end):
+        if chosen and typed.replace(" ", "").isdigit() and (
+            _decimal(folded, start, end) or _quantity(folded, toks, i, max(n_used, 1), brands)
+        ):
             chosen = []
         if chosen:
             said = folded[named_at:start].split() if brands and named_at >= 0 else []
