@@ -24,7 +24,7 @@ from config.errors import CatalogError
 BARE = ("all", "suffixed", "none")
 COMPILED = "compiled.json"
 TOKEN_RE = re.compile(r"[a-z0-9]+\+?")  # a model number's tokens ("8480+", "w9", "3495x")
-PREFIXED_RE = re.compile(r"([a-z]+\d?)-(.+)")  # "w9-3495x", "e-2388g", "i3-n305"; not "6975p-c"
+PREFIXED_RE = re.compile(r"([a-z]+\d{0,2})-(.+)")  # "w9-3495x", "e-2388g", "i3-n305", "a10-7850k"; not "6975p-c"
 
 
 @dataclass(frozen=True, slots=True)

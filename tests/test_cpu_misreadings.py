@@ -60,3 +60,38 @@ def test_a_quantity_is_never_a_cpu(q):
 ])
 def test_a_number_with_cpu_context_is_still_read(q, uarch):
     assert parse(CAT, q).cpu_uarch == uarch, q
+
+
+# AMD FX and A-series APUs: Bulldozer-family, K10 (Llano) or Jaguar/Puma cores. None has AVX-512,
+# only Excavator has AVX2; "A10-7850K" is one CPU, never an A10 GPU beside an "Intel Core 7850K".
+@pytest.mark.parametrize(("q", "uarch", "package"), [
+    ("AMD A8-7600", "steamroller", "pytorch-python313-cpu-avx"),
+    ("A10-7850K", "steamroller", "pytorch-python313-cpu-avx"),
+    ("AMD A10 7890K", "steamroller", "pytorch-python313-cpu-avx"),
+    ("A10-6800K", "piledriver", "pytorch-python313-cpu-avx"),
+    ("AMD A12-9800", "excavator", "pytorch-python313-cpu-avx2"),
+    ("A9-9420", "excavator", "pytorch-python313-cpu-avx2"),
+    ("AMD FX-8800P", "excavator", "pytorch-python313-cpu-avx2"),
+    ("A4-5000", "jaguar", "pytorch-python313-cpu-avx"),
+    ("AMD A8-3850", "k10", None),  # Llano: K10 cores, no AVX at all
+    ("FX-8350", "piledriver", "pytorch-python313-cpu-avx"),
+    ("FX-8150", "bulldozer", "pytorch-python313-cpu-avx"),
+])
+def test_an_amd_apu_or_fx_is_its_own_core_never_a_ryzen_nor_a_gpu(q, uarch, package):
+    hw = parse(CAT, q)
+    assert (hw.cpu_uarch, hw.gpus, hw.unknown_gpu) == (uarch, [], []), (q, hw.cpu, hw.gpus)
+    assert "avx512f" not in hw.cpu_flags
+    rec = ask_dict(f"{q}, no gpu")["recommendation"]
+    assert (rec and rec["package"]) == package, q
+
+
+@pytest.mark.parametrize("q", ["A10-7850K with an RTX 3090", "RTX 3090 in an AMD A8-7600 box"])
+def test_an_a_series_model_string_names_no_a10_gpu(q):
+    hw = parse(CAT, q)
+    assert [g.name for g in hw.gpus] == ["RTX 3090"] and hw.unknown_gpu == [], (q, hw.gpus)
+    assert hw.cpu_flags is None or "avx512f" not in hw.cpu_flags
+
+
+def test_an_a10_gpu_is_still_an_a10():
+    for q in ["A10 24GB", "2x A10", "A10, 2023 model", "A10 with an EPYC 7763"]:
+        assert [g.name for g in parse(CAT, q).gpus] == ["A10"], q

@@ -121,7 +121,7 @@ NAMED = {
     "thunderx2": "ThunderX2",
     "a64fx": "A64FX",
     "zen6": "Zen 6",
-    "bulldozer": "FX-8350",
+    "bulldozer": "FX-8150",
     "nehalem": "Westmere",
     "pentium_noavx": "Pentium G4560",
     "pantherlake": "Core Ultra X7 358H",

@@ -151,7 +151,7 @@ def _choose(t: CpuTable, cands: list[tuple[int, str, bool]], brands: frozenset[s
         if fam.prefixes and not strong and not _stands_alone(fam, typed):
             continue  # "Xeon E5-1650": "1650" is no Xeon D-1650 without its "D-"
         if brands:
-            if _branded(fam, brands):
+            if _branded(fam, brands) or (strong and brands <= fam.words):  # "AMD A8-7600": its prefix said
                 out.append((fi, model))
         elif strong or (_stands_alone(fam, typed) and not _gpu_number(typed, gpu_keys)):
             out.append((fi, model))
