@@ -85,11 +85,17 @@ def test_an_amd_apu_or_fx_is_its_own_core_never_a_ryzen_nor_a_gpu(q, uarch, pack
     assert (rec and rec["package"]) == package, q
 
 
-@pytest.mark.parametrize("q", ["A10-7850K with an RTX 3090", "RTX 3090 in an AMD A8-7600 box"])
+@pytest.mark.parametrize("q", ["A10-7850K with an RTX 3090", "RTX 3090 in an AMD A8-7600 box",
+                               "A10-9999K and an RTX 3090", "AMD A10-9990 and an RTX 3090"])
 def test_an_a_series_model_string_names_no_a10_gpu(q):
     hw = parse(CAT, q)
     assert [g.name for g in hw.gpus] == ["RTX 3090"] and hw.unknown_gpu == [], (q, hw.gpus)
     assert hw.cpu_flags is None or "avx512f" not in hw.cpu_flags
+
+
+def test_an_unknown_a_series_number_is_an_unknown_cpu_asked_about():
+    hw = parse(CAT, "A10-9999K, no gpu")
+    assert (hw.gpus, hw.unknown_cpu) == ([], ["a10 9999k"])
 
 
 def test_an_a10_gpu_is_still_an_a10():

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from config.catalog import Catalog
-from config.cpu_models import TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
+from config.cpu_models import PREFIXED_RE, TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
 from config.errors import CatalogError
 
 LOOKBACK = 5  # tokens searched for brand words before a number
@@ -55,6 +55,7 @@ class CpuTable:
     prefixes: frozenset[str]  # tokens that stand before a rule's number ("i9")
     prefix_starts: frozenset[str]  # their first letters: tokens a glued "i913900k" can begin with
     brand_words: frozenset[str]
+    other_prefixes: frozenset[str]  # prefixes of listed numbers no rule has ("a10" of "A10-7850K")
 
     @property
     def families(self) -> tuple[CpuFamily, ...]:
@@ -72,9 +73,10 @@ def cpu_table(cat: Catalog) -> CpuTable:
             )
     fams = data.families
     prefixes = frozenset(p for f in fams for p in f.prefixes)
+    listed = {pm.group(1) for f in fams for m in f.models if (pm := PREFIXED_RE.fullmatch(m.lower()))}
     return CpuTable(
         data, tuple(i for i, f in enumerate(fams) if f.number), prefixes, frozenset(p[0] for p in prefixes),
-        frozenset(w for f in fams for w in f.words),
+        frozenset(w for f in fams for w in f.words), frozenset(listed - prefixes),
     )
 
 
@@ -205,7 +207,7 @@ def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
         chosen = _choose(t, cands, brands, typed.replace(" ", ""), gpu_keys) if cands else []
         if not chosen and len(tok) >= 3 and (tok[0].isdigit() or tok[0] in t.prefix_starts) and (
             brands or not tok.isdigit() or (i and toks[i - 1][0] in t.prefixes)  # a plain number needs a name
-        ):
+        ) and not (not brands and i and toks[i - 1][0] in t.other_prefixes):  # "A10-9999K" is no Core 9999K
             rule, prefix_before = _rule_candidates(t, toks, i, brands)
             if rule:
                 n_used = 1

@@ -14,8 +14,12 @@ from config.catalog import Catalog
 from config.cpu_models import load_cpu_models
 
 _ARM_WORD_RE = re.compile(r"(?<![a-z0-9])(?:aarch64|arm64|armv[89](?:\.\d)?(?: ?a)?|arm)(?![a-z0-9])")
+# A CPU-like model number torchbot does not know: Core ("i7 13700k"), AMD A-series ("AMD A10-9990",
+# "A10-9999K": an APU, never an A10 GPU), a number with a desktop or mobile suffix ("9999K").
 CPU_LIKE_RE = re.compile(
-    r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])"
+    r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?"
+    r"|amd a(?:4|6|8|9|10|12) [3-9]\d{3}[a-z]{0,2}|a(?:4|6|8|9|10|12) [3-9]\d{3}(?:k|m|mx|p|b|e|t|c)"
+    r"|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])"
 )
 # Flags stated in prose ("it has AVX-512", "no avx512", "avx512 is masked"): canonical flag names.
 _STATED_RE = re.compile(
