@@ -138,6 +138,7 @@ def test_model_name_spellings(cat):
     ("NVIDIA GeForce RTX 4050 Laptop GPU", "RTX 4050", "sm89"),
     ("NVIDIA GeForce RTX 4060 Laptop GPU", "RTX 4060", "sm89"),
     ("RTX 4070 laptop", "RTX 4070", "sm89"),
+    ("RTX 4060 Laptop", "RTX 4060", "sm89"),
     ("RTX 4080 Laptop GPU", "RTX 4080", "sm89"),
     ("NVIDIA GeForce RTX 4090 Laptop GPU", "RTX 4090", "sm89"),  # AD103, not the desktop AD102, still 8.9
     ("NVIDIA RTX 3500 Ada Generation Laptop GPU", "RTX 3500 Ada", "sm89"),
@@ -147,6 +148,8 @@ def test_model_name_spellings(cat):
     ("NVIDIA GeForce RTX 5050 Laptop GPU", "RTX 5050", "sm120"),
     ("RTX 5060 Laptop GPU", "RTX 5060", "sm120"),
     ("RTX 5070 Ti Laptop GPU", "RTX 5070 Ti", "sm120"),
+    ("NVIDIA GeForce RTX 5070 Ti Laptop GPU", "RTX 5070 Ti", "sm120"),
+    ("RTX 5070 laptop GPU", "RTX 5070", "sm120"),
     ("RTX 5080 Laptop GPU", "RTX 5080", "sm120"),
     ("NVIDIA GeForce RTX 5090 Laptop GPU", "RTX 5090", "sm120"),
     ("RTX 5090 D", "RTX 5090 D", "sm120"),
