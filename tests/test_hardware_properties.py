@@ -219,3 +219,11 @@ def _quantity_sentences(draw):
 def test_a_number_with_a_unit_or_a_quantitys_words_names_no_cpu(text):
     hw = parse(CAT, text)
     assert (hw.cpu, hw.cpu_uarch, hw.cpu_flags, hw.cpu_candidates) == (None, None, None, []), (text, hw.cpu)
+
+
+def test_no_gpu_name_of_the_catalog_names_a_cpu():
+    for gpu in CAT.gpu_models:
+        for text in (gpu, f"{gpu} GPU and a processor", f"NVIDIA {gpu}, 6144 MiB", f"a {gpu} in a CPU box"):
+            hw = parse(CAT, text)
+            if hw.system_cpu is None and "thor" not in gpu.lower():  # superchips and Jetson Thor name their CPU
+                assert (hw.cpu, hw.cpu_candidates) == (None, []), (text, hw.cpu)

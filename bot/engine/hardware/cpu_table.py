@@ -8,8 +8,9 @@ families of that brand count. Without one, a family reads it only when its numbe
 (``bare``); a number several vendors' parts share ("7900X") gives every candidate, and the
 caller asks which. A number of digits alone ("6144", "7742") is a quantity far more often than
 a CPU ("6144 MiB", "batch size 6144", "7742 images"): without a brand word it names a CPU only
-with "CPU" or "processor" right beside it, and never with a unit after it or a GPU name before
-it. Listed numbers come before rules. Pure; may import config."""
+with "CPU" or "processor" right beside it or "dual" before it, never with a unit after it; no
+token right after a GPU word ("Quadro M5000", "RTX 6000") is read. Listed numbers come before
+rules. Pure; may import config."""
 
 from __future__ import annotations
 
@@ -133,10 +134,10 @@ def _decimal(folded: str, start: int, end: int) -> bool:
 
 
 def _quantity(folded: str, toks: list[tuple[str, int, int]], i: int, n_used: int, brands: frozenset[str]) -> bool:
-    """A number of digits that is no model number here: a unit after it, a GPU name before it,
-    or (with no brand word before it) no "CPU"/"processor" beside it and no "dual" before it."""
+    """A number of digits that is no model number here: a unit after it, or (with no brand word
+    before it) no "CPU"/"processor" beside it and no "dual" before it."""
     end = toks[i + n_used - 1][2]
-    if _UNIT_AFTER_RE.match(folded, end) or (i and toks[i - 1][0] in _GPU_WORDS):
+    if _UNIT_AFTER_RE.match(folded, end):
         return True
     after = toks[i + n_used][0] if i + n_used < len(toks) else ""
     before = toks[i - 1][0] if i else ""
@@ -194,6 +195,9 @@ def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
     i = 0
     while i < len(toks):
         tok = toks[i][0]
+        if i and toks[i - 1][0] in _GPU_WORDS:  # "Quadro M5000", "RTX 6000": part of a GPU's name
+            i += 1
+            continue
         n_used, cands = 0, []
         if tok in t.data.firsts:
             key = ""
