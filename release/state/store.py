@@ -136,6 +136,15 @@ class State:
             row.state, row.handled, row.handled_by = action, now, user
             return "ok", row
 
+    def untake_plan(self, plan_id: str, action: str, user: str, handled) -> bool:
+        """Put a plan that ``take_plan`` claimed back to pending: only that very claim (same
+        action, user and time), so nothing claimed since is undone. True when it was."""
+        with self.session() as s:
+            done = s.execute(update(PendingPlan).where(
+                PendingPlan.id == plan_id, PendingPlan.state == action, PendingPlan.handled_by == user,
+                PendingPlan.handled == handled).values(state="pending", handled=None, handled_by=None))
+            return done.rowcount == 1
+
     def pending_plans(self) -> list[PendingPlan]:
         with self.session() as s:
             return list(
