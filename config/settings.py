@@ -169,7 +169,9 @@ class Settings(BaseSettings):
 
     # `torchbot serve --http` (the --host/--port options override these)
     host: str = Field("0.0.0.0", description="where `torchbot serve --http` listens (`--host` overrides)")
-    port: int = Field(3000, ge=0, le=65535, description="the port of `torchbot serve --http` (`--port` overrides)")
+    port: int = Field(3000, ge=0, le=65535, description=(
+        "the port of `torchbot serve --http`, 1-65535 (`--port` overrides; 0: any free port, which the "
+        "start line names)"))
 
     # Schedule (cron expressions, APScheduler crontab syntax)
     bump_cron: str = Field("0 6 * * 1", description="when scheduled pin bumps run (crontab, UTC)")

@@ -105,6 +105,21 @@ def test_serve_with_the_port_in_use_is_one_line(tmp_path):
         one_line(torchbot(tmp_path, [*SERVE, "--port", str(port)], **SLACK), "TORCHBOT_PORT", f"port {port}", "in use")
 
 
+@pytest.mark.parametrize("args, env, needles", [
+    ([], {"TORCHBOT_HOST": "256.1.1.1"}, ["TORCHBOT_HOST", "cannot listen on '256.1.1.1'"]),
+    ([], {"TORCHBOT_HOST": "not a host"}, ["TORCHBOT_HOST", "cannot listen on 'not a host'"]),
+    (["--host", "300.0.0.1"], {}, ["--host", "cannot listen on '300.0.0.1'"]),
+    (["--port", "-5"], {}, ["--port", "-5 is not a TCP port"]),
+    (["--port", "99999"], {}, ["--port", "99999 is not a TCP port"]),
+    ([], {"TORCHBOT_PORT": "99999"}, ["TORCHBOT_PORT", "less than or equal to 65535"]),
+])
+def test_serve_with_a_host_or_port_it_cannot_listen_on_is_one_line(tmp_path, args, env, needles):
+    serve = ["serve", "--http", "--no-schedule"]
+    r = torchbot(tmp_path, [*serve, *args], **SLACK, **env)
+    one_line(r, *needles)
+    assert r.returncode == 2
+
+
 def test_serve_with_slack_unreachable_is_one_line(tmp_path):
     api = f"http://127.0.0.1:{closed_port()}/api/"
     one_line(torchbot(tmp_path, [*SERVE, "--port", "0"], TORCHBOT_SLACK_API_URL=api, **SLACK),
