@@ -67,6 +67,7 @@ class Settings(BaseSettings):
         env_file=".env",
         env_file_encoding="utf-8",
         extra="ignore",
+        allow_inf_nan=False,  # inf or nan as a number of seconds overflows the clocks and clients it reaches
     )
 
     # Slack
@@ -118,7 +119,9 @@ class Settings(BaseSettings):
         "nixpkgs channel endpoint base (`<base>/<channel>/git-revision`)"))
     default_channel: str = Field("nixos-unstable", description=(
         "the channel pin bumps follow without `--rev`/`--channel`"))
-    http_timeout: float = Field(10.0, gt=0, description="seconds an HTTP request may take (every HTTP client)")
+    http_timeout: float = Field(10.0, gt=0, le=3600, description=(
+        "seconds an HTTP request may take (every HTTP client), at most 3600; Slack's client rounds it up to "
+        "whole seconds"))
     http_retries: int = Field(3, ge=1, description=(
         "attempts per HTTP call (GitHub, nixpkgs, channels; Slack's rate-limit retries)"))
     http_backoff_seconds: float = Field(0.5, ge=0, le=30, description=(

@@ -139,3 +139,26 @@ def test_tokens_are_stripped_of_whitespace():
     assert s.slack_app_token.get_secret_value() == "xapp-def"
     assert s.slack_signing_secret.get_secret_value() == "sec"
     assert Settings(state_db="rel/state.db", _env_file=None).state_db.startswith("sqlite:////")
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("inf", "finite number"), ("nan", "finite number"), ("1e300", "less than or equal to 3600")])
+def test_an_http_timeout_no_client_can_take_is_one_line(tmp_path, value, needle):
+    one_line(torchbot(tmp_path, ["release", "status"], TORCHBOT_HTTP_TIMEOUT=value), "TORCHBOT_HTTP_TIMEOUT", needle)
+    one_line(torchbot(tmp_path, [*SERVE, "--port", "0"], TORCHBOT_HTTP_TIMEOUT=value, **SLACK),
+             "TORCHBOT_HTTP_TIMEOUT", needle)
+
+
+def test_an_http_timeout_under_a_second_still_reaches_slack(tmp_path):
+    """slack_sdk takes whole seconds: 0.5 rounds up to 1, not down to 0 (which failed every call
+    at once, reported as Slack being unreachable)."""
+    from tests.fixtures_serve import ServeProcess
+
+    with FakeSlack(token="xoxb-test") as slack:
+        env = {**SLACK, "TORCHBOT_HTTP_TIMEOUT": "0.5", "TORCHBOT_SLACK_API_URL": slack.url,
+               "TORCHBOT_STATE_DB": str(tmp_path / "state" / "s.db"), "TORCHBOT_AUDIT_LOG": str(tmp_path / "a.log")}
+        bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", "0", "--no-schedule"])
+        try:
+            assert "in HTTP mode" in bot.wait_line(), bot.err
+        finally:
+            bot.stop()

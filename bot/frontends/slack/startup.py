@@ -9,6 +9,7 @@ import errno
 import socket
 
 from config.errors import ConfigError
+from config.setting_values import whole_seconds
 
 
 def require_tokens(settings, mode: str) -> None:
@@ -74,7 +75,7 @@ def identity(settings) -> dict:
     quiet.setLevel(logging.CRITICAL)
     quiet.propagate = False
     client = WebClient(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url,
-                       timeout=int(settings.http_timeout), logger=quiet)
+                       timeout=whole_seconds(settings.http_timeout), logger=quiet)
     try:
         resp = client.auth_test()
     except (SlackApiError, SlackClientError, OSError) as err:
