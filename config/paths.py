@@ -13,6 +13,7 @@ of torchbot and no pydantic (``torchbot ask`` uses it on its fast path).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -121,14 +122,18 @@ def config_file() -> tuple[Path, bool]:
     return Path(named or "torchbot.toml").expanduser(), named is not None
 
 
+SECRET_PARAM = re.compile(r"([?&;](?:password|passwd|pwd|token|secret|api_?key)=)[^&;#]*", re.IGNORECASE)
+
+
 def redact_url(url: str) -> str:
-    """A database URL with its password replaced by ``***`` (the user stays)."""
+    """A URL with its password replaced by ``***`` (the user stays): the one in its user info,
+    and the value of a query parameter that holds one (``?password=``, libpq's way, or a token)."""
     scheme, sep, rest = url.partition("://")
     netloc, slash, tail = rest.partition("/")
     userinfo, at, host = netloc.rpartition("@")
-    if not sep or not at or ":" not in userinfo:
-        return url
-    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{slash}{tail}"
+    if sep and at and ":" in userinfo:
+        url = f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{slash}{tail}"
+    return SECRET_PARAM.sub(r"\1***", url)
 
 
 def locations(settings) -> list[dict[str, str]]:

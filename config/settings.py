@@ -33,6 +33,7 @@ from config.checks import (
     check_config_file,
     flox_org_problem,
     placeholder_problem,
+    shown_url,
     url_problem,
 )
 from config.defaults import FLOX_ORG
@@ -325,7 +326,7 @@ class Settings(BaseSettings):
     @classmethod
     def _log_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+            raise ValueError(f"{shown_url(value)} is not an http:// or https:// URL")
         return value if value is None or value.endswith("/") else value + "/"
 
     @field_validator("github_max_parallel", mode="before")

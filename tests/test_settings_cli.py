@@ -162,3 +162,17 @@ def test_an_http_timeout_under_a_second_still_reaches_slack(tmp_path):
             assert "in HTTP mode" in bot.wait_line(), bot.err
         finally:
             bot.stop()
+
+
+def test_a_password_in_a_urls_query_or_user_info_is_never_printed(tmp_path):
+    db = f"postgresql://bot@127.0.0.1:{closed_port()}/torchbot?sslmode=disable&password=hunter2"
+    shown = torchbot(tmp_path, ["paths"], TORCHBOT_STATE_DB=db)
+    assert shown.returncode == 0, shown.stderr
+    assert "password=***" in shown.stdout and "hunter2" not in shown.stdout + shown.stderr
+    line = one_line(torchbot(tmp_path, ["release", "status"], TORCHBOT_STATE_DB=db),
+                    "TORCHBOT_STATE_DB", "cannot open", "password=***", "Connection refused")
+    assert "hunter2" not in line
+    for url in ("ftp://u:secretpw@host/", "ftp://host/logs?password=secretpw"):
+        line = one_line(torchbot(tmp_path, ["release", "status"], TORCHBOT_LOG_URL=url),
+                        "TORCHBOT_LOG_URL", "the URL is not an http:// or https:// URL")
+        assert "secretpw" not in line

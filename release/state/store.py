@@ -18,6 +18,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from config.errors import ConfigError
+from config.paths import redact_url
 from release.state.owners import RUNNING, alive, owner_id
 from release.state.tables import ACTIVE, Base, Build, BuildRun, Delivery, JobRun, PendingPlan, utcnow
 
@@ -209,9 +210,10 @@ _LOCK = threading.Lock()
 
 
 def _shown(url: str) -> str:
-    """The URL with any password hidden (secrets never reach logs or chat)."""
+    """The URL with any password hidden, also one given as ``?password=`` (secrets never reach
+    logs or chat)."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return redact_url(make_url(url).render_as_string(hide_password=True))
     except (ArgumentError, ValueError):
         return url.split("://", 1)[0] + "://…"
 
