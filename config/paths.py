@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 APP = "torchbot"
-OFF = ("off", "none", "0", "")  # TORCHBOT_CACHE_DIR values that turn the cache off
+OFF = ("off", "none", "0")  # TORCHBOT_CACHE_DIR values that turn the cache off (blank: the default)
 
 # what `use(settings)` set: field name -> value (None: not set by the settings)
 _CHOSEN: dict[str, object] = {}
@@ -104,16 +104,16 @@ def cache_dir() -> Path | None:
     raw = _CHOSEN.get("cache_dir")
     if raw is None:
         raw = _env("TORCHBOT_CACHE_DIR")
-    if raw is None:
+    text = "" if raw is None else str(raw).strip()
+    if not text:  # unset or blank
         return default_cache_dir()
-    text = str(raw).strip()
     return None if text.lower() in OFF else Path(text).expanduser()
 
 
 def branches_file() -> Path:
     """The record of branches ``torchbot release branch create`` made, by repository."""
     raw = _CHOSEN.get("local_branches") or _env("TORCHBOT_LOCAL_BRANCHES")
-    return Path(str(raw)).expanduser() if raw else default_branches_file()
+    return Path(str(raw)).expanduser() if raw and str(raw).strip() else default_branches_file()  # blank: unset
 
 
 def config_file() -> tuple[Path, bool]:

@@ -415,12 +415,31 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_path = config_file()[0]
         return (
-            init_settings,
-            env_settings,
-            dotenv_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=toml_path),
+            _BlankIsUnset(init_settings),
+            _BlankIsUnset(env_settings),
+            _BlankIsUnset(dotenv_settings),
+            _BlankIsUnset(TomlConfigSettingsSource(settings_cls, toml_file=toml_path)),
             file_secret_settings,
         )
+
+
+BLANK_IS_UNSET = ("state_db", "audit_log", "log_dir", "cache_dir", "local_branches")
+
+
+class _BlankIsUnset(PydanticBaseSettingsSource):
+    """A settings source less the path settings it gives blank: ``TORCHBOT_LOG_DIR=`` means
+    unset (the next source, else the default), never the working directory ("" is ".")."""
+
+    def __init__(self, source: PydanticBaseSettingsSource):
+        super().__init__(source.settings_cls)
+        self._source = source
+
+    def get_field_value(self, field, field_name):  # unused: __call__ asks the wrapped source
+        return None, field_name, False
+
+    def __call__(self) -> dict:
+        return {k: v for k, v in self._source().items()
+                if not (k in BLANK_IS_UNSET and isinstance(v, str) and not v.strip())}
 
 
 def _secret(value: str | None) -> SecretStr | None:

@@ -150,6 +150,26 @@ def test_ask_gives_the_same_verdict_with_light_and_full_settings(run, tmp_path, 
     assert light == full and light.startswith("torchbot: " + expect.format(tmp=tmp_path))
 
 
+BLANK_IS_DEFAULT = ["TORCHBOT_STATE_DB", "TORCHBOT_AUDIT_LOG", "TORCHBOT_LOG_DIR", "TORCHBOT_CACHE_DIR",
+                    "TORCHBOT_LOCAL_BRANCHES"]
+
+
+@pytest.mark.parametrize("variable", BLANK_IS_DEFAULT)
+def test_a_blank_path_setting_means_its_default_never_the_working_directory(run, variable):
+    def where(r: subprocess.CompletedProcess) -> list[str]:  # each file's place and setting, not whether it exists
+        assert r.returncode == 0, r.stderr
+        return [line.partition(";")[0] for line in r.stdout.splitlines()]
+
+    default = where(run(["paths"]))
+    for blank in ("", "  "):
+        assert where(run(["paths"], **{variable: blank})) == default
+        for forced in ({}, {"TORCHBOT_GIT_AUTHOR_NAME": "forces the full settings"}):  # ask's light path, and not
+            r = run(["ask", "H100 with Graviton3"], TORCHBOT_FLOX_ORG="acme", **{variable: blank}, **forced)
+            assert r.returncode == 0 and "flox install acme/" in r.stdout, r.stderr
+        r = run(["release", "status"], **{variable: blank})
+        assert r.returncode == 0, r.stderr
+
+
 def test_ask_answers_with_the_light_settings_and_writes_nothing(run):
     r = run(["ask", "H100 with Graviton3"], TORCHBOT_FLOX_ORG="acme", TORCHBOT_CACHE_DIR="off")
     assert r.returncode == 0 and "flox install acme/" in r.stdout, r.stderr
