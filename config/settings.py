@@ -474,4 +474,17 @@ def load_settings(**overrides: object) -> Settings:
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{config_file()[0]} (TORCHBOT_CONFIG) is not valid TOML: {err}") from None
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{config_file()[0]} (TORCHBOT_CONFIG) cannot be read: {err}") from None
+        raise ConfigError(_unreadable(overrides.get("_env_file", ".env"), err)) from None
+
+
+def _unreadable(env_file: object, err: BaseException) -> str:
+    """Which settings file could not be read, and why: the ``.env`` or the TOML file."""
+    named = [(Path(str(env_file)).resolve(), "the .env file")] if env_file else []
+    for path, what in [*named, (config_file()[0], "TORCHBOT_CONFIG")]:
+        try:
+            path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as why:
+            return f"{path} ({what}) cannot be read: {why}"
+    return f"a settings file cannot be read: {err}"

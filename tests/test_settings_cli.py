@@ -176,3 +176,14 @@ def test_a_password_in_a_urls_query_or_user_info_is_never_printed(tmp_path):
         line = one_line(torchbot(tmp_path, ["release", "status"], TORCHBOT_LOG_URL=url),
                         "TORCHBOT_LOG_URL", "the URL is not an http:// or https:// URL")
         assert "secretpw" not in line
+
+
+def test_an_unreadable_env_file_is_named_not_the_toml_file(tmp_path):
+    (tmp_path / ".env").write_bytes(b"TORCHBOT_ADMINS=U1\nNOTE=\xff\xfe\n")
+    line = one_line(torchbot(tmp_path, ["release", "status"]), f"{tmp_path / '.env'} (the .env file) cannot be read",
+                    "can't decode byte 0xff")
+    assert "torchbot.toml" not in line and "TORCHBOT_CONFIG" not in line
+    (tmp_path / ".env").write_text("TORCHBOT_ADMINS=U1\n")
+    (tmp_path / "torchbot.toml").write_bytes(b'flox_org = "acme\xff"\n')
+    line = one_line(torchbot(tmp_path, ["release", "status"]), "torchbot.toml")
+    assert ".env" not in line
