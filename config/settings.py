@@ -155,7 +155,8 @@ class Settings(BaseSettings):
         "build logs, one per build under `<dir>/<branch>/`; created at start, or torchbot refuses to start"))
     job_workers: int = Field(2, ge=1, le=64, description=(
         "confirmed builds, publishes and bumps running at once; more wait in a queue"))
-    plan_ttl_seconds: int = Field(3600, ge=1, description="how long a shown plan can be confirmed")
+    plan_ttl_seconds: int = Field(3600, ge=1, le=7 * 86400, description=(
+        "how long a shown plan can be confirmed, at most 604800 (7 days)"))
     cache_dir: str = Field(default_factory=lambda: str(default_cache_dir()), description=(
         "where recipe facts are cached by git blob id (`off` disables); created at start, or torchbot refuses"))
     local_branches: Path = Field(default_factory=default_branches_file, description=(

@@ -87,6 +87,11 @@ MATRIX = [
     ({"TORCHBOT_GITHUB_POLL_SECONDS": "0"}, ["TORCHBOT_GITHUB_POLL_SECONDS", "greater than 0"]),
     ({"TORCHBOT_HTTP_RETRIES": "0"}, ["TORCHBOT_HTTP_RETRIES", "greater than or equal to 1"]),
     ({"TORCHBOT_BUILD_JOBS": "0"}, ["TORCHBOT_BUILD_JOBS", "greater than or equal to 1"]),
+    # a plan's lifetime past any date (now + 3e11 s overflows when a plan is made)
+    ({"TORCHBOT_PLAN_TTL_SECONDS": "300000000000"}, ["TORCHBOT_PLAN_TTL_SECONDS", "less than or equal to 604800"]),
+    # numbers of seconds: finite (inf overflowed the Slack client: internal error)
+    ({"TORCHBOT_HTTP_TIMEOUT": "inf"}, ["TORCHBOT_HTTP_TIMEOUT", "finite number"]),
+    ({"TORCHBOT_BUILD_TIMEOUT": "nan"}, ["TORCHBOT_BUILD_TIMEOUT", "finite number"]),
     # TORCHBOT_CONFIG a readable file
     ({"TORCHBOT_CONFIG": "{tmp}/adir"}, ["TORCHBOT_CONFIG", "is a directory, not a TOML file"]),
     ({"TORCHBOT_CONFIG": "{tmp}/missing.toml"}, ["TORCHBOT_CONFIG", "does not exist"]),
