@@ -209,7 +209,7 @@ def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
         typed = folded[start:end]
         brands, named_at = _brands(t, toks, i - 1 if i and toks[i - 1][0] in t.prefixes else i)
         chosen = _choose(t, cands, brands, typed.replace(" ", ""), gpu_keys) if cands else []
-        if not chosen and len(tok) >= 3 and (tok[0].isdigit() or tok[0] in t.prefix_starts) and (
+        if not chosen and len(tok) >= 3 and not tok.isalpha() and (tok[0].isdigit() or tok[0] in t.prefix_starts) and (
             brands or not tok.isdigit() or (i and toks[i - 1][0] in t.prefixes)  # a plain number needs a name
         ) and not (not brands and i and toks[i - 1][0] in t.other_prefixes):  # "A10-9999K" is no Core 9999K
             rule, prefix_before = _rule_candidates(t, toks, i, brands)
