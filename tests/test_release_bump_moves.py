@@ -146,6 +146,18 @@ def test_torch_src_is_refused_on_a_recipe_it_cannot_write(repo, capsys):
     assert refs(repo.path) == before
 
 
+def test_a_torch_src_tag_that_disagrees_with_pytorch_is_refused_naming_both(repo, capsys):
+    # the tag is the version the recipes would fetch: a different --pytorch would label v2.10.0's source 2.9.1
+    before = refs(repo.path)
+    rc, _out, err = bump(capsys, B, "--rev", PIN_291, "--torch-src", f"v2.10.0,{HASH_210}", "--pytorch", "2.9.1")
+    assert rc != 0 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and "v2.10.0" in err and "2.9.1" in err, err
+    assert "Nothing was changed" in err and refs(repo.path) == before
+    # a tag that agrees (or a pre-release of that version) is taken
+    rc, out, err = bump(capsys, B, "--torch-src", f"v2.10.0-rc3,{HASH_210}", "--pytorch", "2.10.0", "--dry-run")
+    assert rc == 0 and "PyTorch 2.8.0 -> 2.10.0" in out.splitlines()[0], err
+
+
 def test_in_chat_the_plan_says_the_version_change_first_and_a_confirm_applies_it(repo, tmp_path):
     from bot.frontends.chat import Chat, PlanReply
     from config.settings import Settings

@@ -31,6 +31,7 @@ from config.naming import short
 from release.pins.readme import scoped_readme_edit
 
 _NAME_RE = re.compile(r"pytorch-?(\d+\.\d+)")
+_TAG_RE = re.compile(r"v(?P<version>\d+\.\d+\.\d+)(?P<pre>[-.+]?(?:rc|a|b|alpha|beta)[0-9.]*)?")
 _TORCH_SRC_RE = re.compile(r"^(?P<rev>[A-Za-z0-9][A-Za-z0-9._/-]{0,99}),(?P<hash>sha256-[A-Za-z0-9+/]{43}=)$")
 
 
@@ -67,8 +68,15 @@ def parse_move(pytorch: str | None, torch_src: str | None) -> Move | None:
                 "sha256-<44 base64 characters>)."
             )
         src = (m["rev"], m["hash"])
-        if not pytorch and re.fullmatch(r"v\d+\.\d+\.\d+", src[0]):
-            pytorch = src[0][1:]
+        tagged = _TAG_RE.fullmatch(src[0])
+        exact = pytorch and re.fullmatch(r"\d+\.\d+\.\d+", pytorch.strip())
+        if tagged and exact and vtuple(tagged["version"]) != vtuple(pytorch.strip()):
+            raise ValidationError(
+                f"--torch-src {src[0]} is the source of PyTorch {tagged['version']}, but --pytorch says {pytorch}; "
+                "give the tag of the version you mean, or leave --pytorch out. Nothing was changed."
+            )
+        if not pytorch and tagged and not tagged["pre"]:
+            pytorch = tagged["version"]
     if not pytorch or not re.fullmatch(r"\d+\.\d+\.\d+", pytorch):
         raise ValidationError(
             f"--pytorch '{pytorch or ''}' is not an exact PyTorch version X.Y.Z (the version the recipes will build"
