@@ -137,6 +137,28 @@ def test_torch_src_writes_an_override_the_reader_reads_back_as_that_version(repo
     assert all("2.10.0" not in t for t in tree_files(repo.path, B).values())
 
 
+def test_a_source_move_leaves_nixpkgs_torch_of_its_pin_to_the_lines_about_other_branches(repo, capsys):
+    # once cuda-12_9 builds 2.10.0 from source, nixpkgs' torch 2.8.0 at its pin is what *other*
+    # branches on that pin build: a line saying 2.8.0 is about them, whatever the next move is
+    rc, _out, err = bump(capsys, B, "--torch-src", f"v2.10.0,{HASH_210}")
+    assert rc == 0, err
+    git(repo.path, "checkout", "-q", B)
+    readme = (repo.path / "README.md").read_text()
+    (repo.path / "README.md").write_text(readme + (
+        "\n```bash\n# PyTorch 2.10.0 + CUDA 12.9 (this branch)\nflox build pytorch-python313-cuda12_9-sm90-avx512\n\n"
+        "# PyTorch 2.8.0 + CUDA 12.9 (the stable line)\n"
+        "git checkout pytorch-2.8-python313 && flox build pytorch-python313-cuda12_9-sm90-avx512\n```\n"))
+    git(repo.path, "commit", "-qam", "README: how to build")
+    git(repo.path, "checkout", "-q", "main")
+    rc, out, err = bump(capsys, B, "--torch-src", f"v2.10.1,{HASH_211}")
+    assert rc == 0, err
+    assert out.splitlines()[0].endswith(f"{B} PyTorch 2.10.0 -> 2.10.1 (--torch-src v2.10.1):")
+    readme = repo.show(B, "README.md")
+    assert "# PyTorch 2.10.1 + CUDA 12.9 (this branch)" in readme
+    assert "# PyTorch 2.8.0 + CUDA 12.9 (the stable line)" in readme
+    assert f"| `pytorch-2.8-python313` | 2.8.0 | 12.9 | 3.13 | [`{PIN_28[:7]}`]" in readme
+
+
 def test_torch_src_is_refused_on_a_recipe_it_cannot_write(repo, capsys):
     before = refs(repo.path)
     rc, _out, err = bump(capsys, "main", "--torch-src", f"v2.10.0,{HASH_210}")

@@ -229,8 +229,11 @@ def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str], docs
             for path, text in source_edits(current, g.group.recipes, sources, siblings, move, version_of).items():
                 _set(edit, path, recipes[path], text)
         if readme is not None:
-            text, left = declared_edit(edit.changes.get(README, readme), bp.branch,
-                                       [v for v in (bp.pytorch_old, bp.torch_old) if v], move.version, heads)
+            # nixpkgs' torch at the pin is a version the README declares for this branch only
+            # when the moved recipes build it; otherwise a line with it is about another branch
+            olds = [bp.pytorch_old] + ([bp.torch_old] if bp.native else [])
+            text, left = declared_edit(edit.changes.get(README, readme), bp.branch, [v for v in olds if v],
+                                       move.version, heads)
             edit.readme_left.extend(left)
             _set(edit, README, readme, text)
         old = bp.pytorch_old or bp.torch_old
