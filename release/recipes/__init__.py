@@ -7,6 +7,7 @@
 - ``nixstrings`` what a string literal evaluates to: escapes, ``''`` indentation (pure)
 - ``buildchain`` on the tree: the override chain a recipe builds and the package set it starts
                  from (pin, CUDA set, PyTorch source override, patches) (pure)
+- ``cpuflags``   on the tree: the compiler flags a build's scripts join, evaluated in the scripts' scope (pure)
 - ``facts``      one recipe's text -> what it builds: kind, pin, CUDA, GPU target, ISA, platforms,
                  PyTorch source override, companion's PyTorch (pure)
 - ``branchmodel`` a branch's recipe facts + README -> the catalog Branch (pure)
