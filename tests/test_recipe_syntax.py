@@ -379,3 +379,66 @@ def test_a_joined_list_only_nixpkgs_computes_is_not_guessed_and_a_note_says_so(t
     assert f.cpu_flags == () and f.cpu_isa == "avx512bf16"  # not the outer AVX-512 list: the name, with a note
     assert "the CPU flags `(cpuFlags ++ extra)` are computed by nixpkgs; the CPU ISA is not read from them" in f.notes
     assert "CPU ISA avx512bf16 taken from the name" in f.notes
+
+
+# ---------------------------------------------------------------------------------------
+# a name bound twice: tree-sitter-nix accepts it, Nix's parser does not
+
+BOUND_TWICE = [
+    "{\n  a = 1;\n  a = 2;\n}",
+    "let\n  a = 1;\n  b = 0;\n  a = 2;\nin a",
+    "{\n  a.x = 1;\n  a.x = 2;\n}",
+    "{\n  a.x = 1;\n  a = 3;\n}",
+    "{ b }:\n{\n  inherit b;\n  b = 1;\n}",
+    "{ b }:\n{ inherit b\n    b; }",
+    '{\n  "a" = 1;\n  a = 2;\n}',
+    'rec {\n  a = 1;\n  ${"a"} = 2;\n}',
+    "{\n  a = { x = 1; };\n  a.x = 2;\n}",
+    "{\n  a = let in { x = 1; };\n  a.y = 2;\n}",
+    "{ b }:\n{\n  a = { inherit b; };\n  a.b = 2;\n}",
+    "{ a,\n  a }: a",
+    "x@{\n  y,\n  x }: x",
+    "{ x,\n  ... }\n@x: x",
+    '{\n  version = "1";\n  version = "2";\n}',
+    "{\n  a.b = 1;\n  a.b = 2;\n}",
+    "{ s }:\n{\n  inherit (s) x;\n  x = 1;\n}",
+    "{\n  inherit a;\n  inherit a;\n}",
+]
+MERGED = [
+    "{\n  a = { x = 1; };\n  a.y = 2;\n}",
+    "{\n  a.y = 2;\n  a = rec { x = 1; };\n}",
+    "{\n  a = ({ x = 1; });\n  a.y.z = 2;\n  a.y.w = 3;\n}",
+    "let\n  a.x = 1;\n  a.y = 2;\nin a",
+    "{\n  a = { };\n  a.b = 1;\n}",
+    "x: {\n  ${x} = 1;\n  ${x} = 2;\n}",
+    "f: { a = 1; } // { a = 2; }",
+    "{\n  a.b = 1;\n  a.c = 2;\n}",
+    "{ b, s }:\n{\n  inherit b;\n  inherit (s) x y;\n  c = 1;\n}",
+    "x@{ y, ... }: { x = y; }",
+    "let a = 1; in { a = 2; }",
+]
+
+
+@pytest.mark.parametrize("text", BOUND_TWICE + MERGED)
+def test_a_name_bound_twice_is_a_syntax_error_where_nix_says_so_on_the_line_nix_names(text, tmp_path):
+    f = tmp_path / "expr.nix"
+    f.write_text(text)
+    r = subprocess.run(["nix-instantiate", "--parse", str(f)], capture_output=True, text=True, check=False)
+    if r.returncode == 0:
+        assert text in MERGED
+        parse(text)
+        return
+    assert text in BOUND_TWICE, r.stderr
+    nix_line = int(re.search(r"at .*expr\.nix:(\d+):\d+:\n", r.stderr)[1])
+    with pytest.raises(NixSyntaxError, match=rf"^line {nix_line}: (attribute '[\w.]+' already defined at line \d+"
+                                             r"|duplicate formal function argument '[ax]')$"):
+        parse(text)
+
+
+def test_a_recipe_that_binds_cpuflags_twice_is_a_problem_of_its_file_and_line(tmp_path):
+    text = recipe(CHAIN.format(args='gpuTargets = [ "9.0" ];', attrs='pname = "p";'),
+                  let='  cpuFlags = [ "-mavx2" "-mfma" "-mf16c" ];\n  cpuFlags = [ "-mavx512f" ];')
+    f = read_recipe(load_catalog(), "pytorch-python313-cuda12_8-sm90-avx2.nix", text)
+    line = text.splitlines().index('  cpuFlags = [ "-mavx512f" ];') + 1
+    assert f.problem == f"unparsable: line {line}: attribute 'cpuFlags' already defined at line {line - 1}"
+    assert not f.usable

@@ -3,6 +3,7 @@
 - ``render``     catalog -> file contents of a branch (pure; Jinja2 templates in release/templates)
 - ``nixgrammar`` tree-sitter-nix: the grammar (loaded on the first parse), syntax trees, syntax
                  errors by line (pure)
+- ``nixdups``    on the tree: a name bound twice, which Nix's parser refuses (pure)
 - ``nixtree``    on the tree: scopes and the literal values of expressions (pure)
 - ``nixstrings`` what a string literal evaluates to: escapes, ``''`` indentation (pure)
 - ``buildchain`` on the tree: the override chain a recipe builds and the package set it starts
