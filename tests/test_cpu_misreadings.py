@@ -42,11 +42,13 @@ def test_ice_lake_sps_numbering_is_read_only_with_the_tier_named(q, uarch):
 
 
 # A number of digits alone is a quantity far more often than a CPU: it names one only with a
-# brand word before it, "CPU"/"processor" beside it or "dual" before it, never with a unit after it.
+# brand word before it, "CPU"/"processor" beside it, "dual" before it, or as a phrase of its own
+# in a list of hardware ("9654, no GPU", "H100 with a 9654"), never with a unit after it.
 @pytest.mark.parametrize("q", [
     "6144 MiB", "batch size 6144", "7742 images", "8 GB of 6400 MT/s RAM", "RTX 4090, 6144 MiB free",
     "trained 9654 steps on an A100", "8480 W power budget", "I have 7742 images and an RTX 3090",
-    "L40S with 8468 MB used", "CUDA out of memory: tried to allocate 6144 MiB", "9654",
+    "L40S with 8468 MB used", "CUDA out of memory: tried to allocate 6144 MiB", "seed 7742, no GPU",
+    "a batch of 6144, on an H100", "epoch 9654 and an A100", "H100 with 6144 MiB free",
 ])
 def test_a_quantity_is_never_a_cpu(q):
     hw = parse(CAT, q)
@@ -57,6 +59,8 @@ def test_a_quantity_is_never_a_cpu(q):
     ("Xeon 8480+", "sapphirerapids"), ("8480+", "sapphirerapids"), ("EPYC 9654", "zen4"), ("a 9654 CPU", "zen4"),
     ("6248 processor", "cascadelake"), ("A100 host with dual 7763", "zen3"), ("9654P", "zen4"),
     ("Xeon Gold 6144 with 6144 MiB", "skylake_sp"), ("EPYC 9654 at 3700 MHz", "zen4"),
+    ("9654", "zen4"), ("9654, no GPU", "zen4"), ("H100 with a 9654", "zen4"), ("L40S + 7763", "zen3"),
+    ("A100 host with 7763 and 8 GPUs", "zen3"),
 ])
 def test_a_number_with_cpu_context_is_still_read(q, uarch):
     assert parse(CAT, q).cpu_uarch == uarch, q

@@ -26,6 +26,8 @@ LOOKBACK = 5  # tokens searched for brand words before a number
 _SKIPPED = frozenset({"cpu", "processor", "pro", "r", "tm", "extreme"})  # between a brand and its number
 _CPU_WORDS = frozenset({"cpu", "cpus", "processor", "processors"})  # beside a bare number: it is a CPU's
 _SOCKET_WORDS = frozenset({"dual", "quad", "socket", "sockets"})  # before one: "dual 7763" are two CPUs
+_OPENERS = frozenset({"a", "an", "with", "and", "plus"})  # before a number that is a phrase of its own
+_CLOSERS = frozenset({"and", "with", "plus", "no", "host", "box", "server", "node", "machine", "system"})
 _GPU_WORDS = frozenset({"rtx", "gtx", "quadro", "tesla", "geforce", "titan", "radeon", "rx", "arc"})
 # A quantity's unit after a number ("6144 MiB", "6400 MT/s", "7742 images", "4800%"): no model number.
 _UNIT_AFTER_RE = re.compile(
@@ -141,7 +143,22 @@ def _quantity(folded: str, toks: list[tuple[str, int, int]], i: int, n_used: int
         return True
     after = toks[i + n_used][0] if i + n_used < len(toks) else ""
     before = toks[i - 1][0] if i else ""
-    return not brands and not (before in _CPU_WORDS or before in _SOCKET_WORDS or after in _CPU_WORDS)
+    if brands or before in _CPU_WORDS or before in _SOCKET_WORDS or after in _CPU_WORDS:
+        return False
+    return not _own_phrase(folded, toks, i, n_used)
+
+
+def _own_phrase(folded: str, toks: list[tuple[str, int, int]], i: int, n_used: int) -> bool:
+    """A number that is a phrase of its own in a hardware list: "9654, no GPU", "H100 with a
+    9654", "A100 host + 7763 and 8 GPUs". Opened by the start, a comma or "+", or by "a",
+    "with", "and"; closed by the end, a comma, "+", or "and"/"with"/"no" or a machine word."""
+    start, end = toks[i][1], toks[i + n_used - 1][2]
+    gap_before = folded[toks[i - 1][2]:start] if i else ""
+    opened = not i or any(c in gap_before for c in ",;+(") or toks[i - 1][0] in _OPENERS
+    j = i + n_used
+    gap_after = folded[end:toks[j][1]] if j < len(toks) else ""
+    closed = j >= len(toks) or any(c in gap_after for c in ",;+)") or toks[j][0] in _CLOSERS
+    return opened and closed
 
 
 def _choose(t: CpuTable, cands: list[tuple[int, str, bool]], brands: frozenset[str], typed: str,
