@@ -24,7 +24,7 @@ from config.errors import CatalogError
 BARE = ("all", "suffixed", "none")
 COMPILED = "compiled.json"
 TOKEN_RE = re.compile(r"[a-z0-9]+\+?")  # a model number's tokens ("8480+", "w9", "3495x")
-PREFIXED_RE = re.compile(r"([a-z]+\d?)-(.+)")  # "w9-3495x", "e-2388g", "i3-n305"; not "6975p-c"
+PREFIXED_RE = re.compile(r"([a-z]+\d{0,2})-(.+)")  # "w9-3495x", "e-2388g", "i3-n305", "a10-7850k"; not "6975p-c"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,7 @@ class CpuFamily:
     number: str | None = None  # or: a regular expression over one token
     prefixes: tuple[str, ...] = ()  # with `number`: tokens that may stand right before it ("i9")
     source: str = ""  # the data file, for error messages
+    needs: frozenset[str] = frozenset()  # brand words of which one must be said ("gold" for "Xeon Gold 6330")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,7 @@ def _family(raw: dict, source: str) -> CpuFamily:
             number=raw.get("number"),
             prefixes=tuple(raw.get("prefixes", ())),
             source=source,
+            needs=frozenset(raw.get("needs", ())),
         )
     except KeyError as err:
         raise CatalogError(f"A CPU model family in {source} lacks {err}.") from None
@@ -78,6 +80,8 @@ def _family(raw: dict, source: str) -> CpuFamily:
         raise CatalogError(f"{label}: bare must be one of {', '.join(BARE)}.")
     if bool(fam.models) == bool(fam.number):
         raise CatalogError(f"{label} needs either models or number.")
+    if not fam.needs <= fam.words:
+        raise CatalogError(f"{label}: needs must be among its words ({', '.join(sorted(fam.needs - fam.words))}).")
     if fam.number:
         try:
             re.compile(fam.number)
@@ -132,7 +136,7 @@ def _from_toml(paths: list[Path]) -> CpuModelData:
 def _to_json(data: CpuModelData, digest: str) -> dict:
     return {
         "digest": digest,
-        "families": [{**asdict(f), "words": sorted(f.words)} for f in data.families],
+        "families": [{**asdict(f), "words": sorted(f.words), "needs": sorted(f.needs)} for f in data.families],
         "telling": [asdict(t) for t in data.telling],
         "keys": data.keys,
         "firsts": sorted(data.firsts),
@@ -143,7 +147,7 @@ def _to_json(data: CpuModelData, digest: str) -> dict:
 def _from_json(raw: dict) -> CpuModelData:
     fams = tuple(
         CpuFamily(f["name"], f["generation"], f["uarch"], frozenset(f["words"]), f["bare"], tuple(f["models"]),
-                  f["number"], tuple(f["prefixes"]), f["source"])
+                  f["number"], tuple(f["prefixes"]), f["source"], frozenset(f["needs"]))
         for f in raw["families"]
     )
     return CpuModelData(

@@ -1,7 +1,9 @@
 """CPU model numbers by generation (config/data/cpu_models): every listed model is read as its
 family's part and maps to a microarchitecture; the build an answer picks follows that
 microarchitecture's flags; a bare number is read only when one vendor's part has it, otherwise
-the answer names the candidates and asks."""
+the answer names the candidates and asks; a number of digits ("9654") needs "CPU" or
+"processor" beside it or to be a phrase of its own ("9654, no GPU"), since it is far more often a
+quantity ("6144 MiB")."""
 
 import re
 
@@ -84,6 +86,8 @@ def test_a_bare_number_is_read_only_when_one_part_has_it_otherwise_the_candidate
     shared = {n for n, u in uarchs_of.items() if len(u) > 1}
     assert {"7900x", "3960x", "5500u", "9960x", "4410y"} <= shared  # Intel/AMD, and Xeon/Pentium
     for number, uarchs in uarchs_of.items():
+        if number.isdigit():  # digits with a unit are a quantity; alone, or "9654 CPU", the EPYC
+            assert parse(CAT, f"{number} MiB").cpu is None, number
         hw = parse(CAT, number)
         if number in shared:
             assert hw.cpu_uarch is None and len(hw.cpu_candidates) == len(uarchs), (number, hw.cpu_candidates)
@@ -118,7 +122,7 @@ NAMED = {
     "thunderx2": "ThunderX2",
     "a64fx": "A64FX",
     "zen6": "Zen 6",
-    "bulldozer": "FX-8350",
+    "bulldozer": "FX-8150",
     "nehalem": "Westmere",
     "pentium_noavx": "Pentium G4560",
     "pantherlake": "Core Ultra X7 358H",
@@ -163,6 +167,8 @@ def test_the_build_follows_the_flags_of_every_microarchitecture(ctx, uarch, work
     # a bare EPYC number
     ("A100 host with dual 7763", "pytorch-python313-cuda12_9-sm80-avx2", "Milan"),
     ("9654, no GPU", "pytorch-python313-cpu-avx512", "Genoa"),
+    ("a 9654 CPU, no GPU", "pytorch-python313-cpu-avx512", "Genoa"),
+    ("H100 with a 9654", "pytorch-python313-cuda12_9-sm90-avx512", "Genoa"),
     # a Broadwell Xeon
     ("V100 on a Xeon E5-2686 v4", "pytorch-python311-cuda12_9-sm70-avx2", "Broadwell"),
     ("E5-2680v4 box, cpu only", "pytorch-python313-cpu-avx2", "Broadwell"),
@@ -234,4 +240,17 @@ def test_a_family_naming_an_unknown_microarchitecture_is_one_clear_error(tmp_pat
         '[[family]]\nname = "X"\ngeneration = "Y"\nuarch = "nonesuch"\nbare = "all"\nmodels = "1234"\n'
     )
     with pytest.raises(CatalogError, match="unknown microarchitecture 'nonesuch'"):
+        cpu_table(build_catalog(data))
+
+
+def test_a_family_needing_a_word_it_does_not_have_is_one_clear_error(tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(CAT.data_dir, data)
+    (data / "cpu_models" / "zz_bad.toml").write_text(
+        '[[family]]\nname = "X"\ngeneration = "Y"\nuarch = "zen4"\nwords = ["amd"]\nneeds = ["gold"]\n'
+        'bare = "none"\nnumber = "1234"\n'
+    )
+    with pytest.raises(CatalogError, match="needs must be among its words"):
         cpu_table(build_catalog(data))

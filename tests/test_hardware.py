@@ -130,3 +130,34 @@ def test_model_name_spellings(cat):
         ("NVIDIA GH200 480GB", "GH200"),
     ]:
         assert parse(cat, text).gpu == model, text
+
+
+@pytest.mark.parametrize(("text", "model", "arch"), [
+    # the RTX 4050 exists only as a Laptop GPU (AD107): Ada, never unknown
+    ("RTX 4050 Laptop GPU", "RTX 4050", "sm89"),
+    ("NVIDIA GeForce RTX 4050 Laptop GPU", "RTX 4050", "sm89"),
+    ("NVIDIA GeForce RTX 4060 Laptop GPU", "RTX 4060", "sm89"),
+    ("RTX 4070 laptop", "RTX 4070", "sm89"),
+    ("RTX 4060 Laptop", "RTX 4060", "sm89"),
+    ("RTX 4080 Laptop GPU", "RTX 4080", "sm89"),
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", "RTX 4090", "sm89"),  # AD103, not the desktop AD102, still 8.9
+    ("NVIDIA RTX 3500 Ada Generation Laptop GPU", "RTX 3500 Ada", "sm89"),
+    ("RTX 500 Ada", "RTX 500 Ada", "sm89"),
+    # RTX 50 desktop and Laptop GPUs: consumer Blackwell, 12.0
+    ("RTX 5050", "RTX 5050", "sm120"),
+    ("NVIDIA GeForce RTX 5050 Laptop GPU", "RTX 5050", "sm120"),
+    ("RTX 5060 Laptop GPU", "RTX 5060", "sm120"),
+    ("RTX 5070 Ti Laptop GPU", "RTX 5070 Ti", "sm120"),
+    ("NVIDIA GeForce RTX 5070 Ti Laptop GPU", "RTX 5070 Ti", "sm120"),
+    ("RTX 5070 laptop GPU", "RTX 5070", "sm120"),
+    ("RTX 5080 Laptop GPU", "RTX 5080", "sm120"),
+    ("NVIDIA GeForce RTX 5090 Laptop GPU", "RTX 5090", "sm120"),
+    ("RTX 5090 D", "RTX 5090 D", "sm120"),
+    # laptop Ampere: the RTX 2050 is a GA107 despite its number
+    ("NVIDIA GeForce RTX 2050", "RTX 2050", "sm86"),
+    ("RTX 3050 Ti Laptop GPU", "RTX 3050 Ti", "sm86"),
+    ("NVIDIA RTX A1000", "RTX A1000", "sm86"),
+])
+def test_laptop_and_desktop_gpu_names_read_as_the_architecture_they_are(cat, text, model, arch):
+    hw = parse(cat, text)
+    assert (hw.gpu, hw.gpu_arch, hw.unknown_gpu) == (model, arch, []), text

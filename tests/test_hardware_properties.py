@@ -3,7 +3,9 @@
 - a pasted ``nvidia-smi`` table (Linux, Windows WDDM/TCC, the older 79-column layout; names
   cut off with "..."; any fan, temperature, power and memory values; wrapped by a narrow
   terminal) reads as exactly its GPU rows, and nothing else;
-- every CPU model string of the data, alone or beside a GPU, names no GPU that was not named.
+- every CPU model string of the data, alone or beside a GPU, names no GPU that was not named;
+- a number in a sentence with a unit or a quantity's words ("6144 MiB", "batch size 7742"),
+  even a CPU's model number, names no CPU.
 """
 
 from __future__ import annotations
@@ -184,3 +186,44 @@ def test_a_cpu_model_string_beside_a_gpu_names_only_that_gpu(cpu, gpu, form):
 ])
 def test_a_model_number_inside_a_xeon_is_not_a_geforce(q, gpu):
     assert [g.name for g in parse(CAT, q).gpus] == [gpu]
+
+
+# ---------------------------------------------------------------------------------------
+# Numbers that are quantities
+
+DIGIT_NUMBERS = sorted(k for k in load_cpu_models(CAT.data_dir).keys if k.isdigit())  # "6144", "7742", "9654"
+UNITS = ["MiB", "MB", "GB", "GiB", "KiB", "MHz", "GHz", "MT/s", "W", "watts", "images", "samples", "steps",
+         "tokens", "%", "ms", "s", "seconds", "epochs", "iterations", "rows", "files", "RPM", "GB/s", "dollars"]
+BEFORE = ["batch size", "batch", "bs", "steps", "seed", "port", "epoch", "iteration", "PID", "id", "step",
+          "allocated", "free", "used", "total", "lr warmup", "max_len", "image size", "resolution"]
+FILLER = ["I", "have", "with", "my", "the", "a", "of", "about", "using", "and", "per", "run", "on", "for", "box",
+          "server", "machine", "RAM", "memory", "dataset", "model", "training", "inference", "at", "is", "it",
+          "when", "out", "fails", "loading", "took", "new", "our", "only", "node", "cluster", "laptop"]
+
+
+@st.composite
+def _quantity_sentences(draw):
+    number = str(draw(st.one_of(st.sampled_from(DIGIT_NUMBERS), st.integers(100, 99999))))
+    words = st.lists(st.sampled_from(FILLER), max_size=4).map(" ".join)
+    unit = draw(st.sampled_from(UNITS))
+    quantity = draw(st.sampled_from([
+        f"{number} {unit}", f"{number}{unit}", f"{draw(st.sampled_from(BEFORE))} {number}",
+        f"{draw(st.sampled_from(BEFORE))} = {number}", f"{draw(st.sampled_from(BEFORE))}: {number} {unit}",
+    ]))
+    gpu = draw(st.one_of(st.just(""), GPUS.map(lambda g: g + ", ")))
+    return f"{gpu}{draw(words)} {quantity} {draw(words)}".strip()
+
+
+@SETTINGS
+@given(_quantity_sentences())
+def test_a_number_with_a_unit_or_a_quantitys_words_names_no_cpu(text):
+    hw = parse(CAT, text)
+    assert (hw.cpu, hw.cpu_uarch, hw.cpu_flags, hw.cpu_candidates) == (None, None, None, []), (text, hw.cpu)
+
+
+def test_no_gpu_name_of_the_catalog_names_a_cpu():
+    for gpu in CAT.gpu_models:
+        for text in (gpu, f"{gpu} GPU and a processor", f"NVIDIA {gpu}, 6144 MiB", f"a {gpu} in a CPU box"):
+            hw = parse(CAT, text)
+            if hw.system_cpu is None and "thor" not in gpu.lower():  # superchips and Jetson Thor name their CPU
+                assert (hw.cpu, hw.cpu_candidates) == (None, []), (text, hw.cpu)

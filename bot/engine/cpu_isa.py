@@ -25,8 +25,21 @@ def cpu_plan(cat: Catalog, hw: Hardware, ans: Answer, platform_arch: str | None)
     arch = hw.cpu_arch or platform_arch or "x86_64"
     isas = [i for i in cat.isas.values() if i.arch == arch]
     if hw.cpu_flags is None:
-        base = "avx2" if arch == "x86_64" else "armv8_2"
-        if arch == "x86_64":
+        base = _guess(cat, hw, arch)
+        if base is None:
+            lacks = ", ".join(sorted(hw.denied_flags & cat.isas[_GUESS[arch][-1]].requires))
+            ans.warnings.append(
+                f"The question says the CPU has no {lacks}; every {arch} build here is compiled for at least that, "
+                "so none of them would run on it."
+            )
+            return None
+        if base == "avx":
+            lacks = ", ".join(sorted(hw.denied_flags & cat.isas["avx2"].requires))
+            ans.warnings.append(
+                f"CPU not identified, and the question says it has no {lacks}: assuming AVX (Intel Sandy Bridge+ / "
+                f"AMD Bulldozer+). Check with `{GREP_X86}`: no avx at all -> no build here runs on it."
+            )
+        elif arch == "x86_64":
             ans.warnings.append(
                 "CPU not identified: assuming AVX2 (Intel Haswell 2013+ / AMD Zen), which nearly every x86-64 server "
                 f"and desktop has. Check with `{GREP_X86}`: avx512f -> the avx512 build; avx512_vnni or avx512_bf16 -> "
@@ -79,6 +92,15 @@ def cpu_plan(cat: Catalog, hw: Hardware, ans: Answer, platform_arch: str | None)
                 "illegal instructions."
             )
     return CpuPlan(arch, tuple(order), assumed=False)
+
+
+_GUESS = {"x86_64": ("avx2", "avx"), "aarch64": ("armv8_2",)}  # for an unknown CPU, most likely first
+
+
+def _guess(cat: Catalog, hw: Hardware, arch: str) -> str | None:
+    """The build assumed for a CPU not identified: the most likely one whose instructions the
+    question does not say the CPU lacks ("no avx2": the avx build)."""
+    return next((k for k in _GUESS[arch] if not (cat.isas[k].requires & hw.denied_flags)), None)
 
 
 def _flags_phrase(hw: Hardware) -> str:

@@ -6,7 +6,11 @@ lookup per token, not one giant regular expression per process.
 A number is read with the brand words before it ("Xeon Gold 6248", "Ryzen 9 7945HX"): only the
 families of that brand count. Without one, a family reads it only when its numbers stand alone
 (``bare``); a number several vendors' parts share ("7900X") gives every candidate, and the
-caller asks which. Listed numbers come before rules. Pure; may import config."""
+caller asks which. A number of digits alone ("6144", "7742") is a quantity far more often than
+a CPU ("6144 MiB", "batch size 6144", "7742 images"): without a brand word it names a CPU only
+with "CPU" or "processor" right beside it or "dual" before it, never with a unit after it; no
+token right after a GPU word ("Quadro M5000", "RTX 6000") is read. Listed numbers come before
+rules. Pure; may import config."""
 
 from __future__ import annotations
 
@@ -15,11 +19,22 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from config.catalog import Catalog
-from config.cpu_models import TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
+from config.cpu_models import PREFIXED_RE, TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
 from config.errors import CatalogError
 
 LOOKBACK = 5  # tokens searched for brand words before a number
 _SKIPPED = frozenset({"cpu", "processor", "pro", "r", "tm", "extreme"})  # between a brand and its number
+_CPU_WORDS = frozenset({"cpu", "cpus", "processor", "processors"})  # beside a bare number: it is a CPU's
+_SOCKET_WORDS = frozenset({"dual", "quad", "socket", "sockets"})  # before one: "dual 7763" are two CPUs
+_OPENERS = frozenset({"a", "an", "with", "and", "plus"})  # before a number that is a phrase of its own
+_CLOSERS = frozenset({"and", "with", "plus", "no", "host", "box", "server", "node", "machine", "system"})
+_GPU_WORDS = frozenset({"rtx", "gtx", "quadro", "tesla", "geforce", "titan", "radeon", "rx", "arc"})
+# A quantity's unit after a number ("6144 MiB", "6400 MT/s", "7742 images", "4800%"): no model number.
+_UNIT_AFTER_RE = re.compile(
+    r" ?(?:%|[kmgtp]i?b(?:ps|/s)?|[kmgt]?hz|[mg]t ?s|[mg]t|w|watts?|rpm|images?|samples?|steps?|tokens?"
+    r"|batch(?:es)?|epochs?|iter(?:ation)?s?|rows?|records?|files?|items?|users?|requests?|ms|s|secs?|seconds?"
+    r"|minutes?|hours?|days?|dollars?|usd|eur|words?|params?|parameters?)(?![a-z0-9])"
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,7 @@ class CpuTable:
     prefixes: frozenset[str]  # tokens that stand before a rule's number ("i9")
     prefix_starts: frozenset[str]  # their first letters: tokens a glued "i913900k" can begin with
     brand_words: frozenset[str]
+    other_prefixes: frozenset[str]  # prefixes of listed numbers no rule has ("a10" of "A10-7850K")
 
     @property
     def families(self) -> tuple[CpuFamily, ...]:
@@ -60,9 +76,10 @@ def cpu_table(cat: Catalog) -> CpuTable:
             )
     fams = data.families
     prefixes = frozenset(p for f in fams for p in f.prefixes)
+    listed = {pm.group(1) for f in fams for m in f.models if (pm := PREFIXED_RE.fullmatch(m.lower()))}
     return CpuTable(
         data, tuple(i for i, f in enumerate(fams) if f.number), prefixes, frozenset(p[0] for p in prefixes),
-        frozenset(w for f in fams for w in f.words),
+        frozenset(w for f in fams for w in f.words), frozenset(listed - prefixes),
     )
 
 
@@ -97,7 +114,13 @@ def _brands(t: CpuTable, toks: list[tuple[str, int, int]], i: int) -> tuple[froz
 
 
 def _stands_alone(fam: CpuFamily, typed: str) -> bool:
-    return fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit())
+    return not fam.needs and (fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit()))
+
+
+def _branded(fam: CpuFamily, brands: frozenset[str]) -> bool:
+    """The brand words said name this family: all of them are its words, and one is a word it
+    needs ("Xeon Gold 6330": Ice Lake-SP's numbering needs the tier; "Xeon 6349P" lacks it)."""
+    return brands <= fam.words and (not fam.needs or not brands.isdisjoint(fam.needs))
 
 
 def _gpu_number(typed: str, gpu_keys) -> bool:
@@ -112,6 +135,32 @@ def _decimal(folded: str, start: int, end: int) -> bool:
     )
 
 
+def _quantity(folded: str, toks: list[tuple[str, int, int]], i: int, n_used: int, brands: frozenset[str]) -> bool:
+    """A number of digits that is no model number here: a unit after it, or (with no brand word
+    before it) no "CPU"/"processor" beside it and no "dual" before it."""
+    end = toks[i + n_used - 1][2]
+    if _UNIT_AFTER_RE.match(folded, end):
+        return True
+    after = toks[i + n_used][0] if i + n_used < len(toks) else ""
+    before = toks[i - 1][0] if i else ""
+    if brands or before in _CPU_WORDS or before in _SOCKET_WORDS or after in _CPU_WORDS:
+        return False
+    return not _own_phrase(folded, toks, i, n_used)
+
+
+def _own_phrase(folded: str, toks: list[tuple[str, int, int]], i: int, n_used: int) -> bool:
+    """A number that is a phrase of its own in a hardware list: "9654, no GPU", "H100 with a
+    9654", "A100 host + 7763 and 8 GPUs". Opened by the start, a comma or "+", or by "a",
+    "with", "and"; closed by the end, a comma, "+", or "and"/"with"/"no" or a machine word."""
+    start, end = toks[i][1], toks[i + n_used - 1][2]
+    gap_before = folded[toks[i - 1][2]:start] if i else ""
+    opened = not i or any(c in gap_before for c in ",;+(") or toks[i - 1][0] in _OPENERS
+    j = i + n_used
+    gap_after = folded[end:toks[j][1]] if j < len(toks) else ""
+    closed = j >= len(toks) or any(c in gap_after for c in ",;+)") or toks[j][0] in _CLOSERS
+    return opened and closed
+
+
 def _choose(t: CpuTable, cands: list[tuple[int, str, bool]], brands: frozenset[str], typed: str,
             gpu_keys) -> list[tuple[int, str]]:
     """The candidates the context allows: with the prefix typed or brand words, those of that
@@ -122,7 +171,7 @@ def _choose(t: CpuTable, cands: list[tuple[int, str, bool]], brands: frozenset[s
         if fam.prefixes and not strong and not _stands_alone(fam, typed):
             continue  # "Xeon E5-1650": "1650" is no Xeon D-1650 without its "D-"
         if brands:
-            if brands <= fam.words:
+            if _branded(fam, brands) or (strong and brands <= fam.words):  # "AMD A8-7600": its prefix said
                 out.append((fi, model))
         elif strong or (_stands_alone(fam, typed) and not _gpu_number(typed, gpu_keys)):
             out.append((fi, model))
@@ -143,7 +192,7 @@ def _rule_candidates(t: CpuTable, toks: list[tuple[str, int, int]], i: int,
         allowed = tuple(
             fi for fi in t.rule_families
             if (prefix and prefix in t.families[fi].prefixes)
-            or (brands and brands <= t.families[fi].words)
+            or (brands and _branded(t.families[fi], brands))
             or (not brands and _stands_alone(t.families[fi], number))
         )
         rm = _rules(t, allowed).fullmatch(number) if allowed else None
@@ -163,6 +212,9 @@ def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
     i = 0
     while i < len(toks):
         tok = toks[i][0]
+        if i and toks[i - 1][0] in _GPU_WORDS:  # "Quadro M5000", "RTX 6000": part of a GPU's name
+            i += 1
+            continue
         n_used, cands = 0, []
         if tok in t.data.firsts:
             key = ""
@@ -174,9 +226,9 @@ def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
         typed = folded[start:end]
         brands, named_at = _brands(t, toks, i - 1 if i and toks[i - 1][0] in t.prefixes else i)
         chosen = _choose(t, cands, brands, typed.replace(" ", ""), gpu_keys) if cands else []
-        if not chosen and len(tok) >= 3 and (tok[0].isdigit() or tok[0] in t.prefix_starts) and (
+        if not chosen and len(tok) >= 3 and not tok.isalpha() and (tok[0].isdigit() or tok[0] in t.prefix_starts) and (
             brands or not tok.isdigit() or (i and toks[i - 1][0] in t.prefixes)  # a plain number needs a name
-        ):
+        ) and not (not brands and i and toks[i - 1][0] in t.other_prefixes):  # "A10-9999K" is no Core 9999K
             rule, prefix_before = _rule_candidates(t, toks, i, brands)
             if rule:
                 n_used = 1
@@ -185,7 +237,9 @@ def find_cpus(cat: Catalog, folded: str, gpu_keys, limit: int) -> list[CpuHit]:
                     brands, named_at = _brands(t, toks, i - 1)
                 end = toks[i][2]
                 chosen = _choose(t, rule, brands, tok, gpu_keys)
-        if chosen and typed.replace(" ", "").isdigit() and _decimal(folded, start, end):
+        if chosen and typed.replace(" ", "").isdigit() and (
+            _decimal(folded, start, end) or _quantity(folded, toks, i, max(n_used, 1), brands)
+        ):
             chosen = []
         if chosen:
             said = folded[named_at:start].split() if brands and named_at >= 0 else []

@@ -14,14 +14,19 @@ from config.catalog import Catalog
 from config.cpu_models import load_cpu_models
 
 _ARM_WORD_RE = re.compile(r"(?<![a-z0-9])(?:aarch64|arm64|armv[89](?:\.\d)?(?: ?a)?|arm)(?![a-z0-9])")
+# A CPU-like model number torchbot does not know: Core ("i7 13700k"), AMD A-series ("AMD A10-9990",
+# "A10-9999K": an APU, never an A10 GPU), a number with a desktop or mobile suffix ("9999K").
 CPU_LIKE_RE = re.compile(
-    r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])"
+    r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?"
+    r"|amd a(?:4|6|8|9|10|12) [3-9]\d{3}[a-z]{0,2}|a(?:4|6|8|9|10|12) [3-9]\d{3}(?:k|m|mx|p|b|e|t|c)"
+    r"|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])"
 )
-# Flags stated in prose ("it has AVX-512", "no avx512"): canonical flag names.
+# Flags stated in prose ("it has AVX-512", "no avx512", "avx512 is masked"): canonical flag names.
 _STATED_RE = re.compile(
     r"(?P<neg>\b(?:no|not|without|lacks?|lacking|missing)\s+(?:the\s+)?)?"
     r"(?<![a-z0-9])(?P<flag>avx ?512 ?_?bf16|avx ?512 ?_?vnni|avx ?512 ?f|avx ?512|avx ?_?vnni|avx ?2|avx"
     r"|sve ?2|sve|fma|f16c|asimddp|dotprod)(?![a-z0-9])"
+    r"(?P<post>\s+(?:is\s+|are\s+)?(?:disabled|masked|hidden|unavailable|not\s+(?:available|exposed|supported|enabled)))?"
 )
 # Flags that tell microarchitectures apart beyond the named ones (Xeon Phi's avx512er).
 _TELLING_SUBSETS = frozenset({"amx_int8", "avx512bw", "avx512dq", "avx512vl", "avx512er", "avx512pf"})
@@ -164,18 +169,22 @@ def _set_flags(cat: Catalog, m: Matchers, hw: Hardware, low: str, uarch_key: str
 
 
 def _stated_flags(cat: Catalog, hw: Hardware, prose: str) -> None:
-    """Flags said in words: used when nothing else says, checked against the model otherwise."""
+    """Flags said in words: used when nothing else says. A known model's flags are never added
+    to from words, but a flag the question denies is taken away (a hypervisor or the firmware
+    can hide AVX-512 from a VM), and said."""
     stated: set[str] = set()
     denied: set[str] = set()
     for sm in _STATED_RE.finditer(prose):
         flag = _STATED_CANON.get(sm.group("flag").replace(" ", "").replace("_", ""))
         if flag is None:
             continue
-        (denied if sm.group("neg") else stated).add(flag)
+        (denied if sm.group("neg") or sm.group("post") else stated).add(flag)
     if not (stated or denied):
         return
-    claimed = _closure(cat, stated - denied) - _closure(cat, denied)
+    absent = _absent(cat, denied)
+    claimed = _closure(cat, stated - denied) - absent
     hw.stated_flags = claimed | (stated & {"avx512"})
+    hw.denied_flags = absent
     if hw.cpu_flags is None:
         if claimed:
             hw.cpu_flags = claimed
@@ -184,12 +193,31 @@ def _stated_flags(cat: Catalog, hw: Hardware, prose: str) -> None:
                 hw.cpu_arch = "aarch64" if ({"sve", "sve2", "asimddp"} & claimed) else "x86_64"
             hw.unknown_cpu.clear()  # the flags say what matters
     elif hw.flags_source == "model":
-        missing = sorted(f for f in (stated - denied) if f != "avx512" and f not in hw.cpu_flags)
+        said = {"avx512f" if f == "avx512" else f for f in stated - denied}
+        missing = sorted(f for f in said if f not in hw.cpu_flags)
         if missing:
             hw.notes.append(
                 f"The question says the CPU has {', '.join(missing)}, but {hw.cpu} does not implement "
                 f"{'it' if len(missing) == 1 else 'them'}; this answer follows the hardware."
             )
+        hidden = hw.cpu_flags & absent
+        if hidden:
+            hw.cpu_flags = hw.cpu_flags - absent
+            names = ", ".join(sorted(denied))
+            hw.notes.append(
+                f"The question says the CPU has no {names}; {hw.cpu} implements "
+                f"{'it' if len(denied) == 1 else 'them'}, but a hypervisor or the firmware can hide "
+                f"{'it' if len(denied) == 1 else 'them'}, so this answer does not count on {', '.join(sorted(hidden))}."
+            )
+
+
+def _absent(cat: Catalog, denied: set[str]) -> frozenset[str]:
+    """The flags a CPU cannot have when it lacks ``denied``: those and every flag that needs one
+    of them ("no avx512": every AVX-512 subset and extension; "no avx": AVX2, FMA, AVX-512 too)."""
+    if not denied:
+        return frozenset()
+    base = {"avx512f" if d == "avx512" else d for d in denied}
+    return frozenset(f for f in cat.relevant_flags | base if f in base or _closure(cat, {f}) & base)
 
 
 def _closure(cat: Catalog, flags: set[str]) -> frozenset[str]:

@@ -57,6 +57,7 @@ class Hardware:
         None  # where pasted flags were read, when not from the question ("this machine's /proc/cpuinfo")
     )
     stated_flags: frozenset[str] = frozenset()
+    denied_flags: frozenset[str] = frozenset()  # flags the question says the CPU lacks, and those needing them
     os: str | None = None  # linux | macos | windows
     wsl: bool = False
     apple_silicon: bool | None = None
