@@ -13,7 +13,13 @@ backend, paging and rate-limiting the way GitHub documents it.
   requests in a ``window`` (seconds), requests answer ``limit_status`` (403, as GitHub's
   primary limit; or 429) with ``x-ratelimit-remaining: 0`` until the window resets.
   ``throttle(n, status=429, retry_after=1)`` makes the next n requests answer that status with
-  ``Retry-After`` (GitHub's secondary limits).
+  ``Retry-After`` (GitHub's secondary limits); ``secondary_limit(n)`` answers 403 with GitHub's
+  secondary-rate-limit message and neither ``Retry-After`` nor ``x-ratelimit-*`` headers (GitHub
+  documents that too: then wait at least a minute).
+- Failures after the work was done: ``answer_after(n, status=502)`` processes the next n
+  requests (a dispatch creates its run) and then answers ``status`` instead of the real answer,
+  or (``status=None``) closes the connection without answering, as a gateway that timed out
+  after the request reached GitHub does.
 - Jobs progress in one of two ways. Step mode (default): the whole run advances one step,
   queued -> in_progress -> completed, each time the last page of its jobs is served. Clock
   mode (``durations``: package -> seconds, a dict or a callable): each job queues for
@@ -70,6 +76,7 @@ class FakeGitHub:
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
         self.upstream = upstream
         self.no_job = set(no_job or ())
+        self._after: list[int | None] = []  # answer_after: statuses (None: no answer) for processed requests
         self.lock = threading.Lock()
         self.dispatches: list[tuple[str, dict]] = []
         self.requests: list[tuple[str, str]] = []
@@ -77,7 +84,7 @@ class FakeGitHub:
         self.runs: dict[int, dict] = {}
         self._window_start: float | None = None
         self._used = 0
-        self._throttle: list[tuple[int, float | None]] = []
+        self._throttle: list[tuple[int, float | None, bool]] = []
         self._pauses: list[tuple[Callable[[str, str, dict], bool], threading.Event, threading.Event]] = []
         fake = self
 
@@ -110,9 +117,21 @@ class FakeGitHub:
 
     def throttle(self, n: int, status: int = 429, retry_after: float | None = 1) -> None:
         """The next ``n`` requests answer ``status`` with ``Retry-After: retry_after`` (none when
-        None: a plain server error)."""
+        None: a plain server error). Nothing is processed."""
         with self.lock:
-            self._throttle.extend([(status, retry_after)] * n)
+            self._throttle.extend([(status, retry_after, False)] * n)
+
+    def secondary_limit(self, n: int, status: int = 403) -> None:
+        """The next ``n`` requests hit a secondary rate limit answered without any rate-limit
+        header (no ``Retry-After``, no ``x-ratelimit-*``). Nothing is processed."""
+        with self.lock:
+            self._throttle.extend([(status, None, True)] * n)
+
+    def answer_after(self, n: int, status: int | None = 502) -> None:
+        """The next ``n`` requests are processed (a dispatch creates its run), then answered
+        ``status`` instead, or with no answer at all when ``status`` is None."""
+        with self.lock:
+            self._after.extend([status] * n)
 
     def pause(self, predicate: Callable[[str, str, dict], bool]) -> tuple[threading.Event, threading.Event]:
         """Hold the first request matching ``predicate(method, path, query)``: returns (reached,
@@ -161,6 +180,13 @@ class FakeGitHub:
             release.wait(60)
         with self.lock:
             status, payload, headers = self._answer(req, method, path, query, body)
+            if status < 400 and self._after:  # processed; the answer is lost on the way back
+                lost = self._after.pop(0)
+                if lost is None:
+                    entry.status = -1
+                    req.close_connection = True
+                    return
+                status, payload, headers = lost, {"message": "Server Error"}, {}
             entry.status = status
         self._send(req, status, payload, headers)
 
@@ -171,7 +197,10 @@ class FakeGitHub:
         if self._window_start is None or now >= self._window_start + self.window:
             self._window_start, self._used = now, 0
         if self._throttle:
-            status, after = self._throttle.pop(0)
+            status, after, secondary = self._throttle.pop(0)
+            if secondary:
+                return status, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes "
+                                           "before you try again."}, {}
             if after is None:
                 return status, {"message": "Server Error"}, {}
             return status, {"message": "You have exceeded a secondary rate limit."}, {
