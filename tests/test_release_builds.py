@@ -149,8 +149,11 @@ def test_a_killed_torchbot_takes_its_builds_with_it_and_a_restart_resolves_and_r
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ctx = fx.context(tmp_path, state_db=env["TORCHBOT_STATE_DB"], build_command="true",
                      build_result_link="README.md")
-    pid_files = _wait(lambda: len(list(gate.glob("*.child"))) == 2 and list(gate.glob("*.*")), "two builds running")
-    pids = [int(f.read_text()) for f in pid_files if f.read_text().strip()]
+    def written() -> list[int] | None:  # each file is created, then written: wait for all four numbers
+        pids = [f.read_text().strip() for f in gate.glob("*.*")]
+        return [int(p) for p in pids] if len(pids) == 4 and all(pids) else None
+
+    pids = _wait(written, "two builds running")
     assert len(pids) == 4 and all(_alive(p) for p in pids)
     assert "torchbot-wt-" in builds.git(repo, "worktree", "list")
     # while it runs, nothing of it can be built a second time
