@@ -176,3 +176,29 @@ def test_a_run_followed_to_its_end_by_its_caller_is_not_told_again(tmp_path: Pat
         github_actions.dispatch_build(ctx, plan, progress=progress, notice=NOTICE)
     assert heard.count("succeeded") == 2
     assert pending_notices(ctx) == []
+
+
+def test_the_job_message_of_a_github_run_that_ended_after_a_restart_is_edited_to_say_so(tmp_path: Path) -> None:
+    from slack_sdk import WebClient
+
+    from bot.frontends.slack.jobs import report_restarts
+    from tests.fakes_slack import FakeSlack
+
+    repo = fx.make_repo(tmp_path, packages=fx.OK)
+    with FakeGitHub(fail={fx.OK[1]}) as gh, FakeSlack() as slack:
+        client = WebClient(token=slack.token, base_url=slack.url)
+        ts = client.chat_postMessage(channel="CREL", text="`/build` running")["ts"]
+        ctx = _ctx(tmp_path, gh)
+        notice = {"channel": "CREL", "ts": ts, "title": f"/build {fx.BRANCH}", "job": "3", "user": "UADMIN"}
+        plan = builds.prepare(ctx, fx.BRANCH, repo=repo, backend="github")
+        github_actions.dispatch_build(ctx, plan, wait=False, notice=notice)  # then the bot restarted
+        assert report_restarts(client, ctx) == 0  # still running: nothing to say yet
+        while github_actions.runs(ctx)[0]["status"] != "completed":
+            github_actions.poll_active(ctx)  # the schedule's poll-builds
+        assert report_restarts(client, ctx) == 1
+        assert report_restarts(client, ctx) == 0  # told once
+        (edited,) = [m for m in slack.messages("CREL") if m["ts"] == ts]
+        thread = [m["text"] for m in slack.thread("CREL", ts) if m["ts"] != ts]
+    assert "edited" in edited and edited["text"].startswith(f"`/build {fx.BRANCH}` (job 3, confirmed by <@UADMIN>)")
+    assert "1 failed, 1 succeeded" in edited["text"] and f"Not built: {fx.OK[1]}" in edited["text"]
+    assert len(thread) == 1 and "GitHub run 1000" in thread[0]
