@@ -2,15 +2,15 @@
 loopback fakes that answer the way GitHub documents: 429 with Retry-After, 403 with
 x-ratelimit-remaining: 0 and x-ratelimit-reset, a secondary-limit 403 with neither, 5xx, and
 a 5xx or a dropped connection after the request was carried out. Waits the policy must honour
-are measured with the times the fake recorded for each request (lower bounds); when it stops
-is read from its attempts and the bound it names, never from the wall clock."""
+are measured with the times the fake recorded for each request (lower bounds) or as the waits
+asked of the client's ``sleep`` (recorded, not slept); when it stops is read from its attempts
+and the bound it names, never from the wall clock."""
 
 from __future__ import annotations
 
 import logging
 import time
 from datetime import UTC, datetime, timedelta
-from itertools import pairwise
 
 import pytest
 
@@ -89,13 +89,25 @@ def test_server_errors_back_off_with_jitter_within_the_time_bound() -> None:
     with FakeGitHub() as gh:
         gh.throttle(100, status=503, retry_after=None)  # no Retry-After: our own backoff
         actions = Actions(_settings(gh, http_retries=50, http_backoff_seconds=0.1, http_retry_seconds=1.5))
+        waits: list[float] = []
+        actions.http.sleep = waits.append  # the waits asked for, not slept: no wall clock involved
         with pytest.raises(Unavailable, match=r"GitHub did not answer GET .* after \d+ attempts \(HTTP 503\)") as err:
             actions.find_runs({"nope"}, since=_since())
-        times = [r.t for r in gh.log]
-    gaps = [b - a for a, b in pairwise(times)]
-    assert err.value.stopped_by == "time" and 3 <= len(times) < 50  # bounded by time, not by attempts
-    assert actions.requests == len(times)
-    assert gaps[0] >= 0.1 and gaps[1] >= 0.2  # exponential: 0.1, 0.2, ... plus jitter
+    # exponential, 0.1 s doubling, plus up to 0.1 s of jitter: 0.1-0.2, 0.2-0.3, 0.4-0.5, (0.8-0.9 > what is left)
+    for n, wait in enumerate(waits):
+        assert 0.1 * 2 ** n <= wait <= 0.1 * 2 ** n + 0.1, waits
+    assert err.value.stopped_by == "time" and len(waits) in (3, 4) and sum(waits) < 1.5  # bounded by time
+    assert actions.requests == len(gh.log) == len(waits) + 1  # one attempt more than waits
+
+
+def test_a_wait_the_server_asks_for_is_the_wait_asked_of_sleep() -> None:
+    with FakeGitHub() as gh:
+        gh.secondary_limit(1)  # a minute, as GitHub asks; within a bound of two minutes it is waited
+        actions = Actions(_settings(gh, http_retry_seconds=120))
+        waits: list[float] = []
+        actions.http.sleep = waits.append
+        assert actions.find_runs({"nope"}, since=_since()) == {}
+    assert waits == [60.0] and [r.status for r in gh.log] == [403, 200]
 
 
 def test_attempts_run_out_before_the_time_bound_and_say_so() -> None:

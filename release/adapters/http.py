@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -191,8 +192,10 @@ class HttpClient:
     """An httpx client with torchbot's timeout and retry policy, counting requests."""
 
     def __init__(self, settings, *, headers: dict[str, str] | None = None, follow_redirects: bool = False,
-                 client: httpx.Client | None = None, policy: RetryPolicy | None = None):
+                 client: httpx.Client | None = None, policy: RetryPolicy | None = None,
+                 sleep: Callable[[float], None] = time.sleep):
         self.policy = policy or RetryPolicy.from_settings(settings)
+        self.sleep = sleep  # how it waits between attempts (tenacity's ``sleep``; a test records the waits)
         self.client = client or httpx.Client(timeout=settings.http_timeout, headers=headers or {},
                                              follow_redirects=follow_redirects)
         self.requests = 0
@@ -227,7 +230,8 @@ class HttpClient:
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(_worth_retrying(method)),
             wait=self._wait,
-            stop=tenacity.stop_after_attempt(policy.attempts) | tenacity.stop_before_delay(policy.total),
+            stop=tenacity.stop_after_attempt(policy.attempts) | _stop_before_total(policy.total),
+            sleep=self.sleep,
             before_sleep=log_retry,
             reraise=True,
         )
@@ -254,6 +258,17 @@ class HttpClient:
                               may_have_acted=not isinstance(err, NOT_SENT),
                               stopped_by=_stopped_by(method, err, tries, policy)) from None
         return response
+
+
+def _stop_before_total(total: float) -> Callable[[tenacity.RetryCallState], bool]:
+    """tenacity's ``stop_before_delay(total)``, counting as time spent at least the waits already
+    asked for (with real sleeps the same; with a recording ``sleep``, the time it would have taken)."""
+
+    def stop(state: tenacity.RetryCallState) -> bool:
+        spent = max(state.seconds_since_start or 0.0, state.idle_for)
+        return spent + (state.upcoming_sleep or 0.0) >= total
+
+    return stop
 
 
 def _attempts(n: int) -> str:
