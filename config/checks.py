@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from config.errors import ConfigError
-from config.paths import config_file
+from config.paths import SECRET_PARAM, config_file
 
 # A Flox owner (user or organisation) is refused by Flox when it is empty, "." or "..", or holds a
 # space or "/" (flox-core's EnvironmentOwner); FloxHub handles are GitHub-style. torchbot also puts
@@ -55,9 +55,15 @@ def placeholder_problem(template: str, allowed: tuple[str, ...] = COMMAND_PLACEH
     return None
 
 
+def shown_url(value: str) -> str:
+    """A URL as a message echoes it: quoted, or just "the URL" when it may hold credentials (a
+    user-info part, or a query parameter such as ``password=``)."""
+    return "the URL" if "@" in value or SECRET_PARAM.search(value) else repr(value)
+
+
 def url_problem(value: str) -> str | None:
     """Why ``value`` is not an http(s) base URL; the URL is not echoed when it holds credentials."""
-    shown = "the URL" if "@" in value else repr(value)
+    shown = shown_url(value)
     try:
         parts = urlsplit(value.strip())
         port = parts.port

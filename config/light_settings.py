@@ -48,6 +48,7 @@ def light_settings() -> LightSettings | None:
     org = env.get("TORCHBOT_FLOX_ORG", FLOX_ORG)
     if problem := flox_org_problem(org):
         raise ConfigError(f"TORCHBOT_FLOX_ORG: {problem}")
-    branches = env.get("TORCHBOT_LOCAL_BRANCHES")
+    branches = env.get("TORCHBOT_LOCAL_BRANCHES", "")
+    cache = env.get("TORCHBOT_CACHE_DIR", "")  # blank path settings are unset, as in Settings
     return LightSettings(flox_org=org, repo_path=paths[0] if paths else None, repo_paths=paths,
-                         cache_dir=env.get("TORCHBOT_CACHE_DIR"), local_branches=Path(branches) if branches else None)
+                         cache_dir=cache.strip() or None, local_branches=Path(branches) if branches.strip() else None)

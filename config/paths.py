@@ -13,11 +13,12 @@ of torchbot and no pydantic (``torchbot ask`` uses it on its fast path).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
 APP = "torchbot"
-OFF = ("off", "none", "0", "")  # TORCHBOT_CACHE_DIR values that turn the cache off
+OFF = ("off", "none", "0")  # TORCHBOT_CACHE_DIR values that turn the cache off (blank: the default)
 
 # what `use(settings)` set: field name -> value (None: not set by the settings)
 _CHOSEN: dict[str, object] = {}
@@ -103,16 +104,16 @@ def cache_dir() -> Path | None:
     raw = _CHOSEN.get("cache_dir")
     if raw is None:
         raw = _env("TORCHBOT_CACHE_DIR")
-    if raw is None:
+    text = "" if raw is None else str(raw).strip()
+    if not text:  # unset or blank
         return default_cache_dir()
-    text = str(raw).strip()
     return None if text.lower() in OFF else Path(text).expanduser()
 
 
 def branches_file() -> Path:
     """The record of branches ``torchbot release branch create`` made, by repository."""
     raw = _CHOSEN.get("local_branches") or _env("TORCHBOT_LOCAL_BRANCHES")
-    return Path(str(raw)).expanduser() if raw else default_branches_file()
+    return Path(str(raw)).expanduser() if raw and str(raw).strip() else default_branches_file()  # blank: unset
 
 
 def config_file() -> tuple[Path, bool]:
@@ -121,14 +122,18 @@ def config_file() -> tuple[Path, bool]:
     return Path(named or "torchbot.toml").expanduser(), named is not None
 
 
+SECRET_PARAM = re.compile(r"([?&;](?:password|passwd|pwd|token|secret|api_?key)=)[^&;#]*", re.IGNORECASE)
+
+
 def redact_url(url: str) -> str:
-    """A database URL with its password replaced by ``***`` (the user stays)."""
+    """A URL with its password replaced by ``***`` (the user stays): the one in its user info,
+    and the value of a query parameter that holds one (``?password=``, libpq's way, or a token)."""
     scheme, sep, rest = url.partition("://")
     netloc, slash, tail = rest.partition("/")
     userinfo, at, host = netloc.rpartition("@")
-    if not sep or not at or ":" not in userinfo:
-        return url
-    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{slash}{tail}"
+    if sep and at and ":" in userinfo:
+        url = f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{slash}{tail}"
+    return SECRET_PARAM.sub(r"\1***", url)
 
 
 def locations(settings) -> list[dict[str, str]]:

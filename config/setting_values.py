@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 from pathlib import Path
 
@@ -110,3 +111,9 @@ def state_db_url(value: str) -> str:
         raise ValueError("PostgreSQL needs the psycopg driver, which is not installed: "
                          "pip install 'torchbot[postgres]'")
     return f"{scheme}://{rest}"
+
+
+def whole_seconds(seconds: float) -> int:
+    """A timeout for clients that take whole seconds (slack_sdk's ``timeout: int``): rounded up,
+    at least 1, so that 0.5 does not become 0 (which fails every call at once)."""
+    return max(1, math.ceil(seconds))

@@ -33,6 +33,7 @@ from config.checks import (
     check_config_file,
     flox_org_problem,
     placeholder_problem,
+    shown_url,
     url_problem,
 )
 from config.defaults import FLOX_ORG
@@ -67,6 +68,7 @@ class Settings(BaseSettings):
         env_file=".env",
         env_file_encoding="utf-8",
         extra="ignore",
+        allow_inf_nan=False,  # inf or nan as a number of seconds overflows the clocks and clients it reaches
     )
 
     # Slack
@@ -118,7 +120,9 @@ class Settings(BaseSettings):
         "nixpkgs channel endpoint base (`<base>/<channel>/git-revision`)"))
     default_channel: str = Field("nixos-unstable", description=(
         "the channel pin bumps follow without `--rev`/`--channel`"))
-    http_timeout: float = Field(10.0, gt=0, description="seconds an HTTP request may take (every HTTP client)")
+    http_timeout: float = Field(10.0, gt=0, le=3600, description=(
+        "seconds an HTTP request may take (every HTTP client), at most 3600; Slack's client rounds it up to "
+        "whole seconds"))
     http_retries: int = Field(3, ge=1, description=(
         "attempts per HTTP call (GitHub, nixpkgs, channels; Slack's rate-limit retries)"))
     http_backoff_seconds: float = Field(0.5, ge=0, le=30, description=(
@@ -151,7 +155,8 @@ class Settings(BaseSettings):
         "build logs, one per build under `<dir>/<branch>/`; created at start, or torchbot refuses to start"))
     job_workers: int = Field(2, ge=1, le=64, description=(
         "confirmed builds, publishes and bumps running at once; more wait in a queue"))
-    plan_ttl_seconds: int = Field(3600, ge=1, description="how long a shown plan can be confirmed")
+    plan_ttl_seconds: int = Field(3600, ge=1, le=7 * 86400, description=(
+        "how long a shown plan can be confirmed, at most 604800 (7 days)"))
     cache_dir: str = Field(default_factory=lambda: str(default_cache_dir()), description=(
         "where recipe facts are cached by git blob id (`off` disables); created at start, or torchbot refuses"))
     local_branches: Path = Field(default_factory=default_branches_file, description=(
@@ -169,7 +174,9 @@ class Settings(BaseSettings):
 
     # `torchbot serve --http` (the --host/--port options override these)
     host: str = Field("0.0.0.0", description="where `torchbot serve --http` listens (`--host` overrides)")
-    port: int = Field(3000, ge=0, le=65535, description="the port of `torchbot serve --http` (`--port` overrides)")
+    port: int = Field(3000, ge=0, le=65535, description=(
+        "the port of `torchbot serve --http`, 1-65535 (`--port` overrides; 0: any free port, which the "
+        "start line names)"))
 
     # Schedule (cron expressions, APScheduler crontab syntax)
     bump_cron: str = Field("0 6 * * 1", description="when scheduled pin bumps run (crontab, UTC)")
@@ -320,7 +327,7 @@ class Settings(BaseSettings):
     @classmethod
     def _log_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+            raise ValueError(f"{shown_url(value)} is not an http:// or https:// URL")
         return value if value is None or value.endswith("/") else value + "/"
 
     @field_validator("github_max_parallel", mode="before")
@@ -409,12 +416,31 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_path = config_file()[0]
         return (
-            init_settings,
-            env_settings,
-            dotenv_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=toml_path),
+            _BlankIsUnset(init_settings),
+            _BlankIsUnset(env_settings),
+            _BlankIsUnset(dotenv_settings),
+            _BlankIsUnset(TomlConfigSettingsSource(settings_cls, toml_file=toml_path)),
             file_secret_settings,
         )
+
+
+BLANK_IS_UNSET = ("state_db", "audit_log", "log_dir", "cache_dir", "local_branches")
+
+
+class _BlankIsUnset(PydanticBaseSettingsSource):
+    """A settings source less the path settings it gives blank: ``TORCHBOT_LOG_DIR=`` means
+    unset (the next source, else the default), never the working directory ("" is ".")."""
+
+    def __init__(self, source: PydanticBaseSettingsSource):
+        super().__init__(source.settings_cls)
+        self._source = source
+
+    def get_field_value(self, field, field_name):  # unused: __call__ asks the wrapped source
+        return None, field_name, False
+
+    def __call__(self) -> dict:
+        return {k: v for k, v in self._source().items()
+                if not (k in BLANK_IS_UNSET and isinstance(v, str) and not v.strip())}
 
 
 def _secret(value: str | None) -> SecretStr | None:
@@ -449,4 +475,17 @@ def load_settings(**overrides: object) -> Settings:
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{config_file()[0]} (TORCHBOT_CONFIG) is not valid TOML: {err}") from None
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{config_file()[0]} (TORCHBOT_CONFIG) cannot be read: {err}") from None
+        raise ConfigError(_unreadable(overrides.get("_env_file", ".env"), err)) from None
+
+
+def _unreadable(env_file: object, err: BaseException) -> str:
+    """Which settings file could not be read, and why: the ``.env`` or the TOML file."""
+    named = [(Path(str(env_file)).resolve(), "the .env file")] if env_file else []
+    for path, what in [*named, (config_file()[0], "TORCHBOT_CONFIG")]:
+        try:
+            path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as why:
+            return f"{path} ({what}) cannot be read: {why}"
+    return f"a settings file cannot be read: {err}"

@@ -101,10 +101,10 @@ def six(tmp_path):
         world.close()
 
 
-def _wait(condition, what: str, timeout: float = 120.0) -> None:
+def _wait(condition, what: str, timeout: float = 120.0, seen=lambda: "") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting: {what}"
+        assert time.monotonic() < deadline, f"gave up waiting: {what}; {seen()}"
         time.sleep(0.05)
 
 
@@ -135,7 +135,8 @@ def test_six_slow_builds_queue_in_the_pool_while_variant_answers_at_once(six):
 
     assert results() == 0
     six.gate.touch()
-    _wait(lambda: results() == 6, "six build results in their threads")
+    _wait(lambda: results() == 6, "six build results in their threads",
+          seen=lambda: f"thread replies: {[m['text'][:160] for m in six.slack.messages('CREL') if m.get('thread_ts')]}")
     assert sorted(started()) == sorted(p for ps in BRANCHES.values() for p in ps)  # each built once
     parents = [m for m in six.slack.messages("CREL") if not m.get("thread_ts")]
     assert len(parents) == 6

@@ -87,6 +87,11 @@ MATRIX = [
     ({"TORCHBOT_GITHUB_POLL_SECONDS": "0"}, ["TORCHBOT_GITHUB_POLL_SECONDS", "greater than 0"]),
     ({"TORCHBOT_HTTP_RETRIES": "0"}, ["TORCHBOT_HTTP_RETRIES", "greater than or equal to 1"]),
     ({"TORCHBOT_BUILD_JOBS": "0"}, ["TORCHBOT_BUILD_JOBS", "greater than or equal to 1"]),
+    # a plan's lifetime past any date (now + 3e11 s overflows when a plan is made)
+    ({"TORCHBOT_PLAN_TTL_SECONDS": "300000000000"}, ["TORCHBOT_PLAN_TTL_SECONDS", "less than or equal to 604800"]),
+    # numbers of seconds: finite (inf overflowed the Slack client: internal error)
+    ({"TORCHBOT_HTTP_TIMEOUT": "inf"}, ["TORCHBOT_HTTP_TIMEOUT", "finite number"]),
+    ({"TORCHBOT_BUILD_TIMEOUT": "nan"}, ["TORCHBOT_BUILD_TIMEOUT", "finite number"]),
     # TORCHBOT_CONFIG a readable file
     ({"TORCHBOT_CONFIG": "{tmp}/adir"}, ["TORCHBOT_CONFIG", "is a directory, not a TOML file"]),
     ({"TORCHBOT_CONFIG": "{tmp}/missing.toml"}, ["TORCHBOT_CONFIG", "does not exist"]),
@@ -148,6 +153,26 @@ def test_ask_gives_the_same_verdict_with_light_and_full_settings(run, tmp_path, 
     light = one_line(run(["ask", "H100"], **env))
     full = one_line(run(["ask", "H100"], **env, TORCHBOT_GIT_AUTHOR_NAME="forces the full settings"))
     assert light == full and light.startswith("torchbot: " + expect.format(tmp=tmp_path))
+
+
+BLANK_IS_DEFAULT = ["TORCHBOT_STATE_DB", "TORCHBOT_AUDIT_LOG", "TORCHBOT_LOG_DIR", "TORCHBOT_CACHE_DIR",
+                    "TORCHBOT_LOCAL_BRANCHES"]
+
+
+@pytest.mark.parametrize("variable", BLANK_IS_DEFAULT)
+def test_a_blank_path_setting_means_its_default_never_the_working_directory(run, variable):
+    def where(r: subprocess.CompletedProcess) -> list[str]:  # each file's place and setting, not whether it exists
+        assert r.returncode == 0, r.stderr
+        return [line.partition(";")[0] for line in r.stdout.splitlines()]
+
+    default = where(run(["paths"]))
+    for blank in ("", "  "):
+        assert where(run(["paths"], **{variable: blank})) == default
+        for forced in ({}, {"TORCHBOT_GIT_AUTHOR_NAME": "forces the full settings"}):  # ask's light path, and not
+            r = run(["ask", "H100 with Graviton3"], TORCHBOT_FLOX_ORG="acme", **{variable: blank}, **forced)
+            assert r.returncode == 0 and "flox install acme/" in r.stdout, r.stderr
+        r = run(["release", "status"], **{variable: blank})
+        assert r.returncode == 0, r.stderr
 
 
 def test_ask_answers_with_the_light_settings_and_writes_nothing(run):

@@ -105,6 +105,21 @@ def test_serve_with_the_port_in_use_is_one_line(tmp_path):
         one_line(torchbot(tmp_path, [*SERVE, "--port", str(port)], **SLACK), "TORCHBOT_PORT", f"port {port}", "in use")
 
 
+@pytest.mark.parametrize("args, env, needles", [
+    ([], {"TORCHBOT_HOST": "256.1.1.1"}, ["TORCHBOT_HOST", "cannot listen on '256.1.1.1'"]),
+    ([], {"TORCHBOT_HOST": "not a host"}, ["TORCHBOT_HOST", "cannot listen on 'not a host'"]),
+    (["--host", "300.0.0.1"], {}, ["--host", "cannot listen on '300.0.0.1'"]),
+    (["--port", "-5"], {}, ["--port", "-5 is not a TCP port"]),
+    (["--port", "99999"], {}, ["--port", "99999 is not a TCP port"]),
+    ([], {"TORCHBOT_PORT": "99999"}, ["TORCHBOT_PORT", "less than or equal to 65535"]),
+])
+def test_serve_with_a_host_or_port_it_cannot_listen_on_is_one_line(tmp_path, args, env, needles):
+    serve = ["serve", "--http", "--no-schedule"]
+    r = torchbot(tmp_path, [*serve, *args], **SLACK, **env)
+    one_line(r, *needles)
+    assert r.returncode == 2
+
+
 def test_serve_with_slack_unreachable_is_one_line(tmp_path):
     api = f"http://127.0.0.1:{closed_port()}/api/"
     one_line(torchbot(tmp_path, [*SERVE, "--port", "0"], TORCHBOT_SLACK_API_URL=api, **SLACK),
@@ -124,3 +139,51 @@ def test_tokens_are_stripped_of_whitespace():
     assert s.slack_app_token.get_secret_value() == "xapp-def"
     assert s.slack_signing_secret.get_secret_value() == "sec"
     assert Settings(state_db="rel/state.db", _env_file=None).state_db.startswith("sqlite:////")
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("inf", "finite number"), ("nan", "finite number"), ("1e300", "less than or equal to 3600")])
+def test_an_http_timeout_no_client_can_take_is_one_line(tmp_path, value, needle):
+    one_line(torchbot(tmp_path, ["release", "status"], TORCHBOT_HTTP_TIMEOUT=value), "TORCHBOT_HTTP_TIMEOUT", needle)
+    one_line(torchbot(tmp_path, [*SERVE, "--port", "0"], TORCHBOT_HTTP_TIMEOUT=value, **SLACK),
+             "TORCHBOT_HTTP_TIMEOUT", needle)
+
+
+def test_an_http_timeout_under_a_second_still_reaches_slack(tmp_path):
+    """slack_sdk takes whole seconds: 0.5 rounds up to 1, not down to 0 (which failed every call
+    at once, reported as Slack being unreachable)."""
+    from tests.fixtures_serve import ServeProcess
+
+    with FakeSlack(token="xoxb-test") as slack:
+        env = {**SLACK, "TORCHBOT_HTTP_TIMEOUT": "0.5", "TORCHBOT_SLACK_API_URL": slack.url,
+               "TORCHBOT_STATE_DB": str(tmp_path / "state" / "s.db"), "TORCHBOT_AUDIT_LOG": str(tmp_path / "a.log")}
+        bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", "0", "--no-schedule"])
+        try:
+            assert "in HTTP mode" in bot.wait_line(), bot.err
+        finally:
+            bot.stop()
+
+
+def test_a_password_in_a_urls_query_or_user_info_is_never_printed(tmp_path):
+    db = f"postgresql://bot@127.0.0.1:{closed_port()}/torchbot?sslmode=disable&password=hunter2"
+    shown = torchbot(tmp_path, ["paths"], TORCHBOT_STATE_DB=db)
+    assert shown.returncode == 0, shown.stderr
+    assert "password=***" in shown.stdout and "hunter2" not in shown.stdout + shown.stderr
+    line = one_line(torchbot(tmp_path, ["release", "status"], TORCHBOT_STATE_DB=db),
+                    "TORCHBOT_STATE_DB", "cannot open", "password=***", "Connection refused")
+    assert "hunter2" not in line
+    for url in ("ftp://u:secretpw@host/", "ftp://host/logs?password=secretpw"):
+        line = one_line(torchbot(tmp_path, ["release", "status"], TORCHBOT_LOG_URL=url),
+                        "TORCHBOT_LOG_URL", "the URL is not an http:// or https:// URL")
+        assert "secretpw" not in line
+
+
+def test_an_unreadable_env_file_is_named_not_the_toml_file(tmp_path):
+    (tmp_path / ".env").write_bytes(b"TORCHBOT_ADMINS=U1\nNOTE=\xff\xfe\n")
+    line = one_line(torchbot(tmp_path, ["release", "status"]), f"{tmp_path / '.env'} (the .env file) cannot be read",
+                    "can't decode byte 0xff")
+    assert "torchbot.toml" not in line and "TORCHBOT_CONFIG" not in line
+    (tmp_path / ".env").write_text("TORCHBOT_ADMINS=U1\n")
+    (tmp_path / "torchbot.toml").write_bytes(b'flox_org = "acme\xff"\n')
+    line = one_line(torchbot(tmp_path, ["release", "status"]), "torchbot.toml")
+    assert ".env" not in line

@@ -19,6 +19,7 @@ from release.context import Context
 from tests import fixtures_builds as fx
 from tests.fakes_slack import FakeSlack
 from tests.fakes_socket_mode import FakeSocketMode
+from tests.fixtures_postgres import postgres  # noqa: F401  (the fixture)
 from tests.fixtures_slackbot import SlackBot, click_body, mention_body, plan_id, slash_body, trigger_id, wait_until
 
 
@@ -143,3 +144,34 @@ def test_socket_mode_retries_and_a_restart_are_answered_once(tmp_path):
         finally:
             handler.client.close()
             app._torchbot_chat.runner.shutdown()
+
+
+def test_a_store_that_refuses_the_claim_answers_anyway_and_says_why_once(tmp_path, postgres, caplog):  # noqa: F811
+    """A failover onto a read-only standby (the tables there, every write refused): a claim
+    that fails for any reason, not only a timeout, means "answer without a record". The
+    mention and the command are answered, a retry is still recognised in memory, and the
+    log says why once, not per delivery."""
+    import psycopg
+
+    from release.state import open_state
+
+    url = postgres.new_database()
+    open_state(url).engine.dispose()  # the tables exist, as they do on a standby
+    with psycopg.connect(f"host=127.0.0.1 port={postgres.port} user=torchbot dbname=postgres",
+                         autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {url.rsplit('/', 1)[1]} SET default_transaction_read_only = on")
+    caplog.set_level("WARNING", logger="torchbot.slack")
+    with FakeSlack() as slack:
+        bot = SlackBot(tmp_path, slack, repo_path=None, state_db=url)
+        try:
+            body = mention(slack, "EvRO1", "<@UBOT> which variant for a p5.48xlarge?")
+            assert bot.deliverer.deliver(body, lose_acks=1) == [(0, 200), (1, 200)]
+            wait_until(lambda: replies(slack), what="the thread reply")
+            wait_until(lambda: bot.deliveries.repeats, what="the retry recognised in memory")
+            assert bot.deliverer.send(slash_body(slack, "/torchbot", "status", 1))[0] == 200
+            slack.wait_for(lambda p, b: p == "/response/1" and "pending plans: 0" in json.dumps(b), 30)
+            assert len(replies(slack)) == 1 and "-sm90-avx2" in json.dumps(replies(slack)[0])
+        finally:
+            bot.close()
+    said = [r.getMessage() for r in caplog.records if "cannot record the claim" in r.getMessage()]
+    assert len(said) == 1 and "read-only transaction" in said[0], said

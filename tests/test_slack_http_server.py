@@ -114,3 +114,34 @@ def test_form_and_json_content_types_are_checked_before_bolt(bot):
     headers = {**bot.deliverer.sign(body), "Content-Type": "application/json"}
     data = request(body, headers).replace(b"Content-Type: application/x-www-form-urlencoded\r\n", b"")
     assert raw(bot.server.server_port, data)[0] == 400
+
+
+def test_odd_signature_headers_on_an_unsigned_request_get_4xx_never_a_5xx(bot):
+    """A timestamp of "²" (a digit to ``isdigit``, not to ``int``), one of 5000 digits (past
+    Python's int-string limit), or a non-ASCII signature with a current timestamp (which
+    ``hmac.compare_digest`` refuses as str) are refused before Bolt, as the bytes arrive."""
+    slack, bot = bot
+    port = bot.server.server_port
+    body = slash_body(slack, "/variant", "H100", 1)
+    now = bot.deliverer.sign(body)["X-Slack-Request-Timestamp"].encode()
+
+    def with_headers(timestamp: bytes, signature: bytes) -> bytes:
+        data = request(body, {"X-Slack-Request-Timestamp": "TS", "X-Slack-Signature": "SIG"})
+        return data.replace(b": TS\r\n", b": " + timestamp + b"\r\n").replace(b": SIG\r\n", b": " + signature + b"\r\n")
+
+    status, _, reply = raw(port, with_headers(b"\xb2", b"v0=abc"))
+    assert (status, reply) == (400, b"X-Slack-Request-Timestamp is not an integer\n")
+    status, _, reply = raw(port, with_headers(b"9" * 5000, b"v0=abc"))
+    assert (status, reply) == (400, b"X-Slack-Request-Timestamp is too long\n")
+    status, _, reply = raw(port, with_headers(now, b"v0=\xe9"))
+    assert (status, reply) == (401, b"invalid or expired signature\n")
+    status, _, reply = raw(port, with_headers(now, b"v0=" + "é".encode() * 32))
+    assert status == 401
+
+
+def test_a_signed_event_callback_whose_event_is_not_an_object_gets_400(bot):
+    _slack, bot = bot
+    body = json.dumps({"type": "event_callback", "event": "x", "event_id": "Ev9"}).encode()
+    data = request(body, bot.deliverer.sign(body)).replace(b"application/x-www-form-urlencoded", b"application/json")
+    status, _, reply = raw(bot.server.server_port, data)
+    assert (status, reply) == (400, b"event is not a JSON object\n")

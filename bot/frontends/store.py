@@ -8,7 +8,8 @@ holds neither the process's exit nor more than a few threads) and the caller wai
 ``deadline`` seconds; past that, or on a database error that means the same (a lost
 connection, a timeout), it gets :class:`StateStoreNotAnswering`, whose message is the plain
 truth a user is told. A call given up on may still finish when the server comes back; that
-is logged (nothing else waits for it). The store is opened lazily on a worker too, so even
+is logged, and what it did is taken back where the caller asks (a Confirm that lands late is
+put back to pending: the user was told nothing was confirmed). The store is opened lazily on a worker too, so even
 the first call cannot hang a caller."""
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, wait
 from typing import Any
 
 from sqlalchemy import exc as sqlalchemy_exc
@@ -29,6 +29,7 @@ from config.errors import ConfigError, ExternalError
 log = logging.getLogger("torchbot.store")
 
 NOT_ANSWERING = "the state store is not answering; answers still work"
+UNDO_ATTEMPTS = 3  # tries at taking back what the store did after the caller stopped waiting
 
 
 class StateStoreNotAnswering(ExternalError):
@@ -46,6 +47,7 @@ class AnsweringStore:
     def __init__(self, opener: Callable[[], Any], deadline: float, workers: int = 4):
         self._opener = opener
         self.deadline = deadline
+        self._workers = workers
         self._slots = threading.BoundedSemaphore(workers)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -57,34 +59,93 @@ class AnsweringStore:
 
         return call
 
-    def run(self, what: str, fn: Callable[[Any], Any]) -> Any:
-        """``fn(state)`` on a worker, within the deadline."""
+    def run(self, what: str, fn: Callable[[Any], Any], undo: Callable[[Any, Any], Any] | None = None) -> Any:
+        """``fn(state)`` on a worker, within the deadline. A call that finishes after the caller
+        stopped waiting is logged, and ``undo(state, result)`` runs on its worker to take back
+        what the caller was told was not done (true when it took something back). Either the
+        caller gets the result or it is undone: the hand-over is decided under one lock."""
         start = time.monotonic()
         if not self._slots.acquire(timeout=self.deadline):  # every worker is waiting on the store already
             log.warning("the state store did not answer %s: every worker is still waiting on it", what)
             raise StateStoreNotAnswering(f"no answer within {self.deadline:g} s")
         future: Future = Future()
+        handover = threading.Lock()
+        abandoned = threading.Event()
 
         def work() -> None:
             try:
-                future.set_result(fn(self._opener()))
+                state = self._opener()
+                result = fn(state)
             except BaseException as err:  # noqa: BLE001  (handed to the caller through the future)
                 future.set_exception(err)
+                self._slots.release()
+                return
+            try:
+                with handover:
+                    if not abandoned.is_set():
+                        future.set_result(result)
+                        return
+                _late(what, result)
+                if undo is not None:
+                    self._undo(what, undo, state, result)
             finally:
                 self._slots.release()
 
         threading.Thread(target=work, name="torchbot-store", daemon=True).start()
-        try:
-            return future.result(timeout=max(0.0, self.deadline - (time.monotonic() - start)))
-        except FutureTimeout:
-            future.add_done_callback(lambda f, what=what: _late(what, f))
+        wait([future], timeout=max(0.0, self.deadline - (time.monotonic() - start)))
+        with handover:
+            if not future.done():
+                abandoned.set()
+        if abandoned.is_set():
             log.warning("the state store did not answer %s within %.1f s", what, self.deadline)
-            raise StateStoreNotAnswering(f"no answer within {self.deadline:g} s") from None
+            raise StateStoreNotAnswering(f"no answer within {self.deadline:g} s")
+        try:
+            return future.result()
         except (SQLAlchemyError, ConfigError, OSError) as err:
             if not unreachable(err):
                 raise  # a broken schema or a bug: an unexpected error, reported under an error id
             log.warning("the state store failed %s: %s", what, " ".join(str(err).split())[:300])
             raise StateStoreNotAnswering(type(err).__name__) from None
+
+    def _undo(self, what: str, undo: Callable[[Any, Any], Any], state: Any, result: Any) -> None:
+        """Take back a late result, trying again while the store keeps failing (a few times)."""
+        for attempt in range(UNDO_ATTEMPTS):
+            try:
+                if undo(state, result):
+                    log.warning("took back %s, which the state store did after torchbot stopped waiting", what)
+                return
+            except (SQLAlchemyError, OSError) as err:
+                log.warning("could not take back the late %s (attempt %d of %d): %s", what, attempt + 1,
+                            UNDO_ATTEMPTS, " ".join(str(err).split())[:300])
+                threading.Event().wait(self.deadline)
+        log.error("the state store did %s after torchbot stopped waiting and it could not be taken back: %r",
+                  what, result)
+
+    def take_plan(self, plan_id: str, user: str, action: str = "confirmed",
+                  others_may: bool = False) -> tuple[str, Any]:
+        """``State.take_plan`` within the deadline. A claim that lands after the caller stopped
+        waiting (the user was told nothing was confirmed or cancelled) is put back to pending,
+        so that it is true and the next click finds the plan as it was."""
+        def back_to_pending(state, taken) -> bool:
+            outcome, row = taken
+            return outcome == "ok" and state.untake_plan(plan_id, row.state, row.handled_by, row.handled)
+
+        return self.run("take_plan", lambda state: state.take_plan(plan_id, user, action, others_may),
+                        undo=back_to_pending)
+
+    def idle(self, timeout: float) -> bool:
+        """Whether every call (late ones and their undoing included) finished within ``timeout``."""
+        end = time.monotonic() + timeout
+        held = 0
+        try:
+            while held < self._workers:
+                if not self._slots.acquire(timeout=max(0.0, end - time.monotonic())):
+                    return False
+                held += 1
+            return True
+        finally:
+            for _ in range(held):
+                self._slots.release()
 
     def ping(self) -> None:
         """A round trip to the store (``SELECT 1``), within the deadline."""
@@ -108,8 +169,6 @@ def unreachable(err: BaseException) -> bool:
     return any(word in text for word in _UNREACHABLE)
 
 
-def _late(what: str, future) -> None:
-    if future.cancelled() or future.exception() is not None:
-        return
+def _late(what: str, result: Any) -> None:
     log.warning("the state store answered %s after torchbot stopped waiting (%r); "
-                "the user was told it was not answering", what, future.result())
+                "the user was told it was not answering", what, result)

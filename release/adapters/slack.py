@@ -12,11 +12,13 @@ def make_client(settings):
     from slack_sdk import WebClient
     from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
+    from config.setting_values import whole_seconds
+
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
     return WebClient(
         token=token,
         base_url=settings.slack_api_url,
-        timeout=int(settings.http_timeout),
+        timeout=whole_seconds(settings.http_timeout),
         retry_handlers=[
             ConnectionErrorRetryHandler(max_retry_count=1),
             RateLimitErrorRetryHandler(max_retry_count=max(1, settings.http_retries)),

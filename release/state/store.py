@@ -18,6 +18,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from config.errors import ConfigError
+from config.paths import redact_url
 from release.state.owners import RUNNING, alive, owner_id
 from release.state.tables import ACTIVE, Base, Build, BuildRun, Delivery, JobRun, PendingPlan, utcnow
 
@@ -136,6 +137,15 @@ class State:
             row.state, row.handled, row.handled_by = action, now, user
             return "ok", row
 
+    def untake_plan(self, plan_id: str, action: str, user: str, handled) -> bool:
+        """Put a plan that ``take_plan`` claimed back to pending: only that very claim (same
+        action, user and time), so nothing claimed since is undone. True when it was."""
+        with self.session() as s:
+            done = s.execute(update(PendingPlan).where(
+                PendingPlan.id == plan_id, PendingPlan.state == action, PendingPlan.handled_by == user,
+                PendingPlan.handled == handled).values(state="pending", handled=None, handled_by=None))
+            return done.rowcount == 1
+
     def pending_plans(self) -> list[PendingPlan]:
         with self.session() as s:
             return list(
@@ -200,9 +210,10 @@ _LOCK = threading.Lock()
 
 
 def _shown(url: str) -> str:
-    """The URL with any password hidden (secrets never reach logs or chat)."""
+    """The URL with any password hidden, also one given as ``?password=`` (secrets never reach
+    logs or chat)."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return redact_url(make_url(url).render_as_string(hide_password=True))
     except (ArgumentError, ValueError):
         return url.split("://", 1)[0] + "://…"
 

@@ -35,6 +35,10 @@ def _serve(args, ctx) -> int:
 
     s = ctx.settings
     mode = "http" if args.http else "socket"
+    host, port = args.host or s.host, s.port if args.port is None else args.port
+    if mode == "http":
+        startup.listen_address(host, port, "--host" if args.host else "TORCHBOT_HOST",
+                               "--port" if args.port is not None else "TORCHBOT_PORT")
     startup.require_tokens(s, mode)
     state_for(ctx)  # the state DB opens (or a one-line ConfigError)
     app = create_app(ctx)
@@ -42,7 +46,6 @@ def _serve(args, ctx) -> int:
     if mode == "http":
         from bot.frontends.slack.http_mode import make_http_server
 
-        host, port = args.host or s.host, s.port if args.port is None else args.port
         try:
             server = make_http_server(app, host, port)
         except OSError as err:

@@ -15,6 +15,7 @@ from slack_sdk import WebClient
 from bot.frontends.chat import Chat
 from bot.frontends.slack.deliveries import Deliveries
 from bot.frontends.slack.listeners import COMMANDS, Listeners
+from config.setting_values import whole_seconds
 from release.context import Context
 
 log = logging.getLogger("torchbot.slack")
@@ -26,7 +27,7 @@ def web_client(settings) -> WebClient:
     from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-    return WebClient(token=token, base_url=settings.slack_api_url, timeout=int(settings.http_timeout),
+    return WebClient(token=token, base_url=settings.slack_api_url, timeout=whole_seconds(settings.http_timeout),
                      retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=1),
                                      RateLimitErrorRetryHandler(max_retry_count=max(1, settings.http_retries))])
 

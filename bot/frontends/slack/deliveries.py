@@ -21,7 +21,9 @@ The key is what Slack gives to tell deliveries apart:
 A delivery without such an id is always answered: two of them cannot be told apart from two
 people asking. Claims are taken after the ack (the ack never waits for the database). When
 the state store does not answer, the in-memory claim still holds within this process, and
-the delivery is answered: better a rare second answer after a restart than none."""
+the delivery is answered: better a rare second answer after a restart than none. The same holds
+for any other failure of the store (a read-only standby, a permission denied, a missing table):
+it is logged once, until a claim works again."""
 
 from __future__ import annotations
 
@@ -31,7 +33,10 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from bot.frontends.store import StateStoreNotAnswering
+from config.errors import TorchbotError
 
 log = logging.getLogger("torchbot.slack")
 
@@ -78,6 +83,7 @@ class Deliveries:
         self._lock = threading.Lock()
         self._claims = 0
         self.repeats: list[tuple[str, str]] = []  # (key, retry) of every delivery not answered again
+        self._failing: str | None = None  # why the store last failed a claim (said once), None once it works
 
     def first(self, body: dict[str, Any], headers: dict[str, Any] | None = None) -> bool:
         key = delivery_key(body)
@@ -99,15 +105,34 @@ class Deliveries:
             prune = self._claims % PRUNE_EVERY == 0
         try:
             fresh = self.store.claim_delivery(key, self.ttl)
-            if prune:
-                self.store.prune_deliveries()
-        except StateStoreNotAnswering:
-            log.warning("%s%s: the state store is not answering; answering without its record", key,
-                        f" ({retry})" if retry else "")
+        except (TorchbotError, SQLAlchemyError, OSError) as err:  # any failure of the store: no record
+            self._store_failed(key, retry, err)
             return True
+        self._failing = None
+        if prune:
+            try:
+                self.store.prune_deliveries()
+            except (TorchbotError, SQLAlchemyError, OSError) as err:
+                log.warning("could not forget expired delivery claims: %s", _one_line(err))
         if not fresh:
             log.info("%s delivered again%s: answered before (the state DB has it)", key,
                      f" ({retry})" if retry else "")
             with self._lock:
                 self.repeats.append((key, retry))
         return fresh
+
+    def _store_failed(self, key: str, retry: str, err: BaseException) -> None:
+        """Say once (until a claim works again) why deliveries are answered without a record."""
+        why = err.message if isinstance(err, StateStoreNotAnswering) else _one_line(err)
+        said = f"{key}{f' ({retry})' if retry else ''}: the state store cannot record the claim " \
+               f"({why}); answering without its record"
+        if self._failing == why:
+            log.debug("%s", said)
+            return
+        self._failing = why
+        log.warning("%s", said)
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(getattr(err, "orig", None) or err).split())
+    return f"{type(err).__name__}: {text[:300]}"

@@ -2,8 +2,9 @@
 
 The guard answers every request properly before bolt sees it: a request that is not signed
 with the signing secret gets 401 (checked on the raw bytes, first), a signed one that is
-malformed gets 400 naming what is wrong (body not UTF-8, a non-integer timestamp, a JSON
-content type on a form body, a ``payload`` that is not a JSON object, ``actions: []``), and
+malformed gets 400 naming what is wrong (body not UTF-8, a timestamp that is not ASCII digits, a
+JSON content type on a form body, a ``payload`` or ``event`` that is not a JSON object,
+``actions: []``), and
 anything unexpected behind it is logged under an error id and answered with an apology,
 never a 5xx. Bolt verifies the signature again (defence in depth).
 
@@ -61,7 +62,11 @@ def malformed(body: bytes, ctype: str) -> str | None:
             data = json.loads(text)
         except ValueError:
             return "the body is not JSON, but the Content-Type says it is"
-        return None if isinstance(data, dict) else "the JSON body is not an object"
+        if not isinstance(data, dict):
+            return "the JSON body is not an object"
+        if "event" in data and not isinstance(data["event"], dict):
+            return "event is not a JSON object"
+        return None
     form = parse_qs(text, keep_blank_values=True)
     if "payload" not in form:
         return None if "command" in form or "ssl_check" in form or not text else "the form has no command or payload"
@@ -79,52 +84,84 @@ def malformed(body: bytes, ctype: str) -> str | None:
     return None
 
 
+MAX_TIMESTAMP_DIGITS = 12  # Unix seconds have 10 digits until the year 2286
+
+
+def timestamp_problem(timestamp: str) -> str | None:
+    """Why an X-Slack-Request-Timestamp is not a Unix time in ASCII digits, or None when it is
+    (``isdigit`` alone admits "²", which ``int`` refuses, and 5000 digits, which it refuses too)."""
+    if not (timestamp.isascii() and timestamp.isdigit()):
+        return "X-Slack-Request-Timestamp is not an integer"
+    if len(timestamp) > MAX_TIMESTAMP_DIGITS:
+        return "X-Slack-Request-Timestamp is too long"
+    return None
+
+
 def signed(secret: bytes, timestamp: str, body: bytes, signature: str, now: float | None = None) -> bool:
     """Slack's v0 signature over the raw bytes (slack_sdk's verifier decodes the body as UTF-8
-    first, which a forged body can make fail), within Slack's 5 minutes."""
-    if abs((now or time.time()) - int(timestamp)) > 300:
+    first, which a forged body can make fail), within Slack's 5 minutes. The timestamp must
+    have passed ``timestamp_problem``; a signature that is not ASCII is simply not Slack's."""
+    if abs((now or time.time()) - int(timestamp)) > 300 or not signature.isascii():
         return False
     mac = hmac.new(secret, b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest("v0=" + mac, signature)
+    return hmac.compare_digest(b"v0=" + mac.encode(), signature.encode("ascii"))
 
 
 def guard(inner, signing_secret: str):
-    """WSGI middleware: 401 for unsigned, 400 for malformed, an apology for the unexpected."""
+    """WSGI middleware: 401 for unsigned, 400 for malformed, an apology for the unexpected.
+
+    Every step runs inside one try: a request the guard itself cannot handle is logged under an
+    error id and answered 400 before its signature is verified (nothing unsigned reaches a 5xx
+    or Bolt), and with the apology after."""
     secret = signing_secret.encode()
 
     def app(environ, start_response):
-        if environ.get("PATH_INFO") != PATH:
-            return _reply(start_response, "404 Not Found", f"torchbot answers on {PATH}\n")
-        if environ.get("REQUEST_METHOD") != "POST":
-            return _reply(start_response, "405 Method Not Allowed", "POST only\n")
+        verified = False
         try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            return _reply(start_response, "400 Bad Request", "bad Content-Length\n")
-        if length > MAX_BODY:
-            return _reply(start_response, "413 Content Too Large", "request too large\n")
-        body = environ["wsgi.input"].read(length) if length else b""
-        ts = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP", "")
-        sig = environ.get("HTTP_X_SLACK_SIGNATURE", "")
-        if not ts or not sig:
-            return _reply(start_response, "401 Unauthorized", "unsigned request\n")
-        if not ts.strip().isdigit():
-            return _reply(start_response, "400 Bad Request", "X-Slack-Request-Timestamp is not an integer\n")
-        if not signed(secret, ts.strip(), body, sig):
-            return _reply(start_response, "401 Unauthorized", "invalid or expired signature\n")
-        why = malformed(body, environ.get("CONTENT_TYPE", ""))
-        if why:
-            return _reply(start_response, "400 Bad Request", why + "\n")
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
-        try:
+            reply = _checked(environ, secret)
+            if reply is not None:
+                return _reply(start_response, *reply)
+            verified = True
             return inner(environ, start_response)
-        except Exception:  # noqa: BLE001  (the request boundary: an apology with an error id, never a 5xx)
+        except Exception:  # noqa: BLE001  (the request boundary: an answer with an error id, never a 5xx)
+            if not verified:
+                return _reply(start_response, "400 Bad Request", report(log, "checking a Slack request") + "\n")
             text = report(log, "handling a Slack request")
             return _reply(start_response, "200 OK", json.dumps({"response_type": "ephemeral", "text": text}),
                           "application/json")
 
     return app
+
+
+def _checked(environ, secret: bytes) -> tuple[str, str] | None:
+    """The (status, text) that refuses this request, or None for a signed, well-formed one (its
+    body then put back in ``wsgi.input`` for Bolt)."""
+    if environ.get("PATH_INFO") != PATH:
+        return "404 Not Found", f"torchbot answers on {PATH}\n"
+    if environ.get("REQUEST_METHOD") != "POST":
+        return "405 Method Not Allowed", "POST only\n"
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return "400 Bad Request", "bad Content-Length\n"
+    if length > MAX_BODY:
+        return "413 Content Too Large", "request too large\n"
+    body = environ["wsgi.input"].read(length) if length else b""
+    ts = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP", "").strip()
+    sig = environ.get("HTTP_X_SLACK_SIGNATURE", "").strip()
+    if not ts or not sig:
+        return "401 Unauthorized", "unsigned request\n"
+    problem = timestamp_problem(ts)
+    if problem:
+        return "400 Bad Request", problem + "\n"
+    if not signed(secret, ts, body, sig):
+        return "401 Unauthorized", "invalid or expired signature\n"
+    why = malformed(body, environ.get("CONTENT_TYPE", ""))
+    if why:
+        return "400 Bad Request", why + "\n"
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    return None
 
 
 class HttpServer:

@@ -76,9 +76,9 @@ class Listeners:
             ack(response_type="ephemeral", text=out.text, blocks=out.blocks)
             return
         ack(response_type="ephemeral", text=f"Working on /{name} {quoted(text)}".rstrip() + "…")
-        if not self.deliveries.first(command, request.headers):
-            return
         try:
+            if not self.deliveries.first(command, request.headers):
+                return
             out = render(self.chat.command(name, text, user=user, channel=channel))
             respond(response_type="ephemeral", replace_original=True, text=out.text, blocks=out.blocks)
         except Exception:  # noqa: BLE001  (a listener's boundary)
@@ -92,9 +92,9 @@ class Listeners:
 
     def on_confirm(self, ack, body, respond, client, request):
         ack()
-        if not self.deliveries.first(body, request.headers):
-            return
         try:
+            if not self.deliveries.first(body, request.headers):
+                return
             pid = _first_action(body).get("value", "")
             user = body.get("user", {}).get("id", "")
             channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")
@@ -111,9 +111,9 @@ class Listeners:
 
     def on_cancel(self, ack, body, respond, request):
         ack()
-        if not self.deliveries.first(body, request.headers):
-            return
         try:
+            if not self.deliveries.first(body, request.headers):
+                return
             result = self.chat.cancel(_first_action(body).get("value", ""), body.get("user", {}).get("id", ""))
             respond(replace_original=True, text=escape(result.text()))
         except Exception:  # noqa: BLE001  (a listener's boundary)
@@ -121,9 +121,9 @@ class Listeners:
 
     def on_share(self, ack, body, respond, request):
         ack()
-        if not self.deliveries.first(body, request.headers):
-            return
         try:
+            if not self.deliveries.first(body, request.headers):
+                return
             out = render(ask(self.ctx, _first_action(body).get("value", "")), shareable=False)
             respond(response_type="in_channel", replace_original=False, text=out.text, blocks=out.blocks)
         except Exception:  # noqa: BLE001  (a listener's boundary)
@@ -138,10 +138,10 @@ class Listeners:
     # -- events (Bolt acks them before the listener runs) ---------------------------------
 
     def on_mention(self, event, say, body, request):
-        if not self.deliveries.first(body, request.headers):
-            return
         thread = event.get("thread_ts") or event.get("ts")
         try:
+            if not self.deliveries.first(body, request.headers):
+                return
             text = from_slack(event.get("text", ""))
             result = self.chat.mention(text, user=event.get("user", ""), channel=event.get("channel", ""))
             out = render(result, shareable=False)

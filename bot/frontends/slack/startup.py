@@ -6,8 +6,10 @@ workspace, in which mode."""
 from __future__ import annotations
 
 import errno
+import socket
 
 from config.errors import ConfigError
+from config.setting_values import whole_seconds
 
 
 def require_tokens(settings, mode: str) -> None:
@@ -20,6 +22,21 @@ def require_tokens(settings, mode: str) -> None:
     if mode == "http" and settings.slack_signing_secret is None:
         raise ConfigError("TORCHBOT_SLACK_SIGNING_SECRET is not set: HTTP mode checks every request against it "
                           "(Basic Information > Signing Secret).")
+
+
+def listen_address(host: str, port: int, host_from: str = "TORCHBOT_HOST",
+                   port_from: str = "TORCHBOT_PORT") -> None:
+    """A ConfigError naming the setting (or option) when ``host``/``port`` cannot be listened on
+    whatever else runs here: a port outside 0-65535 (0: any free port), a host that is not an
+    address or a name that resolves (waitress would say only "Invalid host/port specified")."""
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{port_from}: {port} is not a TCP port (1-65535, or 0 for any free port).")
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as err:  # socket.gaierror; an IDNA-invalid name
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err) or "not an address"
+        raise ConfigError(f"{host_from}: cannot listen on {host!r}: {reason} "
+                          "(an IP address of this host, 0.0.0.0 for all, or a name that resolves).") from None
 
 
 def bind_error(err: OSError, host: str, port: int) -> ConfigError:
@@ -58,7 +75,7 @@ def identity(settings) -> dict:
     quiet.setLevel(logging.CRITICAL)
     quiet.propagate = False
     client = WebClient(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url,
-                       timeout=int(settings.http_timeout), logger=quiet)
+                       timeout=whole_seconds(settings.http_timeout), logger=quiet)
     try:
         resp = client.auth_test()
     except (SlackApiError, SlackClientError, OSError) as err:
