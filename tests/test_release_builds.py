@@ -153,16 +153,17 @@ def test_a_killed_torchbot_takes_its_builds_with_it_and_a_restart_resolves_and_r
         pids = [f.read_text().strip() for f in gate.glob("*.*")]
         return [int(p) for p in pids] if len(pids) == 4 and all(pids) else None
 
-    pids = _wait(written, "two builds running")
-    assert len(pids) == 4 and all(_alive(p) for p in pids)
-    assert "torchbot-wt-" in builds.git(repo, "worktree", "list")
-    # while it runs, nothing of it can be built a second time
-    busy = builds.prepare(ctx, fx.BRANCH, ["pytorch-*"], repo=repo)
-    assert busy.items == [] and len(busy.skipped) == 3
-    assert all(s.reason.startswith("already building since") for s in busy.skipped)
-
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        pids = _wait(written, "two builds running")
+        assert len(pids) == 4 and all(_alive(p) for p in pids)
+        assert "torchbot-wt-" in builds.git(repo, "worktree", "list")
+        # while it runs, nothing of it can be built a second time
+        busy = builds.prepare(ctx, fx.BRANCH, ["pytorch-*"], repo=repo)
+        assert busy.items == [] and len(busy.skipped) == 3
+        assert all(s.reason.startswith("already building since") for s in busy.skipped)
+    finally:  # the SIGKILL under test; on a failure above too, so nothing of it outlives the test
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     _wait(lambda: not any(_alive(p) for p in pids), "the builds to die with torchbot")
 
     rows = {r["package"]: r for r in builds.status(ctx, fx.BRANCH)}  # the next start resolves the run
