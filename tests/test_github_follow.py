@@ -202,3 +202,34 @@ def test_the_job_message_of_a_github_run_that_ended_after_a_restart_is_edited_to
     assert "edited" in edited and edited["text"].startswith(f"`/build {fx.BRANCH}` (job 3, confirmed by <@UADMIN>)")
     assert "1 failed, 1 succeeded" in edited["text"] and f"Not built: {fx.OK[1]}" in edited["text"]
     assert len(thread) == 1 and "GitHub run 1000" in thread[0]
+
+
+def test_serve_edits_the_message_while_it_runs_once_the_run_has_ended(tmp_path: Path) -> None:
+    import time
+    from types import SimpleNamespace
+
+    from slack_sdk import WebClient
+
+    from bot.frontends.cli.serve import _tell_ended_runs
+    from tests.fakes_slack import FakeSlack
+
+    repo = fx.make_repo(tmp_path, packages=fx.OK)
+    with FakeGitHub() as gh, FakeSlack() as slack:
+        client = WebClient(token=slack.token, base_url=slack.url)
+        ts = client.chat_postMessage(channel="CREL", text="`/build` running")["ts"]
+        ctx = _ctx(tmp_path, gh, github_poll_seconds=0.05)
+        plan = builds.prepare(ctx, fx.BRANCH, repo=repo, backend="github")
+        github_actions.dispatch_build(ctx, plan, wait=False, notice={"channel": "CREL", "ts": ts, "title": "/build"})
+        stop = _tell_ended_runs(SimpleNamespace(client=client), ctx)  # serving: nothing to tell yet
+        try:
+            while github_actions.runs(ctx)[0]["status"] != "completed":
+                github_actions.poll_active(ctx)  # the schedule's poll-builds
+            end = time.monotonic() + 60
+            while not [m for m in slack.messages("CREL") if m["ts"] == ts and "edited" in m]:
+                assert time.monotonic() < end, "the job message was never edited"
+                time.sleep(0.05)
+        finally:
+            stop.set()
+    (edited,) = [m for m in slack.messages("CREL") if m["ts"] == ts]
+    assert "GitHub run 1000" in edited["text"] and "2 succeeded" in edited["text"]
+    assert pending_notices(ctx) == []
