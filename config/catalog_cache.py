@@ -5,11 +5,12 @@ managed repositories are pickled in torchbot's cache directory (``config.paths.c
 
 An entry is keyed by everything its catalog is computed from: the content of the data files,
 torchbot's version and source files (their size and modification time), the Python and archspec
-versions, and for a repository catalog the tips of every branch and the record of created
-branches. A key that differs is a miss; an entry that cannot be read, or holds anything but
-what its key says, is rebuilt and written again. So a stale or corrupt entry never changes an
-answer: the worst it costs is the time to build the catalog. Writes are atomic (a temporary file
-renamed into place); any I/O error leaves the cache aside quietly. Imports nothing of torchbot
+versions, the tree-sitter and tree-sitter-nix versions (the grammar the recipes are read with),
+and for a repository catalog the tips of every branch and the record of created branches. A key
+that differs is a miss; an entry that cannot be read, or holds anything but what its key says,
+is rebuilt and written again. So a stale or corrupt entry never changes an answer: the worst it
+costs is the time to build the catalog. Writes are atomic (a temporary file renamed into place);
+any I/O error leaves the cache aside quietly. Imports nothing of torchbot
 but config.paths.
 """
 
@@ -29,18 +30,39 @@ KEEP = 8  # entries of one kind kept (other checkouts, other data); older ones a
 # The code that defines and builds what is cached: the catalog's classes and loaders (config),
 # the repository reader (release/recipes), the words of the typo reader (bot/engine/fuzzy.py).
 _SOURCES = ("config", "release/recipes", "bot/engine")
+# The parser and grammar the repository reader reads recipes with: a new grammar may read them otherwise.
+_GRAMMAR = ("tree-sitter", "tree-sitter-nix")
+
+
+def _version(dist: str) -> str:
+    """``dist``'s installed version, as importlib.metadata finds it (the first ``*.dist-info`` for
+    it on ``sys.path``), from the directory's name (``tree_sitter_nix-0.1.0.dist-info``), which
+    pip writes with the version: importing importlib.metadata would cost ``ask`` ~15 ms."""
+    prefix = dist.replace("-", "_").lower() + "-"
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                for e in it:
+                    name = e.name.lower()
+                    if name.startswith(prefix) and name.endswith(".dist-info"):
+                        return e.name[len(prefix) : -len(".dist-info")]
+        except OSError:
+            continue
+    return "not installed"
 
 
 @lru_cache(maxsize=1)
 def code_key() -> str:
     """The size and mtime of the source files that define and build the cached objects (a new
     version, or an edited checkout, has others), the Python version and archspec's files (its
-    microarchitecture database): what a cached object depends on besides its key. No import of
-    archspec."""
+    microarchitecture database) and the versions of the Nix grammar the repository reader parses
+    with: what a cached object depends on besides its key. No import of archspec or tree-sitter."""
     from importlib.util import find_spec
 
     h = hashlib.sha256()
     h.update(sys.version.encode())
+    for dist in _GRAMMAR:
+        h.update(f"{dist} {_version(dist)}\n".encode())
     root = Path(__file__).resolve().parents[1]
     spec = find_spec("archspec")
     dirs = [root / package for package in _SOURCES]

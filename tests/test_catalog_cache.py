@@ -24,9 +24,11 @@ QUESTIONS = ["which variant for an H100 with Graviton3", "RTX 4090 with a Ryzen 
              "which torchvision for an RTX 4090 and i9-13900K", "no GPU, Celeron N5105"]
 
 
-def run_ask(cache: Path, *question: str, repo_path: str | None = None) -> str:
+def run_ask(cache: Path, *question: str, repo_path: str | None = None, pythonpath: Path | None = None) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHBOT_")}
     env["TORCHBOT_CACHE_DIR"] = str(cache)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     if repo_path:
         env["TORCHBOT_REPO_PATH"] = repo_path
     r = subprocess.run([sys.executable, "-m", "bot", "ask", "--json", *question], capture_output=True, text=True,
@@ -116,6 +118,33 @@ def test_the_repository_catalog_from_the_cache_answers_as_a_fresh_read(tmp_path)
     fresh = [run_ask(cache, q, repo_path=repo_path) for q in QUESTIONS]
     assert entries(cache, "repo-catalog")
     assert [run_ask(cache, q, repo_path=repo_path) for q in QUESTIONS] == fresh
+
+
+def test_a_new_nix_grammar_reads_the_repositories_again_not_from_the_cache(tmp_path):
+    """The repository catalog is read with tree-sitter-nix: another version of the grammar (here
+    its metadata, first on the path, as pip leaves it after an upgrade) may read the recipes
+    otherwise, so an entry made with the old one is not served."""
+    from importlib.metadata import version
+
+    from config.catalog_cache import _version
+
+    for dist in ("tree-sitter", "tree-sitter-nix"):
+        assert _version(dist) == version(dist)  # the version the key holds is the installed one
+    pt, tv = make_repos(tmp_path)
+    cache = tmp_path / "cache"
+    repo_path = f"{pt.path},{tv.path}"
+    fresh = run_ask(cache, QUESTIONS[0], repo_path=repo_path)
+    assert len(entries(cache, "repo-catalog")) == 1
+    assert run_ask(cache, QUESTIONS[0], repo_path=repo_path) == fresh  # the same grammar: from the cache
+    assert len(entries(cache, "repo-catalog")) == 1
+    for dist, module in (("tree-sitter-nix", "tree_sitter_nix"), ("tree-sitter", "tree_sitter")):
+        upgraded = tmp_path / f"upgraded-{module}"
+        info = upgraded / f"{module}-{version(dist)}.post1.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version(dist)}.post1\n")
+        before = len(entries(cache, "repo-catalog"))
+        assert run_ask(cache, QUESTIONS[0], repo_path=repo_path, pythonpath=upgraded) == fresh
+        assert len(entries(cache, "repo-catalog")) == before + 1, f"{dist} upgraded, the old entry served"
 
 
 def test_the_quick_xdg_directories_are_the_ones_platformdirs_gives(monkeypatch):

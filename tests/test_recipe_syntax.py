@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -315,3 +316,129 @@ def test_a_process_that_finds_every_recipe_in_the_fact_cache_never_loads_the_gra
                            check=True).stdout.split() for _ in range(2)]
     assert runs[0][1] == "True" and runs[1][1] == "False"  # the first read parses; the second reads the cache
     assert runs[0][0] == runs[1][0] != "0"
+
+
+# ---------------------------------------------------------------------------------------
+# CPU flags: the list a script joins, evaluated where Nix evaluates it (checked against
+# nix-instantiate --eval on the stub nixpkgs of tests/nixstub)
+
+STUB = Path(__file__).with_name("nixstub").resolve()
+AVX512 = '[ "-mavx512f" "-mavx512dq" "-mavx512vl" "-mavx512bw" "-mfma" ]'
+JOIN = 'pinned.lib.concatStringsSep " " '
+BF16 = '[ "-mavx512f" "-mavx512dq" "-mavx512vl" "-mavx512bw" "-mavx512bf16" "-mfma" ]'
+
+
+def flags_recipe(inner_let: str, joined: str) -> str:
+    """A recipe whose outer let binds cpuFlags to the AVX-512 flags, and whose overrideAttrs
+    function binds its own names (``inner_let``) around the set holding preConfigure, which
+    interpolates ``joined``."""
+    return f"""{{ nixpkgsSrc }}:
+let
+  pinned = import nixpkgsSrc {{ config = {{ allowUnfree = true; }}; }};
+  cpuFlags = {AVX512};
+in
+  pinned.python313Packages.torch.overrideAttrs (oldAttrs: let
+{inner_let}
+  in {{
+    pname = "pytorch-python313-cpu-avx512bf16";
+    preConfigure = (oldAttrs.preConfigure or "") + ''
+      export CXXFLAGS="${{{joined}}} $CXXFLAGS"
+    '';
+  }})
+"""
+
+
+def nix_cxxflags(text: str, tmp_path) -> tuple[str, ...]:
+    """The flags CXXFLAGS gets when Nix evaluates the recipe against the stub nixpkgs."""
+    f = tmp_path / "recipe.nix"
+    f.write_text(text)
+    r = subprocess.run(["nix-instantiate", "--eval", "--strict", "--json", "-E",
+                        f"(import {f} {{ nixpkgsSrc = {STUB}; }}).preConfigure"],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    return tuple(re.search(r'CXXFLAGS="(.*) \$CXXFLAGS"', json.loads(r.stdout))[1].split())
+
+
+@pytest.mark.parametrize("inner_let, joined", [
+    (f"    cpuFlags = {BF16};", JOIN + "cpuFlags"),  # the function's own cpuFlags, not the outer let's
+    ('    extra = [ "-mavx512bf16" ];', JOIN + "(cpuFlags ++ extra)"),  # both lists
+    (f"    isaFlags = {BF16};\n    joined = {JOIN}isaFlags;", "joined"),  # through a bound name
+], ids=["own cpuFlags", "cpuFlags ++ extra", "a bound joined string"])
+def test_the_flags_a_script_joins_are_the_ones_nix_joins_in_the_scripts_scope(inner_let, joined, tmp_path):
+    text = flags_recipe(inner_let, joined)
+    f = read_recipe(load_catalog(), "pytorch-python313-cpu-avx512bf16.nix", text)
+    assert f.problem is None, f.problem
+    assert f.cpu_flags == nix_cxxflags(text, tmp_path)
+    assert f.cpu_isa == "avx512bf16" and not any("name says" in n for n in f.notes), f.notes
+
+
+def test_a_joined_list_only_nixpkgs_computes_is_not_guessed_and_a_note_says_so(tmp_path):
+    text = flags_recipe('    extra = builtins.filter (x: x != "") [ "-mavx512bf16" ];', JOIN + "(cpuFlags ++ extra)")
+    assert "-mavx512bf16" in nix_cxxflags(text, tmp_path)
+    f = read_recipe(load_catalog(), "pytorch-python313-cpu-avx512bf16.nix", text)
+    assert f.cpu_flags == () and f.cpu_isa == "avx512bf16"  # not the outer AVX-512 list: the name, with a note
+    assert "the CPU flags `(cpuFlags ++ extra)` are computed by nixpkgs; the CPU ISA is not read from them" in f.notes
+    assert "CPU ISA avx512bf16 taken from the name" in f.notes
+
+
+# ---------------------------------------------------------------------------------------
+# a name bound twice: tree-sitter-nix accepts it, Nix's parser does not
+
+BOUND_TWICE = [
+    "{\n  a = 1;\n  a = 2;\n}",
+    "let\n  a = 1;\n  b = 0;\n  a = 2;\nin a",
+    "{\n  a.x = 1;\n  a.x = 2;\n}",
+    "{\n  a.x = 1;\n  a = 3;\n}",
+    "{ b }:\n{\n  inherit b;\n  b = 1;\n}",
+    "{ b }:\n{ inherit b\n    b; }",
+    '{\n  "a" = 1;\n  a = 2;\n}',
+    'rec {\n  a = 1;\n  ${"a"} = 2;\n}',
+    "{\n  a = { x = 1; };\n  a.x = 2;\n}",
+    "{\n  a = let in { x = 1; };\n  a.y = 2;\n}",
+    "{ b }:\n{\n  a = { inherit b; };\n  a.b = 2;\n}",
+    "{ a,\n  a }: a",
+    "x@{\n  y,\n  x }: x",
+    "{ x,\n  ... }\n@x: x",
+    '{\n  version = "1";\n  version = "2";\n}',
+    "{\n  a.b = 1;\n  a.b = 2;\n}",
+    "{ s }:\n{\n  inherit (s) x;\n  x = 1;\n}",
+    "{\n  inherit a;\n  inherit a;\n}",
+]
+MERGED = [
+    "{\n  a = { x = 1; };\n  a.y = 2;\n}",
+    "{\n  a.y = 2;\n  a = rec { x = 1; };\n}",
+    "{\n  a = ({ x = 1; });\n  a.y.z = 2;\n  a.y.w = 3;\n}",
+    "let\n  a.x = 1;\n  a.y = 2;\nin a",
+    "{\n  a = { };\n  a.b = 1;\n}",
+    "x: {\n  ${x} = 1;\n  ${x} = 2;\n}",
+    "f: { a = 1; } // { a = 2; }",
+    "{\n  a.b = 1;\n  a.c = 2;\n}",
+    "{ b, s }:\n{\n  inherit b;\n  inherit (s) x y;\n  c = 1;\n}",
+    "x@{ y, ... }: { x = y; }",
+    "let a = 1; in { a = 2; }",
+]
+
+
+@pytest.mark.parametrize("text", BOUND_TWICE + MERGED)
+def test_a_name_bound_twice_is_a_syntax_error_where_nix_says_so_on_the_line_nix_names(text, tmp_path):
+    f = tmp_path / "expr.nix"
+    f.write_text(text)
+    r = subprocess.run(["nix-instantiate", "--parse", str(f)], capture_output=True, text=True, check=False)
+    if r.returncode == 0:
+        assert text in MERGED
+        parse(text)
+        return
+    assert text in BOUND_TWICE, r.stderr
+    nix_line = int(re.search(r"at .*expr\.nix:(\d+):\d+:\n", r.stderr)[1])
+    with pytest.raises(NixSyntaxError, match=rf"^line {nix_line}: (attribute '[\w.]+' already defined at line \d+"
+                                             r"|duplicate formal function argument '[ax]')$"):
+        parse(text)
+
+
+def test_a_recipe_that_binds_cpuflags_twice_is_a_problem_of_its_file_and_line(tmp_path):
+    text = recipe(CHAIN.format(args='gpuTargets = [ "9.0" ];', attrs='pname = "p";'),
+                  let='  cpuFlags = [ "-mavx2" "-mfma" "-mf16c" ];\n  cpuFlags = [ "-mavx512f" ];')
+    f = read_recipe(load_catalog(), "pytorch-python313-cuda12_8-sm90-avx2.nix", text)
+    line = text.splitlines().index('  cpuFlags = [ "-mavx512f" ];') + 1
+    assert f.problem == f"unparsable: line {line}: attribute 'cpuFlags' already defined at line {line - 1}"
+    assert not f.usable

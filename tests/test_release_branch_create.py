@@ -14,7 +14,7 @@ from bot.frontends.cli.main import main as cli
 from config.catalog_data import branch_from_dict, load_catalog
 from release.recipes.repos import catalog_from_repositories
 from tests.fakes_nixpkgs import FakeNixpkgs
-from tests.fixtures_pins import NEW, build_repo, git, refs, small_catalog_branches, tree_files
+from tests.fixtures_pins import NEW, PIN_A, build_repo, git, refs, small_catalog_branches, tree_files
 
 
 @pytest.fixture
@@ -23,6 +23,8 @@ def env(tmp_path, monkeypatch):
     local = tmp_path / "branches.toml"
     fake = FakeNixpkgs().__enter__()
     fake.add_rev(NEW, "2.9.1", {"cudaPackages_12_8", "cudaPackages_12_9"})
+    fake.add_rev(PIN_A, "2.8.0", {"cudaPackages_12_8", "cudaPackages_12_9"})  # main's pin
+    fake.add_rev(VLLM_PIN, "2.9.1", {"cudaPackages_12_8", "cudaPackages_12_9"})
     monkeypatch.setenv("TORCHBOT_CHANNELS_URL", fake.channels_url)
     monkeypatch.setenv("TORCHBOT_GITHUB_API_URL", fake.api_url)
     monkeypatch.setenv("TORCHBOT_HTTP_RETRIES", "1")
@@ -37,6 +39,7 @@ def env(tmp_path, monkeypatch):
 
 
 ARGS = ["release", "branch", "create"]
+VLLM_PIN = "0182a361324364ae3f436a63005877674cf45efb"  # pytorch-2.9-vllm-0.15.1's pin
 
 
 @pytest.mark.parametrize(
@@ -157,3 +160,49 @@ def test_reader_reads_created_branch_back(env, capsys):
     assert b.python == "3.12" and b.pytorch == "2.9.1" and set(b.cuda_versions) == {"12.9", "12.8"}
     assert set(b.cpu_isas) == set(load_catalog().branches["main"].cpu_isas[:2]) and b.pin == NEW
     assert not got.problems
+
+
+def _say_of(work, branch: str, edit) -> None:
+    """Commit ``edit(README)`` on ``branch`` of the work repository (its checkout is ``main``)."""
+    git(work, "checkout", "-q", branch)
+    readme = work / "README.md"
+    readme.write_text(edit(readme.read_text()))
+    git(work, "commit", "-qam", f"{branch}: README")
+    git(work, "checkout", "-q", "main")
+
+
+def _own_rows(work, branch: str) -> list[list[str]]:
+    """The Version Matrix rows of ``branch``'s README about itself, as cells (PyTorch … Pin)."""
+    text = git(work, "show", f"{branch}:README.md")
+    return [[c.strip().strip("*") for c in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.startswith(f"| **`{branch}`**")]
+
+
+def test_a_new_pin_never_inherits_the_cudnn_and_cuda_patch_versions_of_the_source_s_nixpkgs(env, capsys):
+    """cuDNN and CUDA's patch version come with nixpkgs: a branch derived on another pin gets
+    the cuDNN the repository states for that pin (a branch on exactly it, with those CUDA
+    versions), else 'unknown', and CUDA as major.minor; on the source's own pin, the source's."""
+    work, _origin, local = env
+    # main says cuDNN 9.13.0 and CUDA 12.8.1, both true only of its nixpkgs (PIN_A)
+    _say_of(work, "main", lambda t: t.replace("| 12.8 | 9.x | 3.13", "| 12.8.1 | 9.13.0 | 3.13"))
+    assert any(r[2:4] == ["12.8.1", "9.13.0"] for r in _own_rows(work, "main"))
+
+    def created(name: str, *args: str) -> tuple[list[list[str]], dict]:
+        assert cli([*ARGS, name, "--python", "3.12", "--cuda", "12.8", "--gpu", "sm61,sm75", "--from", "main",
+                    *args]) == 0, capsys.readouterr()
+        capsys.readouterr()
+        record = tomllib.loads(local.read_text())["repository"][str((work / ".git").resolve())]["branch"][name]
+        return _own_rows(work, name), record
+
+    # another nixpkgs, which no branch's README speaks for: unknown, and CUDA 12.8
+    rows, record = created("pytorch-2.9-python312", "--pytorch", "2.9.1", "--pin", NEW)
+    assert rows and all(r[2] == "12.8" and r[3] == "unknown" for r in rows), rows
+    assert record["cudnn"] == "unknown"
+    # the nixpkgs of pytorch-2.9-vllm-0.15.1, whose README says its cuDNN: that one
+    _say_of(work, "pytorch-2.9-vllm-0.15.1", lambda t: t + '\n<!-- torchbot:branch {"cudnn": "9.10.2"} -->\n')
+    rows, record = created("pytorch-2.9-cu128-python312", "--pytorch", "2.9.1", "--pin", VLLM_PIN)
+    assert rows and all(r[2] == "12.8" and r[3] == "9.10.2" for r in rows), rows
+    assert record["cudnn"] == "9.10.2"
+    # main's own nixpkgs: main's statements hold
+    rows, _record = created("pytorch-2.8-python312-cu128", "--pytorch", "2.8.0", "--pin", PIN_A)
+    assert rows and all(r[2] == "12.8.1" and r[3] == "9.13.0" for r in rows), rows

@@ -94,7 +94,8 @@ def test_pytorch_move_updates_the_declared_versions_in_the_same_commit(repo, cap
         text = repo.show(other, "README.md")
         assert f"| `{B}` | 2.9.1 | 12.9 | 3.13 | [`{PIN_291[:7]}`]" in text, other
         assert "| `pytorch-2.9-vllm-0.13.0` | 2.9.0 | 12.9 | 3.12 | [`13c13c1`]" in text
-        assert git(repo.path, "log", "-1", "--format=%s", other).strip() == f"README: {B} builds PyTorch 2.9.1"
+        assert git(repo.path, "log", "-1", "--format=%s", other).strip() == \
+            f"README: {B} builds PyTorch 2.9.1 on nixpkgs {PIN_291[:7]}"
         assert git(repo.path, "rev-parse", f"{other}^").strip() == tips[f"refs/heads/{other}"]
     # the reader now reads the branch as PyTorch 2.9.1, and no README row about it is stale
     load_catalog.cache_clear()
@@ -102,6 +103,46 @@ def test_pytorch_move_updates_the_declared_versions_in_the_same_commit(repo, cap
     cli(["release", "docs", "--check", "--json"])
     stale = json.loads(capsys.readouterr().out)["stale"]
     assert [s for s in stale if s["row"] == B] == []
+
+
+def _stale_variants_row_on_main(repo) -> str:
+    """main's README, with its Branches row about cuda-12_9 saying 4 variants (it has 3):
+    stale before any move, so not a move's to fix."""
+    git(repo.path, "checkout", "-q", "main")
+    readme = (repo.path / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith(f"| `{B}` | 2.8.0 | 12.9 | 3 |"))
+    readme = readme.replace(row, row.replace(" | 3 | ", " | 4 | "))
+    (repo.path / "README.md").write_text(readme)
+    git(repo.path, "commit", "-qam", "README: a row gone stale")
+    return readme
+
+
+def test_a_move_that_keeps_the_version_and_pin_commits_to_no_other_branch(repo, capsys):
+    _stale_variants_row_on_main(repo)
+    tips = refs(repo.path)
+    rc, out, err = bump(capsys, B, "--torch-src", f"v2.8.0,{HASH_210}")  # same PyTorch, same pin: from source
+    assert rc == 0, err
+    assert "own commit" not in out, out
+    moved = {r for r in refs(repo.path) if refs(repo.path)[r] != tips[r]}
+    assert moved == {f"refs/heads/{B}"}, moved
+
+
+def test_other_branches_get_only_the_cells_the_move_changes_with_a_message_saying_what(repo, capsys):
+    readme = _stale_variants_row_on_main(repo)
+    rc, _out, err = bump(capsys, B, "--rev", PIN_291, "--torch-src", f"v2.9.1,{HASH_210}")
+    assert rc == 0, err
+    after = repo.show("main", "README.md")
+    # the PyTorch cells follow the move; the variant count stale before it is left as written
+    assert f"| `{B}` | 2.9.1 | 12.9 | 4 |" in after
+    assert f"| `{B}` | 2.9.1 | 12.9 | 3.13 | [`{PIN_291[:7]}`]" in after
+    assert [a for a, b in zip(readme.splitlines(), after.splitlines(), strict=True) if a != b and B not in a] == []
+    assert git(repo.path, "log", "-1", "--format=%s", "main").strip() == \
+        f"README: {B} builds PyTorch 2.9.1 on nixpkgs {PIN_291[:7]}"
+    # a move of the pin alone says so
+    rc, _out, err = bump(capsys, B, "--rev", PIN_28, "--torch-src", f"v2.9.1,{HASH_210}")
+    assert rc == 0, err
+    assert git(repo.path, "log", "-1", "--format=%s", "main").strip() == f"README: {B} is on nixpkgs {PIN_28[:7]}"
+    assert f"| `{B}` | 2.9.1 | 12.9 | 3.13 | [`{PIN_28[:7]}`]" in repo.show("main", "README.md")
 
 
 def test_torch_src_writes_an_override_the_reader_reads_back_as_that_version(repo, capsys, tmp_path):
@@ -137,6 +178,28 @@ def test_torch_src_writes_an_override_the_reader_reads_back_as_that_version(repo
     assert all("2.10.0" not in t for t in tree_files(repo.path, B).values())
 
 
+def test_a_source_move_leaves_nixpkgs_torch_of_its_pin_to_the_lines_about_other_branches(repo, capsys):
+    # once cuda-12_9 builds 2.10.0 from source, nixpkgs' torch 2.8.0 at its pin is what *other*
+    # branches on that pin build: a line saying 2.8.0 is about them, whatever the next move is
+    rc, _out, err = bump(capsys, B, "--torch-src", f"v2.10.0,{HASH_210}")
+    assert rc == 0, err
+    git(repo.path, "checkout", "-q", B)
+    readme = (repo.path / "README.md").read_text()
+    (repo.path / "README.md").write_text(readme + (
+        "\n```bash\n# PyTorch 2.10.0 + CUDA 12.9 (this branch)\nflox build pytorch-python313-cuda12_9-sm90-avx512\n\n"
+        "# PyTorch 2.8.0 + CUDA 12.9 (the stable line)\n"
+        "git checkout pytorch-2.8-python313 && flox build pytorch-python313-cuda12_9-sm90-avx512\n```\n"))
+    git(repo.path, "commit", "-qam", "README: how to build")
+    git(repo.path, "checkout", "-q", "main")
+    rc, out, err = bump(capsys, B, "--torch-src", f"v2.10.1,{HASH_211}")
+    assert rc == 0, err
+    assert out.splitlines()[0].endswith(f"{B} PyTorch 2.10.0 -> 2.10.1 (--torch-src v2.10.1):")
+    readme = repo.show(B, "README.md")
+    assert "# PyTorch 2.10.1 + CUDA 12.9 (this branch)" in readme
+    assert "# PyTorch 2.8.0 + CUDA 12.9 (the stable line)" in readme
+    assert f"| `pytorch-2.8-python313` | 2.8.0 | 12.9 | 3.13 | [`{PIN_28[:7]}`]" in readme
+
+
 def test_torch_src_is_refused_on_a_recipe_it_cannot_write(repo, capsys):
     before = refs(repo.path)
     rc, _out, err = bump(capsys, "main", "--torch-src", f"v2.10.0,{HASH_210}")
@@ -144,6 +207,18 @@ def test_torch_src_is_refused_on_a_recipe_it_cannot_write(repo, capsys):
     rc, _out, err = bump(capsys, B, "--torch-src", "v2.10.0")
     assert rc != 0 and "REV,HASH" in err
     assert refs(repo.path) == before
+
+
+def test_a_torch_src_tag_that_disagrees_with_pytorch_is_refused_naming_both(repo, capsys):
+    # the tag is the version the recipes would fetch: a different --pytorch would label v2.10.0's source 2.9.1
+    before = refs(repo.path)
+    rc, _out, err = bump(capsys, B, "--rev", PIN_291, "--torch-src", f"v2.10.0,{HASH_210}", "--pytorch", "2.9.1")
+    assert rc != 0 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and "v2.10.0" in err and "2.9.1" in err, err
+    assert "Nothing was changed" in err and refs(repo.path) == before
+    # a tag that agrees (or a pre-release of that version) is taken
+    rc, out, err = bump(capsys, B, "--torch-src", f"v2.10.0-rc3,{HASH_210}", "--pytorch", "2.10.0", "--dry-run")
+    assert rc == 0 and "PyTorch 2.8.0 -> 2.10.0" in out.splitlines()[0], err
 
 
 def test_in_chat_the_plan_says_the_version_change_first_and_a_confirm_applies_it(repo, tmp_path):

@@ -152,3 +152,29 @@ def test_scoped_edit_in_the_real_table_shapes():
     assert "pin-aligned" in new[9] and PIN_OLD[:7] in new[9]
     assert any("other-repo/main" in n for n in edit.left_as_written)
     assert edit.text.replace(PIN_NEW, PIN_OLD).replace(PIN_NEW[:7], PIN_OLD[:7]) == SHAPES
+
+
+PASSAGES = f"""# Builds
+
+```bash
+# nixpkgs `{PIN_OLD[:7]}`, this branch
+flox build pytorch-python312-cuda12_9-sm90-avx512
+
+# nixpkgs `{PIN_OLD[:7]}` too, for Python 3.11
+git checkout b-py311 && flox build pytorch-python311-cuda12_9-sm90-avx512
+```
+
+The Python 3.11 builds are on nixpkgs `{PIN_OLD[:7]}`,
+which `b-py311` keeps until its own bump.
+"""
+
+
+def test_a_passage_about_another_branch_keeps_its_pin_even_on_lines_that_name_none():
+    # a comment above `git checkout b-py311`, or a paragraph naming only b-py311, is about b-py311
+    edit = scoped_readme_edit(PASSAGES, "b-vllm", PIN_OLD, PIN_NEW, branches={"b-vllm", "b-py311"})
+    new = edit.text.splitlines()
+    assert new[3] == f"# nixpkgs `{PIN_NEW[:7]}`, this branch"  # the branch's own command
+    assert new[6] == f"# nixpkgs `{PIN_OLD[:7]}` too, for Python 3.11"
+    assert new[10] == f"The Python 3.11 builds are on nixpkgs `{PIN_OLD[:7]}`,"
+    assert sorted(edit.left_as_written) == [f"line 11: mentions {PIN_OLD[:7]} in a passage about b-py311",
+                                            f"line 7: mentions {PIN_OLD[:7]} in a passage about b-py311"]

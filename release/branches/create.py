@@ -253,9 +253,24 @@ def _new_doc(d: _Derivation, source: _Source, summary: str | None):
     return BranchDoc(
         name=req.name, pytorch=derived.torch, python=req.python, cuda=req.cuda, variants=len(derived.recipes),
         groups=((req.pin, req.cuda),), archs=tuple(archs), cpu=bool(derived.cpu_isas), darwin=derived.darwin,
-        summary=summary or (src_doc.summary if src_doc else ""), cudnn=src_doc.cudnn if src_doc else "",
+        summary=summary or (src_doc.summary if src_doc else ""), cudnn=_cudnn(source, req),
         min_driver=src_doc.min_driver if src_doc else "",
     )
+
+
+def _cudnn(source: _Source, req) -> str:
+    """The new branch's cuDNN, which comes with nixpkgs: the source's when the new branch keeps
+    one of its pins; on another pin, what the repository's READMEs say of a branch on exactly
+    that pin with the new CUDA versions, else unknown (never the source's, from another nixpkgs)."""
+    from release.docs.facts import UNKNOWN
+
+    src_doc = source.doc
+    if req.pin in source.facts.pins:
+        return src_doc.cudnn if src_doc else ""
+    said = {d.cudnn for n, d in source.docs.items()
+            if n != source.name and set(d.pins) == {req.pin} and set(req.cuda) <= set(d.cuda)
+            and re.match(r"\d", d.cudnn)}
+    return said.pop() if len(said) == 1 else UNKNOWN
 
 
 def _changes(d: _Derivation, source: _Source, new_doc, summary: str | None, settings) -> tuple[dict, list[str]]:

@@ -24,9 +24,9 @@ import re
 from config.naming import parse_package_name
 from release.branches.derive import cuda_swap, python_swap
 from release.branches.statements import Follow
-from release.docs.facts import BranchDoc
+from release.docs.facts import UNKNOWN, BranchDoc
 from release.docs.tables import check_readme, is_cross_branch
-from release.recipes.markdown import find_tables, join_row, plain, row_branches, split_row
+from release.recipes.markdown import Table, find_tables, join_row, plain, replace_text, row_branches, split_row
 
 _PKG_RE = re.compile(r"\b((?:pytorch|torchvision|torchaudio)[0-9]*-python3\d{1,2}-[a-z0-9_-]+)")
 _BANNER_RE = re.compile(r"You are on the `[^`]+` branch")
@@ -57,15 +57,14 @@ def derive_readme(
     lines = text.splitlines(keepends=True)
     others = (set(existing) | set(docs)) - {source, new.name}
     cross_rows: set[int] = set()
-    source_rows: dict[int, int | None] = {}  # line -> Key Additions column of its table
+    source_rows: dict[int, Table] = {}  # line -> its table
     for t in find_tables(lines):
         if not is_cross_branch(t):
             continue
-        summary_col = t.column("key additions", "summary", "notes", "purpose")
         for i, name in row_branches(t, lines):
             cross_rows.add(i)
             if name == source:
-                source_rows[i] = summary_col
+                source_rows[i] = t
     about_others = {i for i, line in enumerate(lines) if i not in source_rows and _others_named(line, others)}
     banner = {i for i, line in enumerate(lines) if _BANNER_RE.search(line)}  # rewritten, never dropped
     dropped_statements = follow.markdown_drops(lines, cross_rows | about_others | banner)
@@ -163,20 +162,34 @@ def _masked(line: str, source: str, new: str, fn) -> str:
     return fn(pat.sub("\0B", line)).replace("\0B", new)
 
 
-def _source_row(line: str, source: str, new: BranchDoc, follow: Follow, summary_col: int | None,
-                summary: str | None) -> str:
+def _source_row(line: str, source: str, new: BranchDoc, follow: Follow, table: Table, summary: str | None) -> str:
     """The source's row of a cross-branch table, become the new branch's (the source gets a row
     of its own from the tables check)."""
     cells = split_row(line)
     cells[0] = cells[0].replace(f"`{source}`", f"`{new.name}`")
     for c in range(1, len(cells)):
         cells[c] = _masked(cells[c], source, new.name, follow.line)
+    if not set(follow.new.pins) <= set(follow.source.pins):
+        cells = _new_nixpkgs(cells, table, new)
+    summary_col = table.column("key additions", "summary", "notes", "purpose")
     if _lost_vllm(follow):
         cells = [cells[0]] + [_without_vllm(c, new.python) for c in cells[1:]]
     if summary_col is not None and summary_col < len(cells) and plain(cells[summary_col]) and summary:
         lead = "**This branch** — " if "this branch" in cells[summary_col].lower() else ""
         cells[summary_col] = f" {lead}{summary} "
     return join_row(line, cells)
+
+
+def _new_nixpkgs(cells: list[str], table: Table, new: BranchDoc) -> list[str]:
+    """A row's versions that nixpkgs decides, on a new pin: the cuDNN the new branch's facts give
+    (or unknown), CUDA as major.minor ("12.9.1" was the old nixpkgs' 12.9), never the source's."""
+    col = table.column("cudnn")
+    if col is not None and col < len(cells) and re.search(r"\d", plain(cells[col])):
+        cells[col] = replace_text(cells[col], new.cudnn or UNKNOWN)
+    col = table.column("cuda")
+    if col is not None and col < len(cells):
+        cells[col] = re.sub(r"(?<![\d.])(\d+\.\d+)\.\d+(?![\d.])", r"\1", cells[col])
+    return cells
 
 
 def _this_branch(line, source, new, follow, cuda_change, packages_only) -> str:

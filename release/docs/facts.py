@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from config.catalog import vtuple
 
+UNKNOWN = "unknown"  # a version nixpkgs decides (cuDNN) at a pin no fact speaks for
+
 
 @dataclass(frozen=True)
 class BranchDoc:

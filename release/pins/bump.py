@@ -61,6 +61,7 @@ class BranchPlan:
     notes: list[str] = field(default_factory=list)  # what the guards and the README edit want said
     pytorch_old: str | None = None  # the PyTorch the branch declares before the bump (its promise)
     pytorch_new: str | None = None  # ... after a deliberate move (--pytorch / --torch-src)
+    native: int | None = None  # moved recipes that build nixpkgs' torch (no source override) before the bump
 
     @property
     def branch(self) -> str:

@@ -152,7 +152,7 @@ class Plan:
             lines.extend(f"    note: {n}" for n in bp.notes)
             lines.extend(f"    README left as written: {n}" for n in bp.edit.readme_left)
         for e in d.docs:
-            lines.append(f"  {e.branch}: README rows about the moved PyTorch; own commit: {e.message}")
+            lines.append(f"  {e.branch}: README rows about the moved branch; own commit: {e.message}")
         for c in d.companions:
             lines.append(f"Companion in {c.repo_path} ({c.source}):")
             for bp in c.branches:

@@ -74,11 +74,12 @@ def guard_branch(bp, recipes: dict[str, str], readme: str | None, client, new_re
 
         promise = Promise(bp.branch, bp.torch_old, (f"torch at its pin {g.pin[:7]}",), promise.overrides)
     bp.pytorch_old = promise.pytorch
+    bp.native = sum(1 for p in g.recipes if p not in promise.overrides)
     if move is not None:
         from release.pins.moves import check_move
 
         kept = {p: promise.overrides[p] for p in g.recipes if p in promise.overrides}
-        notes = check_move(move, bp.branch, len(g.recipes) - len(kept), kept, bp.torch_new, new_rev)
+        notes = check_move(move, bp.branch, bp.native, kept, bp.torch_new, new_rev)
         bp.pytorch_new = move.version
     else:
         notes = check_torch(promise, g.recipes, new_rev, bp.torch_new)

@@ -13,7 +13,8 @@ what the recipes will build:
 A branch whose *name* declares another PyTorch line is refused: a commit cannot change a name.
 The branch's declared versions then follow in the same commit (its README's rows, banner and
 prose about the branch; ``declared_edit``), and the other branches' README tables get their
-rows about it brought in line (release.docs.tables.check_readme with ``only``), one commit each.
+rows about it brought in line where the move changes them (release.docs.moved), one commit each,
+saying what changed; a README whose rows the move does not change gets no commit.
 
 May import: config, release.recipes (the reader's facts and markdown), release.docs (tables),
 release.pins (pure parts).
@@ -31,6 +32,7 @@ from config.naming import short
 from release.pins.readme import scoped_readme_edit
 
 _NAME_RE = re.compile(r"pytorch-?(\d+\.\d+)")
+_TAG_RE = re.compile(r"v(?P<version>\d+\.\d+\.\d+)(?P<pre>[-.+]?(?:rc|a|b|alpha|beta)[0-9.]*)?")
 _TORCH_SRC_RE = re.compile(r"^(?P<rev>[A-Za-z0-9][A-Za-z0-9._/-]{0,99}),(?P<hash>sha256-[A-Za-z0-9+/]{43}=)$")
 
 
@@ -67,8 +69,15 @@ def parse_move(pytorch: str | None, torch_src: str | None) -> Move | None:
                 "sha256-<44 base64 characters>)."
             )
         src = (m["rev"], m["hash"])
-        if not pytorch and re.fullmatch(r"v\d+\.\d+\.\d+", src[0]):
-            pytorch = src[0][1:]
+        tagged = _TAG_RE.fullmatch(src[0])
+        exact = pytorch and re.fullmatch(r"\d+\.\d+\.\d+", pytorch.strip())
+        if tagged and exact and vtuple(tagged["version"]) != vtuple(pytorch.strip()):
+            raise ValidationError(
+                f"--torch-src {src[0]} is the source of PyTorch {tagged['version']}, but --pytorch says {pytorch}; "
+                "give the tag of the version you mean, or leave --pytorch out. Nothing was changed."
+            )
+        if not pytorch and tagged and not tagged["pre"]:
+            pytorch = tagged["version"]
     if not pytorch or not re.fullmatch(r"\d+\.\d+\.\d+", pytorch):
         raise ValidationError(
             f"--pytorch '{pytorch or ''}' is not an exact PyTorch version X.Y.Z (the version the recipes will build"
@@ -177,26 +186,46 @@ def _record(text: str, new: str) -> str:
                   flags=re.S)
 
 
-def docs_edits(model, moved: dict[str, tuple[str, str, str]], skip) -> dict[str, str]:
+def docs_edits(model, moved: dict[str, tuple[str, str, str]], skip) -> dict[str, tuple[str, str]]:
     """Other branches' READMEs with their rows about the moved branches brought in line:
-    ``moved``: branch -> (old pin, new pin, PyTorch after the bump). Returns branch -> new README."""
+    ``moved``: branch -> (old pin, new pin, PyTorch after the bump). Returns branch -> (new
+    README, what its rows now say about the moved branches), only for READMEs the move changes."""
     from release.docs.facts import docs_from_model, skipped
-    from release.docs.tables import check_readme
+    from release.docs.moved import moved_readme
 
-    docs = docs_from_model(model)
+    before = docs_from_model(model)
+    after = dict(before)
     for name, (old_pin, new_pin, version) in moved.items():
-        d = docs.get(name)
+        d = before.get(name)
         if d is not None:
             groups = tuple((new_pin if p == old_pin else p, vs) for p, vs in d.groups)
-            docs[name] = replace(d, pytorch=version, groups=groups)
+            after[name] = replace(d, pytorch=version, groups=groups)
     out = {}
     for name, bm in model.branches.items():
         if name in moved or bm.readme is None or skipped(name, skip):
             continue
-        checked = check_readme(bm.readme, name, docs, existing=set(model.branches), skip=skip, only=set(moved))
-        if checked.text != bm.readme:
-            out[name] = checked.text
+        edit = moved_readme(bm.readme, name, before, after, set(moved), existing=set(model.branches), skip=skip)
+        if edit.text != bm.readme:
+            out[name] = (edit.text, _what_changed(edit.changed, moved))
     return out
+
+
+def _what_changed(changed: dict[str, set[str]], moved: dict[str, tuple[str, str, str]]) -> str:
+    """'cuda-12_9 builds PyTorch 2.9.1 on nixpkgs 29e29e2', from the facts a README's rows changed."""
+    parts = []
+    for branch, facts in changed.items():
+        if branch not in moved:
+            continue
+        _old_pin, new_pin, version = moved[branch]
+        if "pytorch" in facts and "pin" in facts:
+            parts.append(f"{branch} builds PyTorch {version} on nixpkgs {short(new_pin)}")
+        elif "pytorch" in facts:
+            parts.append(f"{branch} builds PyTorch {version}")
+        elif "pin" in facts:
+            parts.append(f"{branch} is on nixpkgs {short(new_pin)}")
+        else:
+            parts.append(f"{branch}'s rows ({', '.join(sorted(facts))})")
+    return "; ".join(parts) or ", ".join(moved)
 
 
 def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str], docs_skip=("*-staging", "bump/*")) -> None:
@@ -221,8 +250,11 @@ def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str], docs
             for path, text in source_edits(current, g.group.recipes, sources, siblings, move, version_of).items():
                 _set(edit, path, recipes[path], text)
         if readme is not None:
-            text, left = declared_edit(edit.changes.get(README, readme), bp.branch,
-                                       [v for v in (bp.pytorch_old, bp.torch_old) if v], move.version, heads)
+            # nixpkgs' torch at the pin is a version the README declares for this branch only
+            # when the moved recipes build it; otherwise a line with it is about another branch
+            olds = [bp.pytorch_old] + ([bp.torch_old] if bp.native else [])
+            text, left = declared_edit(edit.changes.get(README, readme), bp.branch, [v for v in olds if v],
+                                       move.version, heads)
             edit.readme_left.extend(left)
             _set(edit, README, readme, text)
         old = bp.pytorch_old or bp.torch_old
@@ -232,8 +264,7 @@ def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str], docs
             bp.notes.append(f"{bp.branch}: PyTorch {old} -> {move.version}; its README says so")
     if model is None:
         return
-    for name, text in docs_edits(model, moved, docs_skip).items():
-        what = ", ".join(f"{b} builds PyTorch {v[2]}" for b, v in moved.items())
+    for name, (text, what) in docs_edits(model, moved, docs_skip).items():
         data.docs.append(_docs_edit(name, heads[name], text, what))
 
 

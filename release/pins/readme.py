@@ -9,7 +9,9 @@ moved pin group:
   only the cells of B's column;
 - other table rows and prose lines that mention OLD, unless they also name another branch or
   another repository's ref (``build-vllm/main``): those are left as written and reported, since
-  what they say about the other side did not move;
+  what they say about the other side did not move; so are the lines of a passage (a paragraph,
+  or a comment and its command in a code block) that names another branch and never B, such
+  as ``# PyTorch 2.9.1`` above ``git checkout pytorch-2.9-python313``;
 - torchbot's metadata comment (``<!-- torchbot:... -->``).
 
 Other branches share pins (``pytorch-2.9-python311`` and ``pytorch-2.9-vllm-0.14.0``): their
@@ -107,16 +109,61 @@ def scoped_readme_edit(text: str, branch: str, old: str, new: str, branches=(), 
         for i in t.rows:
             if said(lines[i]):
                 _other_line(lines, out, i, branch, old, others, edit, change)
+    unit_of = _units(lines, in_table)
     for i, line in enumerate(lines):
         if i in in_table or not said(line):
             continue
         if line.startswith("<!-- torchbot:"):
             out[i] = line.replace(old, new)
             continue
+        about = _unit_about_other(lines, unit_of.get(i, (i,)), branch, others)
+        if about:
+            edit.left_as_written.append(f"line {i + 1}: mentions {short(old)} in a passage about {about}")
+            continue
         _other_line(lines, out, i, branch, old, others, edit, change)
     edit.text = "".join(out)
     edit.changed_lines = [i + 1 for i, (a, b) in enumerate(zip(lines, out, strict=False)) if a != b]
     return edit
+
+
+def _units(lines: list[str], in_table: set[int]) -> dict[int, tuple[int, ...]]:
+    """Line index -> the lines of its passage: a paragraph (or list) between blank lines, a
+    heading alone, and inside a fenced code block the lines between blank lines (a comment and
+    the command it describes)."""
+    unit_of: dict[int, tuple[int, ...]] = {}
+    current: list[int] = []
+
+    def close() -> None:
+        for j in current:
+            unit_of[j] = tuple(current)
+        current.clear()
+
+    fenced = False
+    for i, line in enumerate(lines):
+        bare = line.strip()
+        if bare.startswith(("```", "~~~")):
+            close()
+            fenced = not fenced
+            continue
+        if not bare or i in in_table or (not fenced and bare.startswith("#")):
+            close()
+            if bare and i not in in_table:
+                unit_of[i] = (i,)
+            continue
+        current.append(i)
+    close()
+    return unit_of
+
+
+def _unit_about_other(lines: list[str], unit: tuple[int, ...], branch: str, others: set[str]) -> str | None:
+    """The other branch (or another repository's ref) a passage is about, when it names one and
+    never names ``branch``: its lines are about that branch even where they name none."""
+    if len(unit) < 2:
+        return None
+    text = "".join(lines[j] for j in unit)
+    if re.search(rf"(?<![\w.-]){re.escape(branch)}(?![\w.-])", text):
+        return None
+    return _names_other(text, branch, others)
 
 
 def _other_line(lines, out, i, branch, old, others, edit, change) -> None:

@@ -3,10 +3,12 @@
 - ``render``     catalog -> file contents of a branch (pure; Jinja2 templates in release/templates)
 - ``nixgrammar`` tree-sitter-nix: the grammar (loaded on the first parse), syntax trees, syntax
                  errors by line (pure)
+- ``nixdups``    on the tree: a name bound twice, which Nix's parser refuses (pure)
 - ``nixtree``    on the tree: scopes and the literal values of expressions (pure)
 - ``nixstrings`` what a string literal evaluates to: escapes, ``''`` indentation (pure)
 - ``buildchain`` on the tree: the override chain a recipe builds and the package set it starts
                  from (pin, CUDA set, PyTorch source override, patches) (pure)
+- ``cpuflags``   on the tree: the compiler flags a build's scripts join, evaluated in the scripts' scope (pure)
 - ``facts``      one recipe's text -> what it builds: kind, pin, CUDA, GPU target, ISA, platforms,
                  PyTorch source override, companion's PyTorch (pure)
 - ``branchmodel`` a branch's recipe facts + README -> the catalog Branch (pure)

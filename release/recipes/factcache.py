@@ -51,7 +51,8 @@ def grammar_fingerprint() -> str:
 def _reader_hash(catalog: Catalog) -> str:
     h = hashlib.sha256()
     here = Path(__file__).parent
-    for name in ("facts.py", "buildchain.py", "nixtree.py", "nixgrammar.py", "nixstrings.py", "factcache.py"):
+    for name in ("facts.py", "buildchain.py", "cpuflags.py", "nixtree.py", "nixdups.py", "nixgrammar.py",
+                 "nixstrings.py", "factcache.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:

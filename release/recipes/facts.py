@@ -24,7 +24,7 @@ says so; where the recipe and its name disagree, the recipe wins and a note says
 is a problem only when it is unusable: a syntax error (named by line), not a
 PyTorch/torchvision/torchaudio build, or with no GPU or CPU target at all.
 
-May import: config, release.recipes.nixtree, release.recipes.buildchain.
+May import: config, release.recipes.nixtree, release.recipes.buildchain, release.recipes.cpuflags.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from release.recipes.buildchain import (
     peel,
     version_and_src,
 )
+from release.recipes.cpuflags import SCRIPTS, cpu_flags
 from release.recipes.nixtree import STRINGS, UNKNOWN, Attrs, NixSyntaxError, Scope, Source, parse
 
 __all__ = ["NONE_PIN", "RECIPES_DIR", "RecipeFacts", "isa_of_flags", "read_recipe"]
@@ -54,8 +55,6 @@ RECIPES_DIR = ".flox/pkgs"
 _PYSET = re.compile(r"^python(\d)(\d+)?Packages$")
 _CMAKE_CUDA = re.compile(r"-DCUDA_VERSION=(\d+)\.(\d+)")
 _ARCH_LIST = re.compile(r"TORCH_CUDA_ARCH_LIST\s*=\s*\"?([^\"\s;]+)")
-_CONCAT = re.compile(r"concatStringsSep\s+\"[^\"]*\"\s+([A-Za-z_][\w'-]*)")
-_FLAG = re.compile(r"(?<![\w-])(-m(?:arch=[\w.+-]+|avx[\w]*|no-[\w]+|fma|f16c|bmi2?|sse[\w.]*))")
 _PINS = re.compile(rb"nixpkgs/archive/([0-9a-f]{40})")
 _MENTIONS = re.compile(rb"\.\s*(torch|pytorch|torchvision|torchaudio)\s*\.\s*(override|overrideAttrs)\b")
 _CUDA_SET = re.compile(r"cudaPackages_(\d+)(?:_(\d+))?")
@@ -164,27 +163,13 @@ def _script(b: Build | None) -> str:
     if b is None:
         return ""
     out = []
-    for name in ("preConfigure", "preBuild", "configurePhase", "buildPhase"):
+    for name in SCRIPTS:
         out += b.src.strings_in(b.attr_node(name))
     return "\n".join(out)
 
 
 def _strings_of(b: Build | None, name: str) -> list[str]:
     return b.strings_of(name) if b is not None else []
-
-
-def _cpu_flags(b: Build, inner: Build | None, script: str) -> tuple[str, ...]:
-    """Compiler flags: the list a script interpolates (``concatStringsSep " " cpuFlags``), a
-    ``cpuFlags`` binding, or flags written into the script."""
-    scope = (inner or b).scope
-    for name in [*_CONCAT.findall(script), "cpuFlags"]:
-        for sc in (b.scope, scope):
-            bound = sc.lookup(name)
-            if bound is not None:
-                v = _literal_list(bound.value())
-                if v:
-                    return tuple(v)
-    return tuple(dict.fromkeys(_FLAG.findall(script)))
 
 
 def _override_cuda(b: Build | None) -> tuple[str, str | None] | None:
@@ -243,7 +228,11 @@ def read_recipe(catalog: Catalog, filename: str, text: str | bytes) -> RecipeFac
     gpu = _gpu_target(r)
     listed = _literal_list(_meta_platforms(b))
     darwin = gpu.darwin or listed == ["aarch64-darwin"]
-    flags = _cpu_flags(b, r.inner, r.script)
+    read = cpu_flags([b, r.inner], r.script)
+    flags = read.flags
+    if read.unread:
+        r.notes.append(f"the CPU flags {', '.join(f'`{u}`' for u in read.unread)} are computed by nixpkgs; "
+                       "the CPU ISA is not read from them")
     isa = _cpu_isa(r, flags, gpu.passthru_isa, darwin)
     isa = None if darwin else isa
     gpu_arch = None if darwin else gpu.arch

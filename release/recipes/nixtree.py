@@ -1,7 +1,8 @@
 """Nix source as a syntax tree (tree-sitter-nix), and the literal values the recipe reader needs.
 
 ``parse`` gives a recipe's tree (``release/recipes/nixgrammar.py``: tree-sitter, loaded on the
-first parse; a syntax error raises ``NixSyntaxError`` naming its line). On the tree:
+first parse; a syntax error raises ``NixSyntaxError`` naming its line, and so does a name bound
+twice, which Nix refuses and tree-sitter does not: ``release/recipes/nixdups.py``). On the tree:
 
 - ``Source.bindings`` reads an attribute set or ``let`` block (``a.b = …``, ``inherit x``,
   ``inherit (s) x``); ``Scope`` holds the names visible at a point: ``let`` bindings, lambda
@@ -15,7 +16,7 @@ first parse; a syntax error raises ``NixSyntaxError`` naming its line). On the t
 - ``Source.strings_in`` gives string literals as written, for the patterns the reader looks for
   in build scripts and URLs.
 
-May import: release.recipes.nixstrings, release.recipes.nixgrammar.
+May import: release.recipes.nixstrings, release.recipes.nixgrammar, release.recipes.nixdups.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from release.recipes import nixstrings
+from release.recipes.nixdups import duplicate
 from release.recipes.nixgrammar import FIELD, NixSyntaxError, field, tree_of
 
 if TYPE_CHECKING:
@@ -80,6 +82,9 @@ def parse(text: str | bytes) -> Source:
     """The recipe's syntax tree; NixSyntaxError when it has a syntax error."""
     data = text.encode() if isinstance(text, str) else text
     tree, body = tree_of(data)
+    twice = duplicate(tree.root_node, data)  # tree-sitter accepts a name bound twice; Nix does not
+    if twice:
+        raise NixSyntaxError(twice)
     return Source(data, tree, body)
 
 
@@ -173,8 +178,8 @@ class Source:
     # -- bindings --------------------------------------------------------------------------
 
     def bindings(self, node: tree_sitter.Node) -> dict[str, Binding]:
-        """``{"a.b": value expression}`` of an attribute set or ``let`` (the first binding of a
-        name counts; ``inherit`` entries as ``Inherit``)."""
+        """``{"a.b": value expression}`` of an attribute set or ``let`` (``inherit`` entries as
+        ``Inherit``; ``parse`` refuses a name bound twice)."""
         got = self._bindings.get(node.id)
         if got is not None:
             return got
