@@ -13,7 +13,21 @@ backend, paging and rate-limiting the way GitHub documents it.
   requests in a ``window`` (seconds), requests answer ``limit_status`` (403, as GitHub's
   primary limit; or 429) with ``x-ratelimit-remaining: 0`` until the window resets.
   ``throttle(n, status=429, retry_after=1)`` makes the next n requests answer that status with
-  ``Retry-After`` (GitHub's secondary limits).
+  ``Retry-After`` (GitHub's secondary limits); ``secondary_limit(n)`` answers 403 with GitHub's
+  secondary-rate-limit message and neither ``Retry-After`` nor ``x-ratelimit-*`` headers (GitHub
+  documents that too: then wait at least a minute).
+- Failures after the work was done: ``answer_after(n, status=502)`` processes the next n
+  requests (a dispatch creates its run) and then answers ``status`` instead of the real answer,
+  or (``status=None``) closes the connection without answering, as a gateway that timed out
+  after the request reached GitHub does.
+- Runs go through GitHub's statuses. A run is ``requested`` right after its dispatch until
+  the first read of it; ``hold_runs(status, job_status=None)`` keeps every run dispatched from
+  then on in ``status`` (``pending``: waiting for a concurrency group; ``waiting``: for an
+  environment's approval; ``requested``, ``queued``) with no jobs listed, or with every job in
+  ``job_status`` (``waiting``, ``pending``, ``queued``), until ``release_runs()``;
+  ``startup_failure=True`` makes every run end at once, ``completed``/``startup_failure``, with
+  no job (a broken workflow file). ``delete_run(id)`` deletes a run: it answers 404 from then
+  on, as GitHub does for a run deleted in its UI.
 - Jobs progress in one of two ways. Step mode (default): the whole run advances one step,
   queued -> in_progress -> completed, each time the last page of its jobs is served. Clock
   mode (``durations``: package -> seconds, a dict or a callable): each job queues for
@@ -64,12 +78,16 @@ class FakeGitHub:
     def __init__(self, repo: str = "acme/build-pytorch", token: str = "ghp-test", fail: set[str] | None = None, *,
                  durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
-                 limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None):
+                 limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None,
+                 startup_failure: bool = False):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
         self.upstream = upstream
         self.no_job = set(no_job or ())
+        self.startup_failure = startup_failure
+        self._hold: tuple[str, str | None] | None = None  # (run status, job status) of runs dispatched now
+        self._after: list[int | None] = []  # answer_after: statuses (None: no answer) for processed requests
         self.lock = threading.Lock()
         self.dispatches: list[tuple[str, dict]] = []
         self.requests: list[tuple[str, str]] = []
@@ -77,7 +95,7 @@ class FakeGitHub:
         self.runs: dict[int, dict] = {}
         self._window_start: float | None = None
         self._used = 0
-        self._throttle: list[tuple[int, float | None]] = []
+        self._throttle: list[tuple[int, float | None, bool]] = []
         self._pauses: list[tuple[Callable[[str, str, dict], bool], threading.Event, threading.Event]] = []
         fake = self
 
@@ -110,9 +128,39 @@ class FakeGitHub:
 
     def throttle(self, n: int, status: int = 429, retry_after: float | None = 1) -> None:
         """The next ``n`` requests answer ``status`` with ``Retry-After: retry_after`` (none when
-        None: a plain server error)."""
+        None: a plain server error). Nothing is processed."""
         with self.lock:
-            self._throttle.extend([(status, retry_after)] * n)
+            self._throttle.extend([(status, retry_after, False)] * n)
+
+    def secondary_limit(self, n: int, status: int = 403) -> None:
+        """The next ``n`` requests hit a secondary rate limit answered without any rate-limit
+        header (no ``Retry-After``, no ``x-ratelimit-*``). Nothing is processed."""
+        with self.lock:
+            self._throttle.extend([(status, None, True)] * n)
+
+    def answer_after(self, n: int, status: int | None = 502) -> None:
+        """The next ``n`` requests are processed (a dispatch creates its run), then answered
+        ``status`` instead, or with no answer at all when ``status`` is None."""
+        with self.lock:
+            self._after.extend([status] * n)
+
+    def hold_runs(self, status: str = "pending", job_status: str | None = None) -> None:
+        """Runs dispatched from now on stay in ``status`` (jobs: none, or all ``job_status``)."""
+        with self.lock:
+            self._hold = (status, job_status)
+
+    def release_runs(self) -> None:
+        """Held runs start now: queued, then their jobs as usual."""
+        with self.lock:
+            self._hold = None
+            now = time.monotonic()
+            for run in self.runs.values():
+                if run.pop("held", None) is not None:
+                    run["t0"] = now  # its jobs queue and run from now
+
+    def delete_run(self, run_id: int) -> None:
+        with self.lock:
+            self.runs.pop(run_id, None)
 
     def pause(self, predicate: Callable[[str, str, dict], bool]) -> tuple[threading.Event, threading.Event]:
         """Hold the first request matching ``predicate(method, path, query)``: returns (reached,
@@ -161,6 +209,13 @@ class FakeGitHub:
             release.wait(60)
         with self.lock:
             status, payload, headers = self._answer(req, method, path, query, body)
+            if status < 400 and self._after:  # processed; the answer is lost on the way back
+                lost = self._after.pop(0)
+                if lost is None:
+                    entry.status = -1
+                    req.close_connection = True
+                    return
+                status, payload, headers = lost, {"message": "Server Error"}, {}
             entry.status = status
         self._send(req, status, payload, headers)
 
@@ -171,7 +226,10 @@ class FakeGitHub:
         if self._window_start is None or now >= self._window_start + self.window:
             self._window_start, self._used = now, 0
         if self._throttle:
-            status, after = self._throttle.pop(0)
+            status, after, secondary = self._throttle.pop(0)
+            if secondary:
+                return status, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes "
+                                           "before you try again."}, {}
             if after is None:
                 return status, {"message": "Server Error"}, {}
             return status, {"message": "You have exceeded a secondary rate limit."}, {
@@ -208,7 +266,8 @@ class FakeGitHub:
                 listed = self._listed(run)
                 page, links = self._page(req, path, query, len(listed))
                 jobs = self._jobs(run, listed[page])
-                if 'rel="next"' not in links.get("Link", "") and self.durations is None:
+                last_page = 'rel="next"' not in links.get("Link", "")
+                if last_page and self.durations is None and not run.get("held") and not run.get("broken"):
                     run["step"] += 1  # step mode: a complete read of the jobs advances the run
                 return 200, {"total_count": len(listed), "jobs": jobs}, links
             if not rest[2:]:
@@ -260,7 +319,11 @@ class FakeGitHub:
         comps = [e["package"] if isinstance(e, dict) else e for e in json.loads(inputs.get("companions", "[]"))]
         run = {"id": rid, "step": 0, "packages": torch + comps, "torch": torch, "companions": comps,
                "workflow": workflow, "ref": body.get("ref"), "created": time.time(), "t0": time.monotonic(),
-               "name": f"torchbot {inputs.get('branch')} {inputs.get('request_id')}"}
+               "name": f"torchbot {inputs.get('branch')} {inputs.get('request_id')}", "requested": True}
+        if self._hold is not None:
+            run["held"] = self._hold
+        if self.startup_failure:
+            run["broken"] = True
         if self.durations is not None:
             run["times"] = self._schedule(run)
         self.runs[rid] = run
@@ -282,6 +345,8 @@ class FakeGitHub:
 
     def _state(self, run: dict, pkg: str) -> tuple[str, float | None, float | None]:
         """(status, started epoch, completed epoch) of one job now."""
+        if run.get("held"):
+            return run["held"][1] or "queued", None, None
         if self.durations is None:
             status = ("queued", "in_progress", "completed")[min(run["step"], 2)]
             return status, (run["created"] if run["step"] >= 1 else None), (
@@ -297,6 +362,8 @@ class FakeGitHub:
 
     def _listed(self, run: dict) -> list[str]:
         """The packages whose jobs GitHub lists now (companions once their matrix started)."""
+        if run.get("broken") or (run.get("held") and run["held"][1] is None):
+            return []
         listed = run["packages"]
         if self.durations is not None and run["companions"]:
             torch_done = all(self._state(run, p)[0] == "completed" for p in run["torch"])
@@ -320,14 +387,20 @@ class FakeGitHub:
 
     def _run(self, run: dict) -> dict:
         states = [self._state(run, p)[0] for p in run["packages"] if p not in self.no_job]
-        if all(s == "completed" for s in states):
+        concl = None
+        if run.get("broken"):
+            status, concl = "completed", "startup_failure"
+        elif run.pop("requested", False):
+            status = "requested"  # GitHub's first status of a run, before it is queued
+        elif run.get("held"):
+            status = run["held"][0]
+        elif all(s == "completed" for s in states):
             status = "completed"
         elif all(s == "queued" for s in states):
             status = "queued"
         else:
             status = "in_progress"
-        concl = None
-        if status == "completed":
+        if status == "completed" and concl is None:
             concl = "failure" if self.fail & set(run["packages"]) else "success"
         return {"id": run["id"], "name": "torchbot build", "display_title": run["name"], "status": status,
                 "conclusion": concl, "event": "workflow_dispatch", "created_at": _iso(run["created"]),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
-from itertools import pairwise
 from pathlib import Path
 
 from release.state import BuildRun, open_state
@@ -99,8 +98,11 @@ def test_a_bot_killed_during_a_build_is_resolved_told_and_resumed_on_restart(tmp
             f"; local builds run TORCHBOT_BUILD_COMMAND ({env['TORCHBOT_BUILD_COMMAND']})")
         pid, _ = first.plan(f"{fx.BRANCH} pytorch-*")
         first.confirm(pid)
-        files = wait_for(lambda: len(list(gate.glob("*.child"))) == 2 and list(gate.glob("*.*")), "two builds")
-        pids = [int(f.read_text()) for f in files]
+        def written() -> list[int] | None:  # each file is created, then written: wait for all four numbers
+            pids = [f.read_text().strip() for f in gate.glob("*.*")]
+            return [int(p) for p in pids] if len(pids) == 4 and all(pids) else None
+
+        pids = wait_for(written, "two builds")
         assert len(pids) == 4 and all(alive(p) for p in pids)
         title = f"/build {fx.BRANCH} pytorch-*"
         ts = parent(slack, title)["ts"]
@@ -182,9 +184,7 @@ def test_the_job_message_shows_progress_at_most_every_interval_with_failures_lin
         finally:
             bot.proc.stop()
     progress = [(t, text) for t, text in slack.updates if "running since" in text and " built" in text]
-    assert len(progress) >= 2
-    gaps = [b[0] - a[0] for a, b in pairwise(progress)]
-    assert min(gaps) >= 0.9, gaps  # throttled: about one edit per TORCHBOT_PROGRESS_SECONDS at most
+    assert len(progress) >= 2  # edited in place as it went (the throttle: tests/test_job_report_throttle.py)
     final = parent(slack, title)["text"]
     assert final.startswith(f"`{title}` (job ") and "ended after" in final  # the result replaced the progress
     assert progress[-1][0] < next(t for t, text in slack.updates if "ended after" in text)  # none after the end

@@ -149,17 +149,21 @@ def test_a_killed_torchbot_takes_its_builds_with_it_and_a_restart_resolves_and_r
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ctx = fx.context(tmp_path, state_db=env["TORCHBOT_STATE_DB"], build_command="true",
                      build_result_link="README.md")
-    pid_files = _wait(lambda: len(list(gate.glob("*.child"))) == 2 and list(gate.glob("*.*")), "two builds running")
-    pids = [int(f.read_text()) for f in pid_files if f.read_text().strip()]
-    assert len(pids) == 4 and all(_alive(p) for p in pids)
-    assert "torchbot-wt-" in builds.git(repo, "worktree", "list")
-    # while it runs, nothing of it can be built a second time
-    busy = builds.prepare(ctx, fx.BRANCH, ["pytorch-*"], repo=repo)
-    assert busy.items == [] and len(busy.skipped) == 3
-    assert all(s.reason.startswith("already building since") for s in busy.skipped)
+    def written() -> list[int] | None:  # each file is created, then written: wait for all four numbers
+        pids = [f.read_text().strip() for f in gate.glob("*.*")]
+        return [int(p) for p in pids] if len(pids) == 4 and all(pids) else None
 
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        pids = _wait(written, "two builds running")
+        assert len(pids) == 4 and all(_alive(p) for p in pids)
+        assert "torchbot-wt-" in builds.git(repo, "worktree", "list")
+        # while it runs, nothing of it can be built a second time
+        busy = builds.prepare(ctx, fx.BRANCH, ["pytorch-*"], repo=repo)
+        assert busy.items == [] and len(busy.skipped) == 3
+        assert all(s.reason.startswith("already building since") for s in busy.skipped)
+    finally:  # the SIGKILL under test; on a failure above too, so nothing of it outlives the test
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     _wait(lambda: not any(_alive(p) for p in pids), "the builds to die with torchbot")
 
     rows = {r["package"]: r for r in builds.status(ctx, fx.BRANCH)}  # the next start resolves the run

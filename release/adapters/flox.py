@@ -167,12 +167,37 @@ def local_builder(configured: str | None, path: str | None = None) -> Builder:
     return Builder("none", None)
 
 
-def start_build(command: str, cwd: Path, log, mark: str | None) -> subprocess.Popen:
-    """``command`` in a new session (its own process group), output to ``log``, registered with
-    the watchdog (the caller calls ``WATCHDOG.remove`` once it has ended)."""
-    env = dict(os.environ)
+# What a build never sees of torchbot's environment: its own settings (tokens, the state DB's URL
+# with its password), Slack's and GitHub's tokens, and any variable named like a secret. Nix's and
+# flox's own variables are kept whatever their names (a FloxHub token is flox's to use).
+_SECRET_PREFIXES = ("TORCHBOT_", "SLACK_")
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "PRIVATE_KEY", "CREDENTIAL")
+_SECRET_NAMES = ("DATABASE_URL", "GH_ENTERPRISE_TOKEN", "GITHUB_PAT")
+_TOOL_PREFIXES = ("NIX_", "FLOX_")
+
+
+def build_env(environ: dict[str, str] | None = None, mark: str | None = None) -> dict[str, str]:
+    """The environment a build runs in (pure): ``environ`` (torchbot's) without its secrets,
+    plus the run's mark."""
+    env = {}
+    for name, value in (os.environ if environ is None else environ).items():
+        upper = name.upper()
+        tool = upper.startswith(_TOOL_PREFIXES)
+        if upper.startswith(_SECRET_PREFIXES) or upper in _SECRET_NAMES:
+            continue
+        if not tool and any(word in upper for word in _SECRET_WORDS):
+            continue
+        env[name] = value
     if mark:
         env[BUILD_MARK] = mark
+    return env
+
+
+def start_build(command: str, cwd: Path, log, mark: str | None) -> subprocess.Popen:
+    """``command`` in a new session (its own process group), output to ``log``, registered with
+    the watchdog (the caller calls ``WATCHDOG.remove`` once it has ended). It sees torchbot's
+    environment without its secrets (:func:`build_env`)."""
+    env = build_env(mark=mark)
     proc = subprocess.Popen(command, shell=True, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True, env=env)
     WATCHDOG.add(proc.pid)
@@ -220,9 +245,12 @@ def _run_logged(command: str, cwd: Path, log, timeout: float, mark: str | None,
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        kill_group(proc)
+        gone = kill_group(proc)
         log.write(f"\ntorchbot: timed out after {timeout:g} s\n")
-        return Outcome("failed", f"timed out after {timeout:g} s")
+        if not gone:
+            log.write(f"torchbot: process group {proc.pid} still has processes after SIGKILL\n")
+        return Outcome("failed", f"timed out after {timeout:g} s"
+                       + ("" if gone else f"; process group {proc.pid} still has processes after SIGKILL"))
     except BaseException:  # torchbot is stopping (KeyboardInterrupt, SystemExit): the build stops with it
         kill_group(proc)
         raise
@@ -230,14 +258,42 @@ def _run_logged(command: str, cwd: Path, log, timeout: float, mark: str | None,
         WATCHDOG.remove(proc.pid)
 
 
-def kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=5)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> bool:
+    """Stop a build's whole process group (its leader is ``proc``): SIGTERM, then SIGKILL to
+    whatever of the group is still there after ``grace`` seconds, then wait (as long again at
+    most) until no process of the group is left. True when the group is gone."""
+    pgid = proc.pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    for sig in (signal.SIGKILL, None):
+        end = time.monotonic() + grace
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+        while group_alive(pgid) and time.monotonic() < end:
+            time.sleep(0.05)
+        if not group_alive(pgid):
+            return True
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+    return False
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still running (zombies, which are only waiting to
+    be reaped, do not count; without /proc, whether the group can still be signalled)."""
+    if not Path("/proc/self/stat").exists():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            stat = _proc_stat(int(entry.name))
+            if stat is not None and stat[0] != "Z" and stat[2] == str(pgid):
+                return True
+    return False
 
 
 # -- what a dead run left behind ---------------------------------------------------------------

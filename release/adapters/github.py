@@ -18,7 +18,7 @@ import httpx
 
 from config.errors import ExternalError, UsageError
 from config.settings import Settings
-from release.adapters.http import HttpClient, RateLimit
+from release.adapters.http import HttpClient, RateLimit, Refused
 
 PER_PAGE = 100  # GitHub's maximum page size
 MAX_PAGES = 1000  # a guard against a server whose "next" never ends
@@ -86,9 +86,11 @@ class Actions:
         self.http.close()
 
     def _send(self, method: str, url: str, what: str, **kw) -> httpx.Response:
+        """The answer, or :class:`Refused` (a 4xx: nothing was done), or
+        :class:`~release.adapters.http.Unavailable` (no usable answer; see ``may_have_acted``)."""
         resp = self.http.request(method, url, failure=f"GitHub did not answer {what}", **kw)
         if resp.status_code >= 400:
-            raise ExternalError(f"GitHub refused {what} (HTTP {resp.status_code}).")
+            raise Refused(f"GitHub refused {what} (HTTP {resp.status_code}).", resp.status_code)
         return resp
 
     def _json(self, resp: httpx.Response, what: str) -> dict:
@@ -122,7 +124,8 @@ class Actions:
 
     def dispatch(self, inputs: dict, ref: str) -> None:
         """workflow_dispatch of the build workflow at ``ref`` (the branch being built: the
-        workflow file and the checkout both come from it)."""
+        workflow file and the checkout both come from it). Sent once: a 5xx or a timeout after
+        it was sent raises Unavailable with ``may_have_acted`` (the run may exist)."""
         path = f"workflows/{self.s.github_workflow_file}/dispatches"
         self._send("POST", self.base + path, f"POST {path}", json={"ref": ref, "inputs": inputs})
 

@@ -2,21 +2,28 @@
 
 ``HttpClient.request`` sends a request and retries what a server or the network says is
 worth retrying: connection errors and timeouts, HTTP 5xx, 429, and GitHub's rate-limit 403
-(one that carries ``Retry-After`` or ``x-ratelimit-remaining: 0``); a POST is resent after a
-network error only when it cannot have reached the server (connect errors), so a dispatch is
-never sent twice. Any other answer is returned to the adapter, which reads it. Between attempts it waits:
+(one that carries ``Retry-After`` or ``x-ratelimit-remaining: 0``, or GitHub's
+secondary-rate-limit message without either). A request that is not idempotent (a POST: a
+workflow dispatch, a pull request) is sent again only when the first cannot have been acted
+on: a connect error (it never left), 429 or a rate-limit 403 (refused unread). A 5xx or a
+timeout after it was sent may come after GitHub did the work (a 502 from a gateway that timed
+out while the dispatch created its run), so it is never resent; the :class:`Unavailable` it
+raises says so (``may_have_acted``) and the caller finds out what happened. Any other answer
+is returned to the adapter, which reads it. Between attempts it waits:
 
 - what the server asked for: ``Retry-After`` (seconds or an HTTP date), else, when
-  ``x-ratelimit-remaining`` is 0, until ``x-ratelimit-reset``;
+  ``x-ratelimit-remaining`` is 0, until ``x-ratelimit-reset``; a secondary rate limit that
+  says nothing of when: a minute, as GitHub asks;
 - otherwise an exponential backoff with jitter (``TORCHBOT_HTTP_BACKOFF_SECONDS`` doubling
   per retry, plus up to as much again at random, capped at 30 s).
 
 It gives up after ``TORCHBOT_HTTP_RETRIES`` attempts, or before a wait that would end past
 ``TORCHBOT_HTTP_RETRY_SECONDS`` from the first attempt (bounded total time), raising
 :class:`Unavailable` (:class:`RateLimited` when the server's rate limit is why, with the time
-it lifts). Each retry is logged once, naming method, host and path and why; never a header,
-so never a token. ``requests`` counts every request sent (retries included) and ``rate`` holds
-the last ``x-ratelimit-*`` headers seen, so callers can count and pace their polling.
+it lifts); ``stopped_by`` says which bound ended the retries. Each retry is logged once,
+naming method, host and path and why; never a header, so never a token. ``requests``
+counts every request sent (retries included) and ``rate`` holds the last ``x-ratelimit-*``
+headers seen, so callers can count and pace their polling.
 
 Why tenacity, not stamina: stamina is a thin, opinionated layer over tenacity that computes
 its own backoff; honouring a server's ``Retry-After``/``x-ratelimit-reset`` needs a wait that
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -44,18 +52,39 @@ from config.errors import ExternalError
 log = logging.getLogger("torchbot.http")
 MAX_BACKOFF = 30.0  # seconds: the longest wait the backoff alone ever asks for
 IDEMPOTENT = ("GET", "HEAD", "OPTIONS", "PUT", "DELETE")
+SECONDARY_WAIT = 60.0  # seconds: GitHub's "wait at least one minute" for a secondary limit that names no time
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)  # the request never left
 
 
 class Unavailable(ExternalError):
-    """No usable answer after the retry policy ran out (network, 5xx, 429, rate limit)."""
+    """No usable answer after the retry policy ran out (network, 5xx, 429, rate limit).
+
+    ``may_have_acted``: the last attempt reached the server and may have been carried out (a
+    5xx, a read timeout, a dropped connection); False when it cannot have been (a connect error,
+    a rate-limit refusal). ``stopped_by``: ``attempts`` (TORCHBOT_HTTP_RETRIES used up), ``time``
+    (the next wait would end past TORCHBOT_HTTP_RETRY_SECONDS) or ``not retried`` (a request
+    that is not idempotent and may have been acted on)."""
+
+    def __init__(self, message: str, *, may_have_acted: bool = False, stopped_by: str = "attempts"):
+        super().__init__(message)
+        self.may_have_acted = may_have_acted
+        self.stopped_by = stopped_by
 
 
 class RateLimited(Unavailable):
     """The server's rate limit is exhausted until ``until`` (epoch seconds)."""
 
-    def __init__(self, message: str, until: float):
-        super().__init__(message)
+    def __init__(self, message: str, until: float, *, stopped_by: str = "attempts"):
+        super().__init__(message, stopped_by=stopped_by)
         self.until = until
+
+
+class Refused(ExternalError):
+    """The server answered and said no (a 4xx that is not a rate limit): nothing was done."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -97,6 +126,11 @@ class _Retryable(Exception):
         super().__init__(reason)
         self.response, self.reason, self.hint, self.limit_until = response, reason, hint, limit_until
 
+    @property
+    def refused(self) -> bool:
+        """A rate-limit refusal: the server did not act on the request."""
+        return self.limit_until is not None or self.response.status_code == 429
+
 
 def server_wait(response: httpx.Response, now: float | None = None) -> tuple[float | None, float | None]:
     """(seconds the server asks us to wait, epoch when its rate limit lifts), each or None."""
@@ -123,10 +157,24 @@ def server_wait(response: httpx.Response, now: float | None = None) -> tuple[flo
     return hint, until
 
 
+def secondary_limit(response: httpx.Response) -> bool:
+    """GitHub's secondary rate limit answered with neither ``Retry-After`` nor ``x-ratelimit-*``:
+    a 403 whose message says so."""
+    if response.status_code != 403 or "retry-after" in response.headers:
+        return False
+    try:
+        message = str(response.json().get("message", ""))
+    except (ValueError, AttributeError):
+        return False
+    return "secondary rate limit" in message.lower()
+
+
 def _check(response: httpx.Response) -> httpx.Response:
     """The response, or _Retryable when the server says try again."""
     status = response.status_code
     hint, until = server_wait(response)
+    if hint is None and secondary_limit(response):
+        hint, until = SECONDARY_WAIT, time.time() + SECONDARY_WAIT
     limited = status in (403, 429) and (hint is not None or response.headers.get("x-ratelimit-remaining") == "0")
     if status >= 500 or status == 429 or limited:
         reason = f"HTTP {status}" + (" (rate limited)" if limited else "")
@@ -144,8 +192,10 @@ class HttpClient:
     """An httpx client with torchbot's timeout and retry policy, counting requests."""
 
     def __init__(self, settings, *, headers: dict[str, str] | None = None, follow_redirects: bool = False,
-                 client: httpx.Client | None = None, policy: RetryPolicy | None = None):
+                 client: httpx.Client | None = None, policy: RetryPolicy | None = None,
+                 sleep: Callable[[float], None] = time.sleep):
         self.policy = policy or RetryPolicy.from_settings(settings)
+        self.sleep = sleep  # how it waits between attempts (tenacity's ``sleep``; a test records the waits)
         self.client = client or httpx.Client(timeout=settings.http_timeout, headers=headers or {},
                                              follow_redirects=follow_redirects)
         self.requests = 0
@@ -177,13 +227,11 @@ class HttpClient:
             log.warning("%s: %s; retry %d of %d in %.1f s%s", shown, why, state.attempt_number,
                         policy.attempts - 1, state.upcoming_sleep, asked)
 
-        # a POST that may have reached the server is not sent twice: only errors before the
-        # request left (connect) are retried for it; every answer the server gives is read
-        network = (httpx.TransportError,) if method in IDEMPOTENT else (httpx.ConnectError, httpx.ConnectTimeout)
         retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type((_Retryable, *network)),
+            retry=tenacity.retry_if_exception(_worth_retrying(method)),
             wait=self._wait,
-            stop=tenacity.stop_after_attempt(policy.attempts) | tenacity.stop_before_delay(policy.total),
+            stop=tenacity.stop_after_attempt(policy.attempts) | _stop_before_total(policy.total),
+            sleep=self.sleep,
             before_sleep=log_retry,
             reraise=True,
         )
@@ -196,12 +244,54 @@ class HttpClient:
                     _check(response)
         except _Retryable as err:
             tries = retrying.statistics.get("attempt_number", 1)
+            stopped = _stopped_by(method, err, tries, policy)
             if err.limit_until is not None:
                 at = datetime.fromtimestamp(err.limit_until, UTC).strftime("%H:%M:%S UTC")
                 raise RateLimited(f"{failure}: the server's rate limit holds until {at} "
-                                  f"({err.reason}, {tries} attempt(s)){end}", err.limit_until) from None
-            raise Unavailable(f"{failure} after {tries} attempts ({err.reason}){end}") from None
+                                  f"({err.reason}, {_attempts(tries)}){end}", err.limit_until,
+                                  stopped_by=stopped) from None
+            raise Unavailable(f"{failure} after {_attempts(tries)} ({err.reason}){end}",
+                              may_have_acted=not err.refused, stopped_by=stopped) from None
         except httpx.TransportError as err:
             tries = retrying.statistics.get("attempt_number", 1)
-            raise Unavailable(f"{failure} after {tries} attempts ({type(err).__name__}){end}") from None
+            raise Unavailable(f"{failure} after {_attempts(tries)} ({type(err).__name__}){end}",
+                              may_have_acted=not isinstance(err, NOT_SENT),
+                              stopped_by=_stopped_by(method, err, tries, policy)) from None
         return response
+
+
+def _stop_before_total(total: float) -> Callable[[tenacity.RetryCallState], bool]:
+    """tenacity's ``stop_before_delay(total)``, counting as time spent at least the waits already
+    asked for (with real sleeps the same; with a recording ``sleep``, the time it would have taken)."""
+
+    def stop(state: tenacity.RetryCallState) -> bool:
+        spent = max(state.seconds_since_start or 0.0, state.idle_for)
+        return spent + (state.upcoming_sleep or 0.0) >= total
+
+    return stop
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt" + ("" if n == 1 else "s")
+
+
+def _worth_retrying(method: str):
+    """Whether a failed attempt of ``method`` is sent again: for an idempotent method every
+    network error and every retryable answer; for any other, only what cannot have been acted
+    on (never left, or refused by a rate limit)."""
+    idempotent = method.upper() in IDEMPOTENT
+
+    def check(err: BaseException) -> bool:
+        if isinstance(err, _Retryable):
+            return idempotent or err.refused
+        if isinstance(err, httpx.TransportError):
+            return idempotent or isinstance(err, NOT_SENT)
+        return False
+
+    return check
+
+
+def _stopped_by(method: str, err: BaseException, tries: int, policy: RetryPolicy) -> str:
+    if not _worth_retrying(method)(err):
+        return "not retried"
+    return "attempts" if tries >= policy.attempts else "time"

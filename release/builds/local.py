@@ -77,6 +77,7 @@ class LocalRun:
         self.groups: set[int] = set()  # process groups of builds running now
         self.busy: list[dict] = []
         self.journal: Journal | None = None
+        self.stopping = False  # set (from the loop) when the run stops early: builds starting now stop at once
 
     def log_path(self, package: str) -> Path:
         return self.log_dir / f"{package}-{self.ids[package]}.log"
@@ -103,10 +104,12 @@ class LocalRun:
                 with worktree(self.plan.repo, self.plan.commit, home) as wt:
                     self._loop(wt, items)
         finally:
-            ACTIVE_RUNS.discard(self.run_key)
-            for i in self.ids.values():
-                RUNNING.pop(i, None)
-            self._close()
+            try:
+                self._close()
+            finally:  # only once every result is recorded (or spooled): until then the run is live here
+                ACTIVE_RUNS.discard(self.run_key)
+                for i in self.ids.values():
+                    RUNNING.pop(i, None)
         return list(self.journal.rows.values()) + self.busy
 
     # -- 1. open -----------------------------------------------------------------------------
@@ -170,6 +173,11 @@ class LocalRun:
                             self._finished(package, value)
                             inflight -= 1
             except BaseException:  # stopping (an error, Ctrl-C): the running builds stop too
+                self.stopping = True
+                pool.shutdown(wait=False, cancel_futures=True)  # what has not started never will
+                for kind, _package, value in _drain(events, 0):  # groups started but not yet heard of
+                    if kind == "pgid":
+                        self.groups.add(value)
                 self._stop_groups()
                 raise
 
@@ -200,10 +208,18 @@ class LocalRun:
         try:
             out = run_build(format_command(self.command, pkg, self.ctx), wt, self.log_path(pkg), s.build_timeout,
                             wt / link, format_command(check, pkg, self.ctx) if check else None, mark=self.run_key,
-                            on_start=lambda pgid: events.put(("pgid", pkg, pgid)))
+                            on_start=lambda pgid: self._group_started(pkg, pgid, events))
         except Exception as err:  # noqa: BLE001  (a broken build must not stop the others)
             out = Outcome("failed", f"internal error: {type(err).__name__}: {err}")
         events.put(("done", pkg, out))
+
+    def _group_started(self, package: str, pgid: int, events: queue.Queue) -> None:
+        """A build's process group is up (told from its worker thread); one that starts while
+        the run is stopping is stopped at once."""
+        events.put(("pgid", package, pgid))
+        if self.stopping:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGTERM)
 
     def _finished(self, package: str, out: Outcome) -> None:
         self.done[package] = out.state
@@ -249,9 +265,10 @@ class LocalRun:
 
 
 def _drain(events: queue.Queue, timeout: float | None) -> list[tuple]:
-    """The next event (waiting up to ``timeout``; None: until one comes) and all that follow it."""
+    """The next event (waiting up to ``timeout``; None: until one comes; 0: not at all) and all
+    that follow it."""
     try:
-        got = [events.get(timeout=timeout)]
+        got = [events.get(timeout=timeout) if timeout != 0 else events.get_nowait()]
     except queue.Empty:
         return []
     while True:

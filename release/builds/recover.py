@@ -13,7 +13,13 @@ host's runs are left to that host):
 5. the run records what happened (``outcome``) for the front end that reported it:
    ``pending_notices`` lists those not yet told, ``mark_notified`` records that they were.
 
-May import: config, release.state, release.adapters, release.builds.journal, release.builds.local.
+``pending_notices`` lists GitHub runs too (``release.builds.github``): a run that ended (or was
+given up) after the process following it for its front end was gone, with what became of it.
+The runs of one notice (one ``/build`` dispatched as several runs) are told together, once
+they have all ended.
+
+May import: config, release.state, release.adapters, release.builds.journal, release.builds.local,
+release.builds.github.
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from sqlalchemy import delete, select
 
 from release.adapters.flox import stop_run_processes
 from release.adapters.git import remove_worktree
+from release.builds.github_poll import CLOSED
 from release.builds.journal import UNAVAILABLE, replay
 from release.builds.local import ACTIVE_RUNS
-from release.state import ACTIVE, Build, BuildLock, BuildRun, owner_alive, owner_id, state_for, utcnow
+from release.state import ACTIVE, Build, BuildLock, BuildRun, GithubRun, owner_alive, owner_id, state_for, utcnow
 
 log = logging.getLogger("torchbot.builds")
 
@@ -121,11 +128,44 @@ def pending_notices(ctx) -> list[tuple[str, dict, str]]:
     with state_for(ctx).session() as ses:
         rows = ses.scalars(select(BuildRun).where(BuildRun.outcome.is_not(None), BuildRun.notice.is_not(None),
                                                   BuildRun.notified.is_(None)).order_by(BuildRun.created))
-        return [(r.run_key, json.loads(r.notice), r.outcome) for r in rows]
+        local = [(r.run_key, json.loads(r.notice), r.outcome) for r in rows]
+        return local + _github_notices(ses)
+
+
+GITHUB_KEY = "github:"  # a notice key naming GitHub runs: "github:<request id>,<request id>..."
+
+
+def _github_notices(ses) -> list[tuple[str, dict, str]]:
+    """The GitHub runs of each notice not yet told, once every one of them is closed and no
+    live process follows them for their front end."""
+    from release.builds.github import following
+
+    groups: dict[str, list[GithubRun]] = {}
+    for r in ses.scalars(select(GithubRun).where(GithubRun.notice.is_not(None), GithubRun.notified.is_(None))
+                         .order_by(GithubRun.id)):
+        groups.setdefault(r.notice, []).append(r)
+    out = []
+    for notice, rows in groups.items():
+        if any(r.status not in CLOSED or _followed_live(r, following) for r in rows):
+            continue
+        out.append((GITHUB_KEY + ",".join(r.request_id for r in rows), json.loads(notice),
+                    " ".join(r.outcome or "" for r in rows).strip()))
+    return out
+
+
+def _followed_live(run: GithubRun, following) -> bool:
+    """Whether the process that follows the run for its front end is still at it."""
+    if run.follower == owner_id():
+        return following(run.request_id)
+    return owner_alive(run.follower) is not False
 
 
 def mark_notified(ctx, run_key: str) -> None:
     with state_for(ctx).session() as ses:
+        if run_key.startswith(GITHUB_KEY):
+            keys = run_key[len(GITHUB_KEY):].split(",")
+            ses.query(GithubRun).filter(GithubRun.request_id.in_(keys)).update({"notified": utcnow()})
+            return
         row = ses.get(BuildRun, run_key)
         if row is not None:
             row.notified = utcnow()

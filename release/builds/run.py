@@ -136,11 +136,12 @@ def build(ctx, plan: BuildPlan, jobs: int | None = None, *, progress: Progress |
           notice: dict | None = None) -> list[dict]:
     """Run a plan with its backend; the variants it skips are listed after the builds.
     ``progress`` hears of every build as it starts and ends (both backends); ``notice`` is where
-    the front end reports a local run, kept with it for a restart to update."""
+    the front end reports the run, kept with it (a local run, or the GitHub runs) for a
+    restarted torchbot to update."""
     if plan.backend == "github":
         from release.builds.github import dispatch_build
 
-        rows = dispatch_build(ctx, plan, progress=_github_rows(progress, len(plan.items)))
+        rows = dispatch_build(ctx, plan, progress=_github_rows(progress, len(plan.items)), notice=notice)
         if progress is not None:
             progress.end()
     elif plan.backend != "local":

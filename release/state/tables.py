@@ -106,9 +106,15 @@ class GithubRun(Base):
     """One workflow_dispatch of the github build backend and what torchbot has seen of it, so a
     restarted torchbot resumes following where it was. ``request_id`` is in the run's name and
     is the ``run_key`` of its builds (whose rows hold each job's state); ``run_id`` is GitHub's,
-    once seen. ``status``: dispatching | dispatched | queued | in_progress | completed | stale.
-    ``requests`` counts the API requests spent following it; ``next_poll`` paces polling to
-    the rate limit."""
+    once seen. ``status``: torchbot's own ``dispatching`` (recorded, GitHub's answer to the
+    dispatch not had) and ``dispatched``; then GitHub's (``requested``, ``pending``,
+    ``waiting``, ``queued``, ``in_progress``) and ``ended`` (GitHub completed it, its results are
+    being read) while it is followed; ``completed``, ``stale`` or ``gone`` (deleted on GitHub)
+    once torchbot stopped following it (``release.builds.github_poll``). ``requests`` counts the
+    API requests spent following it; ``next_poll`` is when any poller may poll it next.
+    ``notice``: where a front end reports it (JSON, opaque here) and ``follower`` the process
+    following it for that front end; ``outcome`` what became of it once closed, ``notified``
+    when the front end was told (``release.builds.recover.pending_notices``)."""
 
     __tablename__ = "github_runs"
 
@@ -130,6 +136,10 @@ class GithubRun(Base):
     polls: Mapped[int] = mapped_column(Integer, default=0)
     requests: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    notice: Mapped[str | None] = mapped_column(Text, nullable=True)
+    follower: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    outcome: Mapped[str | None] = mapped_column(Text, nullable=True)
+    notified: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
 
     def to_dict(self) -> dict:
         iso = lambda d: d.isoformat(timespec="seconds") + "Z" if d else None  # noqa: E731

@@ -52,6 +52,7 @@ def _serve(args, ctx) -> int:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
     said = _builds_at_start(app, ctx)
+    telling = _tell_ended_runs(app, ctx)
     scheduler = None
     if not args.no_schedule:
         from release.schedule.jobs import start_scheduler
@@ -65,6 +66,7 @@ def _serve(args, ctx) -> int:
         else:
             _serve_socket(app, s, who, said)
     finally:
+        telling.set()
         if scheduler is not None:
             scheduler.shutdown(wait=False)
         app._torchbot_chat.runner.shutdown()
@@ -87,6 +89,29 @@ def _builds_at_start(app, ctx) -> str:
         logging.getLogger("torchbot.builds").warning(
             "%d build run(s) a stopped torchbot left were resolved; %d job message(s) updated", len(resolved), told)
     return f"; {local_tool(ctx.settings)}"
+
+
+def _tell_ended_runs(app, ctx):
+    """While serving: every TORCHBOT_GITHUB_POLL_SECONDS, edit the job message of each build run
+    that ended with no process left following it for its message (a GitHub run dispatched
+    before a restart ends hours later, polled by the schedule). Returns the Event that stops it."""
+    import logging
+    import threading
+
+    from bot.frontends.slack.jobs import report_restarts
+
+    stop = threading.Event()
+    every = max(1.0, float(ctx.settings.github_poll_seconds))
+
+    def loop() -> None:
+        while not stop.wait(every):
+            try:
+                report_restarts(app.client, ctx)
+            except Exception as err:  # noqa: BLE001  (a thread's top level: try again next time)
+                logging.getLogger("torchbot.builds").warning("telling ended build runs: %s", err)
+
+    threading.Thread(target=loop, name="torchbot-tell-ended", daemon=True).start()
+    return stop
 
 
 def _serve_socket(app, settings, who, said="") -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 
@@ -44,8 +45,10 @@ def _failures(snapshot, limit: int = 5) -> str:
 
 
 class JobReport:
-    def __init__(self, client, respond, channel: str, user: str, interval: float = 5.0):
+    def __init__(self, client, respond, channel: str, user: str, interval: float = 5.0, *,
+                 clock: Callable[[], float] = time.monotonic, timer: Callable[..., threading.Timer] = threading.Timer):
         self.client, self.respond, self.channel, self.user = client, respond, channel, user
+        self.clock, self.timer = clock, timer  # what the throttle reads and how it waits (a test steps both)
         self.ts: str | None = None
         self.job: Job | None = None
         self.interval = interval
@@ -107,15 +110,15 @@ class JobReport:
             self._latest = event.snapshot
             if self._ended or self.ts is None or self._timer is not None:
                 return
-            wait = max(0.0, self._last_edit + self.interval - time.monotonic())
-            self._timer = threading.Timer(wait, self._show_latest)
+            wait = max(0.0, self._last_edit + self.interval - self.clock())
+            self._timer = self.timer(wait, self._show_latest)
             self._timer.daemon = True
             self._timer.start()
 
     def _show_latest(self) -> None:
         with self._progress_lock:
             self._timer = None
-            self._last_edit = time.monotonic()
+            self._last_edit = self.clock()
             snapshot = self._latest
         job = self.job
         if job is None or snapshot is None:
