@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import create_engine, delete, event, select, update
+from sqlalchemy import create_engine, delete, event, inspect, select, text, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -252,6 +252,29 @@ def _create_tables(engine: Engine) -> None:
         if "already exists" not in str(err):
             raise
         Base.metadata.create_all(engine)
+    _add_missing_columns(engine)
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Give a state DB made by an older torchbot the nullable columns added since
+    (``create_all`` creates missing tables, never missing columns). A missing column that
+    must hold a value cannot be added: one line naming the table and column."""
+    insp = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        have = {c["name"] for c in insp.get_columns(table.name)}
+        for column in (c for c in table.columns if c.name not in have):
+            if not column.nullable:
+                raise ConfigError(f"TORCHBOT_STATE_DB: its table {table.name} lacks the column {column.name}, "
+                                  "which an older torchbot did not make and which must hold a value; "
+                                  "point TORCHBOT_STATE_DB at a new database")
+            kind = column.type.compile(dialect=engine.dialect)
+            try:
+                with engine.begin() as conn:
+                    conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}'))
+            except SQLAlchemyError as err:  # another process starting at once added it first
+                if column.name not in {c["name"] for c in inspect(engine).get_columns(table.name)}:
+                    raise ConfigError(f"TORCHBOT_STATE_DB: cannot add the column {column.name} to its table "
+                                      f"{table.name}: {str(err.orig if hasattr(err, 'orig') else err)[:200]}") from None
 
 
 def _sqlite_pragmas(timeout: float):
