@@ -129,25 +129,20 @@ class Source:
 
     def names_in(self, node: tree_sitter.Node) -> list[str]:
         """The names an expression uses (variables, not attribute names; strings not entered)."""
-        out: list[str] = []
-        stack = [node]
-        while stack:
-            n = stack.pop()
-            t = n.type
-            if t == "variable_expression":
-                out.append(self.text(n))
-            elif t not in STRINGS and t != "comment":
-                stack.extend(reversed(n.named_children))
-        return out
+        return self._texts_of("variable_expression", node)
 
     def identifiers_in(self, node: tree_sitter.Node) -> list[str]:
         """Every name in an expression, attribute names included (strings not entered)."""
+        return self._texts_of("identifier", node)
+
+    def _texts_of(self, kind: str, node: tree_sitter.Node) -> list[str]:
+        """The text of every ``kind`` node in ``node``, in order (strings and comments not entered)."""
         out: list[str] = []
         stack = [node]
         while stack:
             n = stack.pop()
             t = n.type
-            if t == "identifier":
+            if t == kind:
                 out.append(self.text(n))
             elif t not in STRINGS and t != "comment":
                 stack.extend(reversed(n.named_children))
