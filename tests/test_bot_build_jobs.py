@@ -17,6 +17,7 @@ from release.state import BuildRun, open_state
 from tests import fixtures_builds as fx
 from tests.fakes_slack import FakeSlack
 from tests.fixtures_serve import ServeProcess, free_port, post, sign
+from tests.waiting import wait_for
 
 SECRET = "build-jobs-signing-secret"
 TORCH = sorted(p for p in fx.ALL if p.startswith("pytorch-"))
@@ -27,15 +28,6 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
     except OSError:
         return False
-
-
-def wait_for(condition, what: str, timeout: float = 60.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Bot:

@@ -12,6 +12,7 @@ import pytest
 from release.builds import run as builds
 from release.state import Build, BuildRun, open_state
 from tests import fixtures_builds as fx
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -119,17 +120,6 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _wait(condition, what: str, timeout: float = 60.0):
-    import time
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_killed_torchbot_takes_its_builds_with_it_and_a_restart_resolves_and_resumes(tmp_path: Path,
                                                                                      repo: Path) -> None:
     import signal
@@ -154,7 +144,7 @@ def test_a_killed_torchbot_takes_its_builds_with_it_and_a_restart_resolves_and_r
         return [int(p) for p in pids] if len(pids) == 4 and all(pids) else None
 
     try:
-        pids = _wait(written, "two builds running")
+        pids = wait_for(written, "two builds running")
         assert len(pids) == 4 and all(_alive(p) for p in pids)
         assert "torchbot-wt-" in builds.git(repo, "worktree", "list")
         # while it runs, nothing of it can be built a second time
@@ -164,7 +154,7 @@ def test_a_killed_torchbot_takes_its_builds_with_it_and_a_restart_resolves_and_r
     finally:  # the SIGKILL under test; on a failure above too, so nothing of it outlives the test
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    _wait(lambda: not any(_alive(p) for p in pids), "the builds to die with torchbot")
+    wait_for(lambda: not any(_alive(p) for p in pids), "the builds to die with torchbot")
 
     rows = {r["package"]: r for r in builds.status(ctx, fx.BRANCH)}  # the next start resolves the run
     assert sorted(r["state"] for r in rows.values()) == ["interrupted"] * 3, rows

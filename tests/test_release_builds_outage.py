@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -22,18 +21,9 @@ from release.builds.commands import plan_build
 from release.state import Build, BuildLock, open_state
 from tests import fixtures_builds as fx
 from tests.fixtures_postgres import PostgresServer
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def wait_for(condition, what: str, timeout: float = 60.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def gated(gate: Path) -> str:

@@ -5,7 +5,6 @@ stops the builds that had just started too; and no build sees torchbot's secrets
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -17,18 +16,12 @@ from release.builds.local import ACTIVE_RUNS
 from release.builds.recover import reconcile
 from release.state import BuildRun, open_state
 from tests import fixtures_builds as fx
+from tests.waiting import wait_for
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return fx.make_repo(tmp_path)
-
-
-def _wait(condition, what: str, deadline: float = 60.0) -> None:
-    end = time.monotonic() + deadline
-    while not condition():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def test_a_run_stays_live_for_a_restart_check_until_its_results_are_recorded(tmp_path: Path, repo: Path) -> None:
@@ -54,7 +47,7 @@ def test_stopping_a_build_waits_until_its_whole_process_group_is_gone(tmp_path: 
     command = f"sh -c 'trap \"\" TERM; touch {tmp_path}/child; sleep 60' & wait"
     with (tmp_path / "log").open("w") as log:
         proc = start_build(command, tmp_path, log, None)
-        _wait((tmp_path / "child").exists, "the child to start")
+        wait_for((tmp_path / "child").exists, "the child to start")
         assert kill_group(proc, grace=0.5) is True
         assert not group_alive(proc.pid)
 
@@ -81,14 +74,14 @@ def test_ctrl_c_stops_the_builds_that_had_just_started(tmp_path: Path, repo: Pat
         def started(self, item: str) -> None:
             super().started(item)
             if item == second:  # the first build is running; the loop has not heard of it yet
-                _wait((marks / f"started-{first}").exists, "the first build to start")
+                wait_for((marks / f"started-{first}").exists, "the first build to start")
                 raise KeyboardInterrupt
 
     plan = builds.prepare(ctx, fx.BRANCH, [first, second], repo=repo)
     with pytest.raises(KeyboardInterrupt):
         builds.run_local(ctx, plan, jobs=2, progress=CtrlC())
     pgid = int((marks / f"started-{first}").read_text())
-    _wait(lambda: not group_alive(pgid), "the first build's group to be stopped")
+    wait_for(lambda: not group_alive(pgid), "the first build's group to be stopped")
     assert not (marks / f"finished-{first}").exists()
     assert not (marks / f"started-{second}").exists()  # never started
 
