@@ -254,3 +254,14 @@ def test_a_family_needing_a_word_it_does_not_have_is_one_clear_error(tmp_path):
     )
     with pytest.raises(CatalogError, match="needs must be among its words"):
         cpu_table(build_catalog(data))
+
+
+@pytest.mark.parametrize(("q", "name"), [
+    ("Ryzen 9 7945HX", "AMD Ryzen 9 7945HX (Zen 4)"),
+    ("AMD Ryzen AI 9 HX 370", "AMD Ryzen AI 9 HX 370 (Ryzen AI 300, Strix Point / Krackan Point, Zen 5)"),
+    ("Ryzen Threadripper PRO 7995WX", "AMD Ryzen Threadripper PRO 7995WX (Zen 4)"),
+    ("Ryzen 7 PRO 7840U", "AMD Ryzen 7 PRO 7840U (Zen 4)"),
+    ("Xeon Gold 6248R", "Intel Xeon Gold 6248R (2nd gen Xeon Scalable, Cascade Lake)"),
+])
+def test_a_cpu_is_named_as_the_question_named_it_tier_included(q, name):
+    assert parse(CAT, q).cpu == name

@@ -23,6 +23,7 @@ from config.cpu_models import PREFIXED_RE, TOKEN_RE, CpuFamily, CpuModelData, lo
 from config.errors import CatalogError
 
 LOOKBACK = 5  # tokens searched for brand words before a number
+_NAME_PARTS = frozenset({"pro", "hx"})  # said between a brand and its number, part of the part's name
 _SKIPPED = frozenset({"cpu", "processor", "pro", "r", "tm", "extreme"})  # between a brand and its number
 _CPU_WORDS = frozenset({"cpu", "cpus", "processor", "processors"})  # beside a bare number: it is a CPU's
 _SOCKET_WORDS = frozenset({"dual", "quad", "socket", "sockets"})  # before one: "dual 7763" are two CPUs
@@ -94,7 +95,11 @@ def _display(fam: CpuFamily, model: str, said: list[str] = ()) -> str:
     """ "<name> <model> (<generation>)", with the brand words the question gave that the
     family's name lacks ("Intel" + "celeron" -> "Intel Celeron N5105")."""
     name = fam.name.lower().split()
-    extra = " ".join(w.title() for w in said if w in fam.words and w.rstrip("+") not in name)
+    kept = [w for i, w in enumerate(said) if (w in fam.words and w.rstrip("+") not in name)
+            or (len(w) == 1 and w.isdigit() and i and said[i - 1] in fam.words)  # the tier: "Ryzen 9"
+            or (w in _NAME_PARTS and i)]  # "Threadripper PRO", "Ryzen AI 9 HX"
+    kept = [w.upper() if w in _NAME_PARTS else w for w in kept]
+    extra = " ".join(w if w.isupper() else w.title() for w in kept)
     return f"{fam.name}{' ' + extra if extra else ''} {model} ({fam.generation})"
 
 
