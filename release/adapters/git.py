@@ -11,6 +11,7 @@ compare-and-swap (``update-ref NEW OLD``) so a concurrent change is detected, no
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -351,7 +352,8 @@ def worktree(repo: Path, commit: str, home: Path | None = None) -> Iterator[Path
     tmp = home or worktree_home()
     path = tmp / "wt"
     try:
-        run_git(repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
+        with _worktrees_locked(repo):
+            run_git(repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
         yield path
     finally:
         remove_worktree(repo, tmp)
@@ -361,10 +363,36 @@ def remove_worktree(repo: Path | None, home: Path) -> None:
     """Remove a worktree made by :func:`worktree` (``home/wt``) and its directory, and prune the
     repository's worktree list; what is already gone is fine."""
     if repo is not None and Path(repo).exists():
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(home / "wt")],
-                       capture_output=True, check=False)
-        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)
+        with _worktrees_locked(repo):
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(home / "wt")],
+                           capture_output=True, check=False)
+            subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)
     shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def _worktrees_locked(repo: Path) -> Iterator[None]:
+    """Hold the repository's worktree lock (``torchbot-worktrees.lock`` in its git dir, an
+    ``flock``: threads and processes alike). git does not guard its ``worktrees/`` directory:
+    a ``worktree remove`` or ``prune`` deletes it when it looks empty, and a concurrent
+    ``worktree add`` then fails ("could not create directory of '.git/worktrees/wt'")."""
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--git-common-dir"], capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:  # not a repository: the git command itself will say so
+        yield
+        return
+    common = Path(proc.stdout.strip())
+    lock = (common if common.is_absolute() else Path(repo) / common) / "torchbot-worktrees.lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a read-only repository: no worktree can be added to it anyway
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 # --- branches checked out in a work tree (moving them without leaving a reverting index) ---
