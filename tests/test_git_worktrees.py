@@ -9,7 +9,8 @@ import sys
 import threading
 from pathlib import Path
 
-from release.adapters.git import run_git, worktree
+from release.adapters.git import run_git
+from release.adapters.worktrees import worktree
 
 ROOT = Path(__file__).resolve().parents[1]
 

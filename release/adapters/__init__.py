@@ -1,7 +1,8 @@
 """Adapters: one module per external system, and the only modules of release/ that talk to one.
 
 - ``git``      the managed repositories (GitPython and the git CLI: objects, fast-import commits,
-               compare-and-swap ref moves, pushes, worktrees)
+               compare-and-swap ref moves, pushes)
+- ``worktrees`` builds' temporary git worktrees, made and removed under one lock per repository
 - ``nixpkgs``  nixpkgs facts over HTTP (channel heads, commits, torch and CUDA at a revision)
 - ``github``   GitHub's REST API (pull requests; Actions dispatch, runs and jobs, every page)
 - ``http``     the one retry policy of every HTTP client (tenacity: backoff with jitter,

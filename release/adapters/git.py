@@ -1,7 +1,8 @@
 """The git adapter: the one module that talks to git (GitPython + git plumbing).
 
 Used by every part of release/ that reads or writes the managed repositories: the reader
-(objects, no checkout), pin bumps, branch creation, init and builds (worktrees).
+(objects, no checkout), pin bumps, branch creation and init; builds' worktrees are in
+``release.adapters.worktrees``.
 
 Commits are built in a temporary index file (``GIT_INDEX_FILE``) from the parent's tree,
 so the user's checkout, index and working tree are never touched; refs move with
@@ -11,14 +12,12 @@ compare-and-swap (``update-ref NEW OLD``) so a concurrent change is detected, no
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
-import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 
 from config.errors import ExternalError, RefusedError, UsageError
@@ -338,61 +337,6 @@ def read_blobs(repo: Path, shas: Iterable[str]) -> dict[str, str]:
     """Blob contents in one ``git cat-file --batch`` call (undecodable bytes replaced)."""
     out = read_paths(repo, list(shas))
     return {k: v.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for k, v in out.items() if v is not None}
-
-
-def worktree_home() -> Path:
-    """A new temporary directory to hold one worktree (``<it>/wt``), for callers that record
-    where their worktree is before they make it."""
-    return Path(tempfile.mkdtemp(prefix="torchbot-wt-"))
-
-
-@contextmanager
-def worktree(repo: Path, commit: str, home: Path | None = None) -> Iterator[Path]:
-    """A temporary detached worktree of ``commit`` at ``home/wt``, removed afterwards."""
-    tmp = home or worktree_home()
-    path = tmp / "wt"
-    try:
-        with _worktrees_locked(repo):
-            run_git(repo, "worktree", "add", "--detach", "--quiet", str(path), commit)
-        yield path
-    finally:
-        remove_worktree(repo, tmp)
-
-
-def remove_worktree(repo: Path | None, home: Path) -> None:
-    """Remove a worktree made by :func:`worktree` (``home/wt``) and its directory, and prune the
-    repository's worktree list; what is already gone is fine."""
-    if repo is not None and Path(repo).exists():
-        with _worktrees_locked(repo):
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(home / "wt")],
-                           capture_output=True, check=False)
-            subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)
-    shutil.rmtree(home, ignore_errors=True)
-
-
-@contextmanager
-def _worktrees_locked(repo: Path) -> Iterator[None]:
-    """Hold the repository's worktree lock (``torchbot-worktrees.lock`` in its git dir, an
-    ``flock``: threads and processes alike). git does not guard its ``worktrees/`` directory:
-    a ``worktree remove`` or ``prune`` deletes it when it looks empty, and a concurrent
-    ``worktree add`` then fails ("could not create directory of '.git/worktrees/wt'")."""
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--git-common-dir"], capture_output=True,
-                          text=True, check=False)
-    if proc.returncode != 0:  # not a repository: the git command itself will say so
-        yield
-        return
-    common = Path(proc.stdout.strip())
-    lock = (common if common.is_absolute() else Path(repo) / common) / "torchbot-worktrees.lock"
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:  # a read-only repository: no worktree can be added to it anyway
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 # --- branches checked out in a work tree (moving them without leaving a reverting index) ---

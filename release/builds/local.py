@@ -38,7 +38,7 @@ from sqlalchemy.exc import IntegrityError
 from config.errors import ExternalError, RefusedError, UsageError
 from config.progress import Progress
 from release.adapters.flox import Outcome, local_builder, run_build
-from release.adapters.git import worktree, worktree_home
+from release.adapters.worktrees import worktree, worktree_home
 from release.builds.journal import UNAVAILABLE, Journal
 from release.builds.plan import BuildItem, BuildPlan, hold_back
 from release.state import RUNNING, Build, BuildLock, BuildRun, owner_id, process_start, state_for, utcnow

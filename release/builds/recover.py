@@ -32,7 +32,7 @@ from pathlib import Path
 from sqlalchemy import delete, select
 
 from release.adapters.flox import stop_run_processes
-from release.adapters.git import remove_worktree
+from release.adapters.worktrees import remove_worktree
 from release.builds.github_poll import CLOSED
 from release.builds.journal import UNAVAILABLE, replay
 from release.builds.local import ACTIVE_RUNS

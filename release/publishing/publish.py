@@ -25,7 +25,8 @@ from sqlalchemy.exc import IntegrityError
 from config.checks import require_real_org
 from config.errors import TorchbotError, UsageError
 from config.progress import Progress
-from release.adapters.git import list_recipes, read_blobs, worktree
+from release.adapters.git import list_recipes, read_blobs
+from release.adapters.worktrees import worktree
 from release.builds.plan import recipe_pin
 from release.builds.run import format_command
 from release.context import repo_path
