@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -188,3 +190,19 @@ def build_repo_from_files(root: Path, branches: dict[str, dict[str, str]]) -> tu
     git(root, "clone", "-q", "--bare", str(work), str(origin))
     git(work, "remote", "add", "origin", str(origin))
     return work, origin
+
+
+@contextmanager
+def served(monkeypatch, repo_path: Path, fake, **settings: str) -> Iterator[None]:
+    """torchbot's settings for a test repository answered by ``fake`` (a FakeNixpkgs): its
+    channels, its GitHub API, one HTTP try; ``settings`` add or override TORCHBOT_* values. The
+    catalog is read afresh inside and after."""
+    env = {"TORCHBOT_REPO_PATH": str(repo_path), "TORCHBOT_CHANNELS_URL": fake.channels_url,
+           "TORCHBOT_GITHUB_API_URL": fake.api_url, "TORCHBOT_HTTP_RETRIES": "1", **settings}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    load_catalog.cache_clear()
+    try:
+        yield
+    finally:
+        load_catalog.cache_clear()

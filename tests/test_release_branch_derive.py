@@ -12,9 +12,8 @@ import subprocess
 import pytest
 
 from bot.frontends.cli.main import main as cli
-from config.catalog_data import load_catalog
 from tests.fakes_nixpkgs import FakeNixpkgs
-from tests.fixtures_pins import git, refs, tree_files
+from tests.fixtures_pins import git, refs, served, tree_files
 from tests.fixtures_realshapes import PIN_12_X, PIN_13_0, PIN_13_1, PIN_MAIN, make_pytorch_repo
 
 SRC = "pytorch-2.10-python313"
@@ -33,17 +32,8 @@ def pt(tmp_path, monkeypatch):
             fake.add_rev(pin, "2.9.1", ALL)
         fake.add_rev(TORCH_211, "2.11.0", ALL)
         fake.add_rev(NO_13, "2.9.1", ALL - {"cudaPackages_13"})
-        for k, v in {
-            "TORCHBOT_REPO_PATH": str(repo.path),
-            "TORCHBOT_CHANNELS_URL": fake.channels_url,
-            "TORCHBOT_GITHUB_API_URL": fake.api_url,
-            "TORCHBOT_HTTP_RETRIES": "1",
-            "TORCHBOT_LOCAL_BRANCHES": str(tmp_path / "branches.toml"),
-        }.items():
-            monkeypatch.setenv(k, v)
-        load_catalog.cache_clear()
-        yield repo
-        load_catalog.cache_clear()
+        with served(monkeypatch, repo.path, fake, TORCHBOT_LOCAL_BRANCHES=str(tmp_path / "branches.toml")):
+            yield repo
 
 
 def create(*args) -> list[str]:

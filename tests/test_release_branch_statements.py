@@ -12,10 +12,9 @@ import re
 import pytest
 
 from bot.frontends.cli.main import main as cli
-from config.catalog_data import load_catalog
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pairing import CUDA_SETS, PIN_V13, PIN_V14, PIN_V15, TORCH, make_pairing_repo
-from tests.fixtures_pins import git, tree_files
+from tests.fixtures_pins import git, served, tree_files
 
 SRC = "pytorch-2.9-vllm-0.15.1"
 OTHERS = ("main", SRC, "pytorch-2.9-vllm-0.13.0", "cuda-12_9", "pytorch-2.8-python313")
@@ -27,17 +26,8 @@ def repo(tmp_path, monkeypatch):
     with FakeNixpkgs() as fake:
         for pin, torch in TORCH.items():
             fake.add_rev(pin, torch, CUDA_SETS)
-        for k, v in {
-            "TORCHBOT_REPO_PATH": str(r.path),
-            "TORCHBOT_CHANNELS_URL": fake.channels_url,
-            "TORCHBOT_GITHUB_API_URL": fake.api_url,
-            "TORCHBOT_HTTP_RETRIES": "1",
-            "TORCHBOT_LOCAL_BRANCHES": str(tmp_path / "branches.toml"),
-        }.items():
-            monkeypatch.setenv(k, v)
-        load_catalog.cache_clear()
-        yield r
-        load_catalog.cache_clear()
+        with served(monkeypatch, r.path, fake, TORCHBOT_LOCAL_BRANCHES=str(tmp_path / "branches.toml")):
+            yield r
 
 
 def create(capsys, *args) -> dict:

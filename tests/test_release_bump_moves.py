@@ -18,7 +18,7 @@ from config.catalog_data import load_catalog
 from release.recipes.reader import read_repository
 from tests.fakes_nixpkgs import FakeNixpkgs
 from tests.fixtures_pairing import CUDA_SETS, PIN_28, PIN_291, TORCH, make_pairing_repo
-from tests.fixtures_pins import git, refs, tree_files
+from tests.fixtures_pins import git, refs, served, tree_files
 
 B = "cuda-12_9"
 HASH_210 = "sha256-" + "C" * 43 + "="
@@ -31,18 +31,9 @@ def repo(tmp_path, monkeypatch):
     with FakeNixpkgs() as fake:
         for pin, torch in TORCH.items():
             fake.add_rev(pin, torch, CUDA_SETS)
-        for k, v in {
-            "TORCHBOT_REPO_PATH": str(r.path),
-            "TORCHBOT_CHANNELS_URL": fake.channels_url,
-            "TORCHBOT_GITHUB_API_URL": fake.api_url,
-            "TORCHBOT_NIXPKGS_TARBALL_URL": fake.tarball_url,
-            "TORCHBOT_NIX_STORE": str(tmp_path / "nix-store"),
-            "TORCHBOT_HTTP_RETRIES": "1",
-        }.items():
-            monkeypatch.setenv(k, v)
-        load_catalog.cache_clear()
-        yield r
-        load_catalog.cache_clear()
+        with served(monkeypatch, r.path, fake, TORCHBOT_NIXPKGS_TARBALL_URL=fake.tarball_url,
+                    TORCHBOT_NIX_STORE=str(tmp_path / "nix-store")):
+            yield r
 
 
 def bump(capsys, *args) -> tuple[int, str, str]:
