@@ -85,6 +85,9 @@ signal_all(signal.SIGKILL)
 """
 
 
+_HAS_PROC = Path("/proc/self/stat").exists()  # Linux: processes are read from /proc
+
+
 class Watchdog:
     """This process's watchdog (see the module docstring): ``add(pgid)`` / ``remove(pgid)``."""
 
@@ -245,12 +248,9 @@ def _run_logged(command: str, cwd: Path, log, timeout: float, mark: str | None,
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        gone = kill_group(proc)
-        log.write(f"\ntorchbot: timed out after {timeout:g} s\n")
-        if not gone:
-            log.write(f"torchbot: process group {proc.pid} still has processes after SIGKILL\n")
-        return Outcome("failed", f"timed out after {timeout:g} s"
-                       + ("" if gone else f"; process group {proc.pid} still has processes after SIGKILL"))
+        left = "" if kill_group(proc) else f"process group {proc.pid} still has processes after SIGKILL"
+        log.write(f"\ntorchbot: timed out after {timeout:g} s\n" + (f"torchbot: {left}\n" if left else ""))
+        return Outcome("failed", f"timed out after {timeout:g} s" + (f"; {left}" if left else ""))
     except BaseException:  # torchbot is stopping (KeyboardInterrupt, SystemExit): the build stops with it
         kill_group(proc)
         raise
@@ -282,7 +282,7 @@ def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> bool:
 def group_alive(pgid: int) -> bool:
     """Whether a process of group ``pgid`` is still running (zombies, which are only waiting to
     be reaped, do not count; without /proc, whether the group can still be signalled)."""
-    if not Path("/proc/self/stat").exists():
+    if not _HAS_PROC:
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
@@ -319,7 +319,7 @@ def _carries(pid: int, mark: str) -> bool:
 def run_processes(mark: str) -> set[int]:
     """The live processes of a run: those carrying its mark (on Linux; an empty set elsewhere).
     A process group number reused by someone else since is left alone."""
-    if not Path("/proc/self/stat").exists():
+    if not _HAS_PROC:
         return set()
     found = set()
     me = os.getpid()
@@ -340,7 +340,7 @@ def stop_run_processes(mark: str, pgids: Iterable[int] = (), grace: float = 10.0
     what is still there after ``grace`` seconds. Returns how many processes were found. Without
     /proc (not Linux) the recorded groups are signalled as they are."""
     groups = {int(g) for g in pgids if g}
-    if not Path("/proc/self/stat").exists():
+    if not _HAS_PROC:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for g in groups:
                 with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -53,18 +53,12 @@ from collections.abc import Callable
 from config.errors import ExternalError
 from release.adapters.github import Actions
 from release.adapters.http import Refused, Unavailable
-from release.builds.github_poll import (  # noqa: F401  (re-exported: callers use release.builds.github)
-    ACTIVE,
+from release.builds.github_poll import (  # noqa: F401  (CLOSED, DISPATCH_GRACE, poll_once: re-exported)
     CLOSED,
     DISPATCH_GRACE,
-    FINAL,
-    PollReport,
     find_runs,
     followed,
-    job_state,
     poll_once,
-    poll_wait,
-    requests_per_poll,
 )
 
 log = logging.getLogger("torchbot.builds.github")
@@ -123,7 +117,7 @@ def dispatch_build(ctx, plan, wait: bool = True, actions: Actions | None = None,
     """Dispatch ``plan`` (one run per batch) and, unless ``wait=False``, follow the runs until
     every build has a result; ``progress`` hears every change of a build; ``notice`` is kept
     with the runs for a restarted front end (see the module docstring)."""
-    from release.state import Build, GithubRun, state_for
+    from release.state import Build, GithubRun, state_for, utcnow
 
     if not plan.items:
         return []
@@ -140,7 +134,7 @@ def dispatch_build(ctx, plan, wait: bool = True, actions: Actions | None = None,
             follow(ctx, keys, gh, watch=watch)
             with st.session() as s:  # the caller reports the end itself
                 s.query(GithubRun).filter(GithubRun.request_id.in_(keys), GithubRun.notice.is_not(None)).update(
-                    {"notified": _now()})
+                    {"notified": utcnow()})
     finally:
         _unfollow(keys)
     with st.session() as s:
@@ -216,12 +210,6 @@ def _resolve(ctx, gh: Actions, keys: list[str], tries: int = 3) -> None:
 
 # ---------------------------------------------------------------------------------------
 # Following
-
-
-def _now():
-    from release.state import utcnow
-
-    return utcnow()
 
 
 def _follow(keys: list[str]) -> None:

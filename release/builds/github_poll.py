@@ -22,7 +22,6 @@ May import: config, release.state, release.adapters.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -58,11 +57,6 @@ def run_status(github_status: str | None) -> str:
     if github_status == "completed":
         return "ended"
     return github_status or "queued"
-
-
-def requests_per_poll(jobs: int) -> int:
-    """API requests one poll of a run with ``jobs`` jobs costs (pure): the jobs listing's pages."""
-    return max(1, math.ceil(jobs / 100))
 
 
 def poll_wait(base: float, rate: RateLimit | None, spent: int, now: float | None = None) -> float:

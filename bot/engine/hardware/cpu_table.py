@@ -8,8 +8,9 @@ families of that brand count. Without one, a family reads it only when its numbe
 (``bare``); a number several vendors' parts share ("7900X") gives every candidate, and the
 caller asks which. A number of digits alone ("6144", "7742") is a quantity far more often than
 a CPU ("6144 MiB", "batch size 6144", "7742 images"): without a brand word it names a CPU only
-with "CPU" or "processor" right beside it or "dual" before it, never with a unit after it; no
-token right after a GPU word ("Quadro M5000", "RTX 6000") is read. Listed numbers come before
+with "CPU" or "processor" right beside it, "dual" before it, or as a phrase of its own in a list
+of hardware ("9654, no GPU"), never with a unit after it; no token right after a GPU word
+("Quadro M5000", "RTX 6000") is read. Listed numbers come before
 rules. Pure; may import config."""
 
 from __future__ import annotations
@@ -95,11 +96,11 @@ def _display(fam: CpuFamily, model: str, said: list[str] = ()) -> str:
     """ "<name> <model> (<generation>)", with the brand words the question gave that the
     family's name lacks ("Intel" + "celeron" -> "Intel Celeron N5105")."""
     name = fam.name.lower().split()
-    kept = [w for i, w in enumerate(said) if (w in fam.words and w.rstrip("+") not in name)
+    kept = [w.upper() if w in _NAME_PARTS else w.title() for i, w in enumerate(said)
+            if (w in fam.words and w.rstrip("+") not in name)
             or (len(w) == 1 and w.isdigit() and i and said[i - 1] in fam.words)  # the tier: "Ryzen 9"
             or (w in _NAME_PARTS and i)]  # "Threadripper PRO", "Ryzen AI 9 HX"
-    kept = [w.upper() if w in _NAME_PARTS else w for w in kept]
-    extra = " ".join(w if w.isupper() else w.title() for w in kept)
+    extra = " ".join(kept)
     return f"{fam.name}{' ' + extra if extra else ''} {model} ({fam.generation})"
 
 
@@ -142,7 +143,7 @@ def _decimal(folded: str, start: int, end: int) -> bool:
 
 def _quantity(folded: str, toks: list[tuple[str, int, int]], i: int, n_used: int, brands: frozenset[str]) -> bool:
     """A number of digits that is no model number here: a unit after it, or (with no brand word
-    before it) no "CPU"/"processor" beside it and no "dual" before it."""
+    before it) no "CPU"/"processor" beside it, no "dual" before it and not a phrase of its own."""
     end = toks[i + n_used - 1][2]
     if _UNIT_AFTER_RE.match(folded, end):
         return True

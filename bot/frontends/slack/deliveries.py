@@ -43,6 +43,7 @@ log = logging.getLogger("torchbot.slack")
 TTL = 3600.0  # Slack retries an event 3 times within about 5 minutes; an hour is ample
 MEMORY = 10_000  # claims kept in memory (the oldest go first)
 PRUNE_EVERY = 500  # claims between two clean-ups of expired rows
+REPEATS = 100  # recent repeats kept for status and tests; older ones are only in the log
 
 
 def delivery_key(body: dict[str, Any]) -> str | None:
@@ -82,7 +83,7 @@ class Deliveries:
         self._seen: OrderedDict[str, float] = OrderedDict()
         self._lock = threading.Lock()
         self._claims = 0
-        self.repeats: list[tuple[str, str]] = []  # (key, retry) of every delivery not answered again
+        self.repeats: list[tuple[str, str]] = []  # (key, retry) of the last REPEATS deliveries not answered again
         self._failing: str | None = None  # why the store last failed a claim (said once), None once it works
 
     def first(self, body: dict[str, Any], headers: dict[str, Any] | None = None) -> bool:
@@ -95,7 +96,7 @@ class Deliveries:
             seen = self._seen.get(key)
             if seen is not None and now - seen < self.ttl:
                 log.info("%s delivered again%s: answered already", key, f" ({retry})" if retry else "")
-                self.repeats.append((key, retry))
+                self._repeated(key, retry)
                 return False
             self._seen[key] = now
             self._seen.move_to_end(key)
@@ -118,8 +119,13 @@ class Deliveries:
             log.info("%s delivered again%s: answered before (the state DB has it)", key,
                      f" ({retry})" if retry else "")
             with self._lock:
-                self.repeats.append((key, retry))
+                self._repeated(key, retry)
         return fresh
+
+    def _repeated(self, key: str, retry: str) -> None:
+        """Keep the delivery among the recent repeats (the lock held): a long-running bot keeps a few."""
+        self.repeats.append((key, retry))
+        del self.repeats[:-REPEATS]
 
     def _store_failed(self, key: str, retry: str, err: BaseException) -> None:
         """Say once (until a claim works again) why deliveries are answered without a record."""

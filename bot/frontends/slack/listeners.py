@@ -90,44 +90,45 @@ class Listeners:
 
     # -- buttons -------------------------------------------------------------------------
 
-    def on_confirm(self, ack, body, respond, client, request):
+    def _button(self, ack, body, request, respond, what: str, answer) -> None:
+        """Ack a button click, answer it once (``answer()``; a repeated delivery is not), and
+        apologise for a failure under ``what``."""
         ack()
         try:
-            if not self.deliveries.first(body, request.headers):
-                return
+            if self.deliveries.first(body, request.headers):
+                answer()
+        except Exception:  # noqa: BLE001  (a listener's boundary)
+            self.apologise(respond, what)
+
+    def on_confirm(self, ack, body, respond, client, request):
+        def answer():
             pid = _first_action(body).get("value", "")
             user = body.get("user", {}).get("id", "")
             channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")
             reporter = JobReport(client, respond, channel, user, interval=self.ctx.settings.progress_seconds)
             result = self.chat.confirm(pid, user, on_start=reporter.started, on_done=reporter.done,
                                        on_progress=reporter.progress, notice=reporter.notice)
+            where = ""
             if isinstance(result, JobReply):
                 reporter.attach(result)
-                respond(replace_original=True, text=escape(result.text()) + reporter.where())
-            else:
-                respond(replace_original=True, text=escape(result.text()))
-        except Exception:  # noqa: BLE001  (a listener's boundary)
-            self.apologise(respond, "Confirm")
+                where = reporter.where()
+            respond(replace_original=True, text=escape(result.text()) + where)
+
+        self._button(ack, body, request, respond, "Confirm", answer)
 
     def on_cancel(self, ack, body, respond, request):
-        ack()
-        try:
-            if not self.deliveries.first(body, request.headers):
-                return
+        def answer():
             result = self.chat.cancel(_first_action(body).get("value", ""), body.get("user", {}).get("id", ""))
             respond(replace_original=True, text=escape(result.text()))
-        except Exception:  # noqa: BLE001  (a listener's boundary)
-            self.apologise(respond, "Cancel")
+
+        self._button(ack, body, request, respond, "Cancel", answer)
 
     def on_share(self, ack, body, respond, request):
-        ack()
-        try:
-            if not self.deliveries.first(body, request.headers):
-                return
+        def answer():
             out = render(ask(self.ctx, _first_action(body).get("value", "")), shareable=False)
             respond(response_type="in_channel", replace_original=False, text=out.text, blocks=out.blocks)
-        except Exception:  # noqa: BLE001  (a listener's boundary)
-            self.apologise(respond, "Share in channel")
+
+        self._button(ack, body, request, respond, "Share in channel", answer)
 
     def on_unknown_action(self, ack, body, respond):
         ack()
