@@ -59,7 +59,7 @@ def corpus() -> list[str]:
         "Flags: fpu avx avx2 fma f16c avx512f avx512dq avx512vl avx512bw avx512_vnni\n| 0 NVIDIA A100-SXM4-80GB |"
     ] * 20
     # The real-phrasing corpus: plurals, typos, model numbers, cloud families, unknown names, WSL.
-    qs += [c["q"] for c in tomllib.loads((ROOT / "tests" / "ask_corpus.toml").read_text())["case"]]
+    qs += [c["q"] for c in tomllib.loads((ROOT / "tests" / "engine" / "ask_corpus.toml").read_text())["case"]]
     return qs
 
 

@@ -34,8 +34,8 @@ isolate()  # torchbot's own files go to a temporary home, never the real one
 
 from config.catalog import CudaGroup  # noqa: E402
 from config.catalog_data import load_catalog  # noqa: E402
-from tests.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
-from tests.fixtures_pins import NEW, build_repo, build_repo_from_files, git  # noqa: E402
+from tests.support.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
+from tests.support.fixtures_pins import NEW, build_repo, build_repo_from_files, git  # noqa: E402
 
 NEW_28 = "2828abcd2828abcd2828abcd2828abcd2828abcd"  # torch 2.8.4: the 2.8 branches' bump
 CUDA_ALL = {"cudaPackages_12_8", "cudaPackages_12_9", "cudaPackages_13_0", "cudaPackages_13_1"}

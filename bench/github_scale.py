@@ -1,5 +1,5 @@
 """Benchmark: a 237-variant release through the github backend, against the paging,
-rate-limiting fake GitHub on 127.0.0.1 (tests/fakes_github.py), time scaled down.
+rate-limiting fake GitHub on 127.0.0.1 (tests/support/fakes_github.py), time scaled down.
 
 A throwaway repository holds 237 pytorch recipes (one real branch's count); the release is
 planned, dispatched (one run) and followed by the real backend (state DB, every jobs page,
@@ -32,8 +32,8 @@ isolate()  # torchbot's own files go to a temporary home, never the real one
 
 from release.builds import github as gha  # noqa: E402
 from release.builds import run as builds  # noqa: E402
-from tests import fixtures_builds as fx  # noqa: E402
-from tests.fakes_github import FakeGitHub  # noqa: E402
+from tests.support import fixtures_builds as fx  # noqa: E402
+from tests.support.fakes_github import FakeGitHub  # noqa: E402
 
 REAL_POLL_SECONDS = 30.0  # TORCHBOT_GITHUB_POLL_SECONDS default
 GITHUB_HOURLY = 5000

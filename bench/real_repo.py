@@ -27,7 +27,7 @@ from bench._home import isolate  # noqa: E402
 
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
-from tests.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
+from tests.support.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
 
 NEW = "0123abcd0123abcd0123abcd0123abcd0123abcd"
 NEW_28 = "2828abcd2828abcd2828abcd2828abcd2828abcd"  # main promises PyTorch 2.8: a pin with torch 2.8.x

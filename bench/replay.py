@@ -17,7 +17,7 @@ same operation with torchbot --
 
 and prints, per commit, the files each side changed, how many recipes are identical (or
 identical apart from the ``sha256`` torchbot writes), the README differences, then a summary.
-nixpkgs is a loopback fake (tests/fakes_nixpkgs.py) serving what the repositories' READMEs
+nixpkgs is a loopback fake (tests/support/fakes_nixpkgs.py) serving what the repositories' READMEs
 document about each pin (bench/replay_history.nixpkgs_facts); tarballs are the fake's, hashed by
 the real ``nix-prefetch-url``. Needs the fetched repositories, so it is not part of the tests.
 Writes only in a temporary directory.
@@ -46,7 +46,7 @@ isolate()  # torchbot's own files go to a temporary home, never the real one
 
 from replay_history import RECIPES, History, Operation, nixpkgs_facts  # noqa: E402
 
-from tests.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
+from tests.support.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
 
 _SHA256_LINE = re.compile(r'(?m)^[ \t]*sha256\s*=\s*"[^"]*";\n')
 

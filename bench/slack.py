@@ -26,9 +26,9 @@ from bench._home import isolate  # noqa: E402
 
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
-from tests.fakes_slack import FakeSlack  # noqa: E402
-from tests.fakes_socket_mode import FakeSocketMode  # noqa: E402
-from tests.fixtures_serve import ServeProcess, free_port, post, sign  # noqa: E402
+from tests.support.fakes_slack import FakeSlack  # noqa: E402
+from tests.support.fakes_socket_mode import FakeSocketMode  # noqa: E402
+from tests.support.fixtures_serve import ServeProcess, free_port, post, sign  # noqa: E402
 
 SECRET = "bench-signing-secret"
 QUESTIONS = ["H100 with Graviton3", "p5.48xlarge", "RTX 4090 + Ryzen 9 7950X", "DGX Spark", "L40S int8 inference",
@@ -77,7 +77,7 @@ def start_six_builds(url: str, slack: FakeSlack, builds: list[tuple[str, str]]) 
 
 def http_figures() -> None:
     from config.catalog_data import load_catalog
-    from tests.fixtures_pins import build_repo
+    from tests.support.fixtures_pins import build_repo
 
     with tempfile.TemporaryDirectory() as tmpdir, FakeSlack() as slack:
         tmp = Path(tmpdir)

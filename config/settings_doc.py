@@ -7,7 +7,7 @@
 
 A new setting needs nothing here: give its field a ``description=`` (and, if its default depends
 on where torchbot runs, an entry in ``config.paths.DOC_DEFAULTS``), then ``--write``.
-tests/test_settings_doc.py fails when the README drifts from the model.
+tests/config/test_settings_doc.py fails when the README drifts from the model.
 """
 
 from __future__ import annotations

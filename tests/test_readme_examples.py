@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_realshapes import make_repos
+from tests.support.fixtures_realshapes import make_repos
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -2,7 +2,7 @@
 ``slack_bolt.adapter.socket_mode.websocket_client``), with pings that notice a dead link in
 seconds.
 
-Why this client: measured against the loopback Socket Mode stand-in (tests/fakes_socket_mode.py),
+Why this client: measured against the loopback Socket Mode stand-in (tests/support/fakes_socket_mode.py),
 the built-in client spins at 100% of a core after a FIN without a close frame until its
 stale-connection check fires (4 ping periods), and notices a silent link only after those 4
 periods too; the websocket-client one notices a close frame, a FIN and a reset at once, without

@@ -1,0 +1,56 @@
+"""A state DB made by an older torchbot opens in a newer one: tables added since are created and
+nullable columns added since are added, on SQLite and on a real PostgreSQL server; a missing
+column that must hold a value is one clear line naming TORCHBOT_STATE_DB."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import MetaData, Table, create_engine, inspect, text
+
+from config.errors import ConfigError
+from release.state import GithubRun, open_state
+from release.state.tables import Base
+from tests.support.fixtures_postgres import postgres  # noqa: F401  (fixture)
+
+NEWER = ("notice", "follower", "outcome", "notified")  # github_runs columns added after the table was
+
+
+def _older_db(url: str, drop: tuple[str, ...]) -> None:
+    """The current schema, less ``drop`` from github_runs: what an older torchbot left."""
+    engine = create_engine(url)
+    Base.metadata.create_all(engine)
+    runs = Base.metadata.tables["github_runs"]
+    older = Table(runs.name, MetaData(), *(c._copy() for c in runs.columns if c.name not in drop))
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE github_runs"))
+        conn.execute(text("DROP TABLE slack_deliveries"))
+    older.create(engine)
+    engine.dispose()
+
+
+def _opens_and_keeps_runs(url: str) -> None:
+    _older_db(url, NEWER)
+    st = open_state(url)
+    with st.session() as s:
+        s.add(GithubRun(request_id="r1", branch="main", ref="main", workflow="build.yml", jobs=3,
+                        notice='{"channel": "C1"}', follower="host:1"))
+    with st.session() as s:
+        run = s.query(GithubRun).filter_by(request_id="r1").one()
+        assert (run.notice, run.follower, run.outcome, run.notified) == ('{"channel": "C1"}', "host:1", None, None)
+    tables = set(inspect(st.engine).get_table_names())
+    assert "slack_deliveries" in tables
+
+
+def test_an_older_sqlite_state_db_gets_the_newer_columns_and_tables(tmp_path):
+    _opens_and_keeps_runs(f"sqlite:///{tmp_path / 'old.sqlite'}")
+
+
+def test_an_older_postgres_state_db_gets_the_newer_columns_and_tables(postgres):  # noqa: F811
+    _opens_and_keeps_runs(postgres.new_database())
+
+
+def test_a_missing_column_that_must_hold_a_value_is_one_line_naming_the_setting(tmp_path):
+    url = f"sqlite:///{tmp_path / 'older.sqlite'}"
+    _older_db(url, ("branch",))
+    with pytest.raises(ConfigError, match=r"^TORCHBOT_STATE_DB: its table github_runs lacks the column branch"):
+        open_state(url)
