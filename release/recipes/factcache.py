@@ -63,6 +63,11 @@ def _reader_hash(catalog: Catalog) -> str:
     return h.hexdigest()[:16]
 
 
+# JSON gives lists back: every tuple field of RecipeFacts is made a tuple again, so a fact read
+# from the cache equals the fact read from the recipe.
+_TUPLE_FIELDS = tuple(k for k, f in RecipeFacts.__dataclass_fields__.items() if str(f.type).startswith("tuple"))
+
+
 def _to_json(f: RecipeFacts) -> dict:
     d = {k: getattr(f, k) for k in RecipeFacts.__dataclass_fields__}
     d["torch_source"] = [f.torch_source.version, f.torch_source.hash] if f.torch_source else None
@@ -73,7 +78,7 @@ def _from_json(d: dict) -> RecipeFacts:
     d = dict(d)
     ts = d.get("torch_source")
     d["torch_source"] = TorchSource(ts[0], ts[1]) if ts else None
-    for k in ("pins", "gpu_targets", "cpu_flags", "platforms", "patches", "notes"):
+    for k in _TUPLE_FIELDS:
         d[k] = tuple(d.get(k) or ())
     return RecipeFacts(**d)
 
