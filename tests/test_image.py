@@ -28,8 +28,8 @@ def in_context(path: str) -> bool:
     """Whether .dockerignore lets ``path`` into the build context (last matching rule wins, as in
     Docker and Buildah; a rule for a directory covers what is under it)."""
     keep = True
-    for rule in (ROOT / ".dockerignore").read_text().splitlines():
-        rule = rule.strip()
+    for line in (ROOT / ".dockerignore").read_text().splitlines():
+        rule = line.strip()
         if not rule or rule.startswith("#"):
             continue
         negate = rule.startswith("!")
