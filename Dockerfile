@@ -25,11 +25,19 @@ RUN apt-get update \
  && chown torchbot:torchbot /var/lib/torchbot
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
-COPY bot ./bot
-COPY release ./release
-COPY config ./config
-RUN pip install --no-cache-dir .
+# Dependencies first, in a layer of their own: it is rebuilt only when pyproject.toml changes.
+# The list is read from pyproject.toml itself (tomllib), so there is no second list to keep in
+# step; setuptools is the build backend the next step uses without build isolation (no PyPI).
+COPY pyproject.toml ./
+RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
+print("\n".join([*p["project"]["dependencies"], *p["build-system"]["requires"]]))' > /tmp/requirements.txt \
+ && pip install --no-cache-dir -r /tmp/requirements.txt \
+ && rm /tmp/requirements.txt
+# Then the source (.dockerignore keeps the context to pyproject.toml, README.md and the three
+# packages): a code change rebuilds from here, installing torchbot alone in seconds.
+COPY . ./
+RUN pip install --no-cache-dir --no-deps --no-build-isolation . \
+ && rm -rf build ./*.egg-info
 
 USER torchbot
 # torchbot's files go where platformdirs puts them (XDG): the state DB under $XDG_DATA_HOME/torchbot,
@@ -44,5 +52,8 @@ WORKDIR /var/lib/torchbot
 # /var/lib/torchbot: state DB, audit log, build logs, caches. /nix: the Nix store, so built and
 # downloaded paths survive a new container (a named volume starts as a copy of the image's /nix).
 VOLUME ["/var/lib/torchbot", "/nix"]
+# `torchbot serve --http` listens on TORCHBOT_PORT (default 3000) for Slack's /slack/events;
+# Socket Mode (the default command) needs no port.
+EXPOSE 3000
 ENTRYPOINT ["torchbot"]
 CMD ["serve", "--socket"]

@@ -70,7 +70,7 @@ def default_branches_file() -> Path:
     return data_dir() / "branches.toml"
 
 
-# symbolic defaults for the README (the real ones depend on who runs torchbot where)
+# symbolic defaults for docs/settings.md (the real ones depend on who runs torchbot where)
 DOC_DEFAULTS = {
     "state_db": "`$XDG_DATA_HOME/torchbot/state.sqlite` (`~/.local/share/torchbot/state.sqlite`)",
     "audit_log": "`$XDG_STATE_HOME/torchbot/audit.log` (`~/.local/state/torchbot/audit.log`)",

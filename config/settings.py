@@ -11,7 +11,7 @@ placeholders, the Flox org, numbers and intervals, the TOML file itself; the rul
 :class:`~config.errors.ConfigError` with one line per mistake naming its ``TORCHBOT_`` variable.
 What the settings name on disk is checked when a command starts (``config.checks.check_files``).
 Defaults for torchbot's own files are the platform's directories (``config.paths``), never the
-working directory. Every field's ``description`` is its README row (``config.settings_doc``).
+working directory. Every field's ``description`` is its row in docs/settings.md (``config.settings_doc``).
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ from config.setting_values import (
 
 
 class Settings(BaseSettings):
-    """Every setting; each field's ``description`` is its row in the README's settings table
-    (``python -m config.settings_doc --write README.md``)."""
+    """Every setting; each field's ``description`` is its row in the settings table of docs/settings.md
+    (``python -m config.settings_doc --write docs/settings.md``)."""
 
     model_config = SettingsConfigDict(
         env_prefix="TORCHBOT_",

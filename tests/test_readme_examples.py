@@ -1,4 +1,5 @@
-"""The README's examples answer as shown: every `torchbot ask` command in its ``sh`` blocks is
+"""The README's examples answer as shown (and those of the docs/*.md pages it links, issue 28):
+every `torchbot ask` command in their ``sh`` blocks is
 run as written (the console script in a subprocess, through ``bash`` for the pipelines) and its
 answer is checked against what the README says next to it; every ``$ torchbot ask`` transcript
 is checked line by line. The commands that read the machine get a recorded ``nvidia-smi`` and
@@ -21,7 +22,9 @@ import pytest
 from tests.support.fixtures_realshapes import make_repos
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+README = "\n".join(p.read_text() for p in PAGES)  # the README and the docs pages, one text
+ASKING = ROOT / "docs" / "asking.md"  # where the --json contract is stated
 
 SMI_TABLE = """\
 +-----------------------------------------------------------------------------------------+
@@ -108,13 +111,16 @@ def recommended(out: str) -> tuple[str | None, str | None]:
 
 
 def contract_keys() -> set[str]:
-    block = re.search(r"### `ask --json` contract\n\n```\n(.*?)```", README, re.S)
-    assert block, "the README states the --json contract"
+    block = re.search(r"## The `ask --json` contract\n\n```\n(.*?)```", ASKING.read_text(), re.S)
+    assert block, "docs/asking.md states the --json contract"
     return set(re.findall(r'"(\w+)"', block.group(1)))
 
 
 def test_the_readme_has_the_examples_this_test_checks():
     assert len(examples()) >= 8 and transcripts()
+    readme = PAGES[0].read_text()
+    assert sum(bool(re.search(r"\btorchbot ask\b", line)) for block in re.findall(r"```sh\n(.*?)```", readme, re.S)
+               for line in block.splitlines()) >= 8  # the tour itself, not only the reference pages
 
 
 @pytest.mark.parametrize("example", examples(), ids=lambda e: e.command[:60])

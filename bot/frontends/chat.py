@@ -51,6 +51,7 @@ HELP = """\
                                               nixpkgs (admins; plan first)
 /bump <branch> <rev> --pytorch X.Y.Z          ... a deliberate PyTorch move: X.Y.Z is what that nixpkgs holds
 /bump <branch> [rev] --torch-src REV,HASH     ... PyTorch from source (a source override; the pin stays without rev)
+/bump <branch> [rev] --cuda A.B | --from-pin OLD  ... one pin group of a branch with several pins
 /build <branch> [glob] [--resume]  build variants of a branch (admins; plan first); --resume: the interrupted
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
@@ -62,7 +63,8 @@ PLANNERS: dict[str, tuple[str, str]] = {
     "build": ("release.builds.commands", "plan_build"),
     "publish": ("release.publishing.commands", "plan_publish"),
 }
-USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--with-companions] [--pytorch X.Y.Z] [--torch-src REV,HASH]",
+USAGE = {"bump": ("Usage: /bump <branch|all> [rev] [--cuda A.B | --from-pin OLD] [--with-companions] "
+                  "[--pytorch X.Y.Z] [--torch-src REV,HASH]"),
          "build": "Usage: /build <branch> [glob] [--resume]",
          "publish": "Usage: /publish <branch>"}
 VERBS = {"build": "built", "publish": "published", "bump": "bumped"}  # "57/237 built"

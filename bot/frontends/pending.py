@@ -25,12 +25,14 @@ def expected_refs(command: str, plan: dict) -> dict[str, str]:
     return {}
 
 
-_BUMP_VALUE_FLAGS = {"--pytorch": "pytorch", "--torch-src": "torch_src"}
+_BUMP_VALUE_FLAGS = {"--pytorch": "pytorch", "--torch-src": "torch_src", "--cuda": "cuda", "--from-pin": "from_pin"}
+_BUMP_VALUE_NAMES = {"--pytorch": "X.Y.Z", "--torch-src": "REV,HASH", "--cuda": "A.B", "--from-pin": "OLD"}
 
 
 def bump_options(args: list[str]) -> tuple[list[str], dict]:
     """``/bump`` words -> (positional words, planner options): ``--with-companions``,
-    ``--pytorch X.Y.Z``, ``--torch-src REV,HASH`` (``--flag=value`` works too)."""
+    ``--pytorch X.Y.Z``, ``--torch-src REV,HASH``, and for a branch with several pins ``--cuda A.B``
+    or ``--from-pin OLD`` (``--flag=value`` works too)."""
     rest: list[str] = []
     opts: dict = {}
     words = iter(args)
@@ -41,7 +43,7 @@ def bump_options(args: list[str]) -> tuple[list[str], dict]:
         elif flag in _BUMP_VALUE_FLAGS:
             value = value if eq else next(words, "")
             if not value or value.startswith("--"):
-                raise UsageError(f"/bump {flag} needs a value ({'X.Y.Z' if flag == '--pytorch' else 'REV,HASH'}).")
+                raise UsageError(f"/bump {flag} needs a value ({_BUMP_VALUE_NAMES[flag]}).")
             opts[_BUMP_VALUE_FLAGS[flag]] = value
         elif word.startswith("--"):
             raise UsageError(f"/bump does not take {word}.")
