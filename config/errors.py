@@ -21,6 +21,11 @@ class UsageError(TorchbotError):
     exit_code = 2
 
 
+class NotFoundError(UsageError):
+    """A name the user gave (a branch, a package, a job) is not there: bad input, exit 2 like
+    any other usage mistake, the same in every command."""
+
+
 class CatalogError(TorchbotError):
     """The catalog data is inconsistent or a name is not in it."""
 

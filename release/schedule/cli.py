@@ -43,14 +43,15 @@ def _run_pending(args, ctx) -> int:
 
 def register(sub) -> None:
     parser = sub.add_parser("schedule", help="the release schedule: pin bumps, build polling, publish, announcements")
-    verbs = parser.add_subparsers(dest="schedule_command", required=True, parser_class=type(parser))
+    verbs = parser.add_subparsers(dest="schedule_command", title="commands", metavar="COMMAND",
+                                  parser_class=type(parser))
     p = verbs.add_parser("list", help="jobs and their next run times")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the jobs as JSON")
     p.set_defaults(func=_list)
     p = verbs.add_parser("run", help="run one job now")
     p.add_argument("job", help="a job id from `schedule list` (e.g. publish, bump:BRANCH)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(func=_run)
     p = verbs.add_parser("run-pending", help="run every due job once and exit")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the outcomes as JSON")
     p.set_defaults(func=_run_pending)

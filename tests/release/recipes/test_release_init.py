@@ -10,7 +10,7 @@ import pytest
 
 from bot.frontends.cli.main import main as cli
 from config.catalog_data import load_catalog
-from config.errors import RefusedError, ValidationError
+from config.errors import NotFoundError, RefusedError, ValidationError
 from release.adapters.git import commit_changes
 from release.recipes.init import init_repository
 from release.recipes.render import MANIFEST, README, recipe_path, render_branch
@@ -163,7 +163,7 @@ def test_commit_changes_contract(catalog, tmp_path):
     assert git(work, "diff", "--cached", "--name-only") == index_before
     assert (work / "README.md").read_text() == "local edit\n"
     assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
-    with pytest.raises(RefusedError, match="No branch 'nope'"):
+    with pytest.raises(NotFoundError, match="No branch 'nope'"):
         commit_changes(work, "x", {"a": "b"}, "m", "t", "t@example.com", parent_branch="nope")
 
 
