@@ -90,6 +90,7 @@ def workflow_changes(ctx, repo=None, commit: bool = False, branch: str | None = 
     working tree, or on ``branch`` with ``commit``) and after (``config.diffs.FileChange``)."""
     from config.diffs import FileChange, planned
 
+    require_real_org(ctx.settings.flox_org, "writing the build workflow (its publish step names it)")
     path = repo_path(ctx, repo)
     text = render_workflow(ctx.settings)
     rel = workflow_path(ctx.settings)

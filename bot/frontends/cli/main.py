@@ -15,7 +15,7 @@ import sys
 from config.errors import TorchbotError
 
 REGISTRARS = ("bot.frontends.cli.ask", "release.cli", "release.schedule.cli", "bot.frontends.cli.serve",
-              "bot.frontends.cli.paths")
+              "bot.frontends.cli.paths", "bot.frontends.cli.completion")
 
 
 EXIT_CODES = """exit status:
@@ -119,6 +119,7 @@ def finish(parser: argparse.ArgumentParser) -> None:
         for action in p._actions:
             if isinstance(action, argparse._SubParsersAction):
                 action.metavar, action.required = action.metavar or "COMMAND", False
+                action.help = action.help or "one of these (each has its own --help):"
 
 
 def start(settings, args) -> None:
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "__complete":  # the shell completion scripts' hidden helper
         from bot.frontends.cli.completion import complete
 
-        return complete(words[words.index(command) + 1:])
+        return complete(words[words.index(command) + 1:], build_parser)
     parser = build_parser((QUICK[command],) if command in QUICK else REGISTRARS)
     args, extra = parser.parse_known_args(words)
     if extra:  # an unknown flag: the usage of the command it was given to
