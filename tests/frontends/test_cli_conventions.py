@@ -20,7 +20,7 @@ import pytest
 
 from bot.frontends.cli.main import build_parser, main, walk
 from tests.support.fakes_nixpkgs import FakeNixpkgs
-from tests.support.fixtures_pins import NEW, PIN_A, build_repo, git, refs, small_catalog_branches, served
+from tests.support.fixtures_pins import NEW, PIN_A, build_repo, git, refs, served, small_catalog_branches
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = [("release", "bump-pins"), ("release", "branch", "create"), ("release", "docs"), ("release", "build"),
