@@ -50,3 +50,9 @@ class ConfigError(TorchbotError):
     """A setting is missing or wrong; the message names the ``TORCHBOT_`` variable."""
 
     exit_code = 2
+
+
+class NotInCatalogError(NotFoundError, CatalogError):
+    """A branch or package name the catalog does not hold: bad input (exit 2), and a catalog
+    error to code that catches those."""
+

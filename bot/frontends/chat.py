@@ -47,7 +47,7 @@ HELP = """\
                              for exact facts paste the output of
                              `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv` and `lscpu`
                              (what `torchbot ask --here` reads on the machine itself)
-/pins                        branches with PyTorch / CUDA / Python and their nixpkgs pins
+/pins [branch]               branches with PyTorch / CUDA / Python and their nixpkgs pins (or one branch's)
 /bump <branch|all> [rev] [--with-companions]  move branches (and their torchvision pairs) to a newer
                                               nixpkgs (admins; plan first)
 /bump <branch> <rev> --pytorch X.Y.Z          ... a deliberate PyTorch move: X.Y.Z is what that nixpkgs holds
@@ -55,7 +55,9 @@ HELP = """\
 /build <branch> [glob] [--resume]  build variants of a branch (admins; plan first); --resume: the interrupted
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
-@torchbot <question>         same as /variant, answered in the thread"""
+@torchbot <words>            in words: help, "what pin is main on?", "how are the builds going", "bump main",
+                             "build <branch>", "release pytorch 2.9" (the same commands, plan first);
+                             a question naming hardware is a /variant question, answered in the thread"""
 
 # Mutating commands -> (module, function) of the planner that returns a Plan.
 PLANNERS: dict[str, tuple[str, str]] = {

@@ -24,7 +24,7 @@ from tests.support.fixtures_pins import NEW, PIN_A, build_repo, git, refs, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = [("release", "bump-pins"), ("release", "branch", "create"), ("release", "docs"), ("release", "build"),
-           ("release", "workflow"), ("release", "publish")]
+           ("release", "workflow"), ("release", "publish"), ("release", "init")]
 PATHS = [path for path, _ in walk(build_parser())]
 
 
@@ -61,7 +61,7 @@ def test_every_option_and_positional_has_help_and_every_help_the_exit_codes(path
 
 def test_every_command_that_writes_has_dry_run():
     tree = dict(walk(build_parser()))
-    for path in WRITERS:
+    for path in [*WRITERS, ("release", "render")]:
         options = {o for a in tree[path]._actions for o in a.option_strings}
         assert "--dry-run" in options, path
     for path in [("release", "bump-pins"), ("release", "branch", "create"), ("release", "docs"),
@@ -174,6 +174,8 @@ def test_docs_and_workflow_dry_runs_write_nothing(repo, capsys):
     assert main(["release", "workflow", "--write", "--dry-run"]) == 0
     assert "Dry run: nothing was written." in capsys.readouterr().out
     assert refs(work) == before and _clean(work) == "" and not (work / ".github").exists()
+    assert main(["release", "init", str(work.parent / "new"), "--dry-run"]) == 0
+    assert "Dry run: nothing was written." in capsys.readouterr().out and not (work.parent / "new").exists()
     assert main(["release", "docs", "--check", "--dry-run"]) == 2  # --check writes nothing: a usage mistake
     assert main(["release", "workflow", "--diff"]) == 2  # nothing to write: a usage mistake
 
