@@ -31,7 +31,7 @@ EXAMPLES = """examples (a week's release):
 def register(sub) -> None:
     parser = sub.add_parser(
         "release", help="manage the build-pytorch repository: recipes, pins, builds, publishing",
-        description="Manage the build-pytorch repository: recipes, nixpkgs pins, branches, README tables, "
+        description="Manage the build-pytorch repository: recipes, nixpkgs pins, branches, README tables,\n"
                     "builds and publishing. Every command that writes has --dry-run.",
         epilog=EXAMPLES)
     verbs = parser.add_subparsers(dest="release_command", title="commands", metavar="COMMAND",

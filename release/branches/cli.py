@@ -20,8 +20,8 @@ def register(verbs) -> None:
     bsub = b.add_subparsers(dest="branch_command", title="commands", metavar="COMMAND", parser_class=type(b))
     c = bsub.add_parser(
         "create", help="derive a branch for a new PyTorch / CUDA / Python combination from an existing one",
-        description="Derive a branch for a new PyTorch / CUDA / Python combination from an existing one: one "
-                    "commit, the checkout untouched, checked against nixpkgs first.", epilog=EXAMPLES)
+        description="Derive a branch for a new PyTorch / CUDA / Python combination from an existing one:\n"
+                    "one commit, the checkout untouched, checked against nixpkgs first.", epilog=EXAMPLES)
     c.add_argument("name", help="the new branch's name (e.g. pytorch-2.9-python312)")
     c.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
     c.add_argument("--from", dest="from_branch",

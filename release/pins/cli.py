@@ -15,7 +15,7 @@ EXAMPLES = """examples:
 
 def register(verbs) -> None:
     p = verbs.add_parser("bump-pins", help="move branches to a newer nixpkgs revision",
-                         description="Move branches to a newer nixpkgs revision: one commit per branch, the "
+                         description="Move branches to a newer nixpkgs revision: one commit per branch, the\n"
                                      "checkout untouched; guards refuse a bump that would change PyTorch unasked.",
                          epilog=EXAMPLES)
     p.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")

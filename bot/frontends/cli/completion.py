@@ -63,7 +63,7 @@ SCRIPTS = {"bash": BASH, "zsh": ZSH, "fish": FISH}
 
 def register(sub) -> None:
     p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
-                       description="Print a completion script for your shell: commands, options, their "
+                       description="Print a completion script for your shell: commands, options, their\n"
                                    "choices, and branch names read from TORCHBOT_REPO_PATH.", epilog=INSTALL)
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in: bash, zsh or fish")
     p.set_defaults(func=_script, no_settings=True, check_files=False)
