@@ -49,17 +49,17 @@ def _init(args, ctx) -> int:
 
 def _init_dry_run(args) -> int:
     from config.catalog_data import load_catalog
-    from config.results import MessageResult
-    from release.cli import emit
     from release.recipes.init import plan_init
 
     rendered = plan_init(load_catalog(), args.branches)
-    lines = [f"Would write {len(rendered)} branches into {args.path}:"]
-    lines += [f"  {name}: {len(files)} files" for name, files in rendered.items()]
-    lines.append("Dry run: nothing was written.")
-    return emit(MessageResult("\n".join(lines), data={"path": args.path, "dry_run": True,
-                                                       "branches": {n: sorted(f) for n, f in rendered.items()}}),
-                args.json)
+    if args.json:
+        print(json.dumps({"ok": True, "path": args.path, "dry_run": True,
+                          "branches": {n: sorted(f) for n, f in rendered.items()}}, indent=2))
+        return 0
+    print(f"Would write {len(rendered)} branches into {args.path}:")
+    print("\n".join(f"  {name}: {len(files)} files" for name, files in rendered.items()))
+    print("Dry run: nothing was written.")
+    return 0
 
 
 def _render(args, ctx) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from bot.frontends.cli.main import main as cli
 from config.catalog_data import load_catalog
-from config.errors import NotFoundError, RefusedError, ValidationError
+from config.errors import NotFoundError, RefusedError
 from release.adapters.git import commit_changes
 from release.recipes.init import init_repository
 from release.recipes.render import MANIFEST, README, recipe_path, render_branch
@@ -134,7 +134,7 @@ def test_refusals_leave_things_as_they_were(catalog, tmp_path, author, capsys):
     with pytest.raises(Exception, match="cannot be written into a recipe"):
         init_repository(tmp_path / "bad", bad, None, "t", "t@example.com")
     assert not (tmp_path / "bad").exists()
-    with pytest.raises(ValidationError):
+    with pytest.raises(NotFoundError):
         init_repository(tmp_path / "x", catalog, ["nope"], "t", "t@example.com")
 
 
