@@ -1,6 +1,7 @@
 """`torchbot chat`: the Slack commands and mentions in a terminal, with no Slack at all.
-Plans are confirmed by typing `confirm` (or `cancel`); a confirmed plan runs in the job
-runner like in Slack, and the console prints its result when it ends. `confirm` or `cancel`
+Plans are confirmed by typing `confirm` (or `cancel`; `diff` shows a bump's file changes
+first); a confirmed plan runs in the job runner like in Slack, and the console prints its
+result when it ends, answering other commands meanwhile. `confirm` or `cancel`
 with no plan waiting says so (it is never read as a question).
 
 Who you are: the console user is ``console`` unless ``torchbot chat --as U0123ABCD`` names a
@@ -72,6 +73,10 @@ def run(ctx: Context, stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout, 
         if word in ("confirm", "cancel") and waiting is None:
             out.say(NOTHING_PENDING.format(word=word))
             continue
+        if waiting is not None and word == "diff":  # the files the waiting plan would write (a bump's)
+            diff = getattr(waiting.pending.plan, "diff", None)
+            out.say((diff() or "(no file would change)") if diff else "This plan writes no files.")
+            continue
         if waiting is not None and word in YES + NO:
             pid = waiting.pending.id
             waiting = None
@@ -86,7 +91,8 @@ def run(ctx: Context, stdin: IO[str] = sys.stdin, stdout: IO[str] = sys.stdout, 
             jobs.append(result.job)
         if isinstance(result, PlanReply):
             waiting = result
-            out.say("Type 'confirm' to apply or 'cancel'.")
+            more = " ('diff' shows the files it would change)" if hasattr(result.pending.plan, "diff") else ""
+            out.say(f"Type 'confirm' to apply or 'cancel'{more}.")
     running = [j for j in jobs if j.state != "done"]
     if running:
         out.say(f"Waiting for {len(running)} job(s) to finish (Ctrl-C to stop).")

@@ -15,6 +15,8 @@ from bot.frontends.console import run
 from config.settings import Settings
 from release.context import Context
 from tests.support import fixtures_builds as fx
+from tests.support.fakes_nixpkgs import FakeNixpkgs
+from tests.support.fixtures_pins import NEW, PIN_A, build_repo, refs, served, small_catalog_branches
 
 
 @pytest.fixture
@@ -99,3 +101,24 @@ def test_the_console_reads_words_too(tmp_path):
     assert "/variant <anything>" in text and "main is pinned to nixpkgs fe5e41d" in text
     assert "only admins" in text  # "bump main" is /bump main: the same permission check
     assert "nearest command is `/bump" in text and "No variant" not in text
+
+
+def test_bump_in_words_in_the_console_shows_its_diff_before_confirm(tmp_path, monkeypatch):
+    """`bump main` typed in the console: /bump main's plan; `diff` prints the unified diff of the
+    files it would write (the command layer's Plan.diff, as `bump-pins --diff`); `cancel` leaves
+    every ref as it was."""
+    work, _origin = build_repo(tmp_path / "repo", small_catalog_branches())
+    before = refs(work)
+    with FakeNixpkgs() as fake:
+        fake.add_rev(PIN_A, "2.8.0", {"cudaPackages_12_8", "cudaPackages_12_9"})
+        fake.add_rev(NEW, "2.8.4", {"cudaPackages_12_8", "cudaPackages_12_9"})
+        with served(monkeypatch, work, fake, TORCHBOT_NIXPKGS_TARBALL_URL=fake.tarball_url):
+            ctx = Context(Settings(admins=["console"], audit_log=tmp_path / "audit.log",
+                                   state_db=str(tmp_path / "s.sqlite"), _env_file=None), use_repo=False)
+            out = io.StringIO()
+            assert run(ctx, io.StringIO(f"bump main to {NEW}\ndiff\ncancel\n"), out) == 0
+    text = out.getvalue()
+    assert f"Plan for /bump main {NEW}: nixpkgs 0123abc (--rev)" in text
+    assert "'diff' shows the files it would change" in text
+    assert "diff main: .flox/pkgs/" in text and f"+    url = \"https://github.com/NixOS/nixpkgs/archive/{NEW}" in text
+    assert "Cancelled /bump main" in text and refs(work) == before
