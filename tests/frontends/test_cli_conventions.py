@@ -24,7 +24,7 @@ from tests.support.fixtures_pins import NEW, PIN_A, build_repo, git, refs, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = [("release", "bump-pins"), ("release", "branch", "create"), ("release", "docs"), ("release", "build"),
-           ("release", "workflow"), ("release", "publish"), ("release", "init")]
+           ("release", "workflow"), ("release", "publish"), ("release", "init"), ("schedule", "run")]
 PATHS = [path for path, _ in walk(build_parser())]
 
 
@@ -174,6 +174,8 @@ def test_docs_and_workflow_dry_runs_write_nothing(repo, capsys):
     assert main(["release", "workflow", "--write", "--dry-run"]) == 0
     assert "Dry run: nothing was written." in capsys.readouterr().out
     assert refs(work) == before and _clean(work) == "" and not (work / ".github").exists()
+    assert main(["schedule", "run", "publish", "--dry-run"]) == 0
+    assert "nothing was run" in capsys.readouterr().out
     assert main(["release", "init", str(work.parent / "new"), "--dry-run"]) == 0
     assert "Dry run: nothing was written." in capsys.readouterr().out and not (work.parent / "new").exists()
     assert main(["release", "docs", "--check", "--dry-run"]) == 2  # --check writes nothing: a usage mistake
