@@ -194,6 +194,7 @@ def _complete(*words: str) -> list[str]:
 def test_completion_walks_the_parser_tree():
     assert _complete("rel") == ["release"]
     assert _complete("release", "bu") == ["bump-pins", "build"]
+    assert {"bump-pins", "build", "publish", "branch"} <= set(_complete("release", ""))  # after a space
     assert "--dry-run" in _complete("release", "build", "--") and "--bogus" not in _complete("release", "build", "--")
     assert _complete("release", "build", "--backend", "") == ["local", "github"]
     assert _complete("completion", "") == ["bash", "zsh", "fish"]

@@ -47,8 +47,10 @@ fi
 
 FISH = r"""# fish completion for torchbot (`torchbot completion fish`)
 function __torchbot_complete
-    set -l tokens (commandline -opc) (commandline -ct)
-    set -l out (torchbot __complete words -- $tokens[2..-1] 2>/dev/null)
+    set -l before (commandline -opc)
+    set -e before[1]
+    set -l current (commandline -ct)
+    set -l out (torchbot __complete words -- $before "$current" 2>/dev/null)
     if test (count $out) -eq 0
         __fish_complete_path (commandline -ct)
     else
