@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from config.errors import CatalogError
+from config.errors import CatalogError, NotInCatalogError
 from config.naming import package_name
 
 DATA_DIR = Path(__file__).with_name("data")
@@ -287,7 +287,7 @@ class Catalog:
             return self.branches[name]
         except KeyError:
             known = ", ".join(self.branches)
-            raise CatalogError(f"Unknown branch '{name}'. Known branches: {known}.") from None
+            raise NotInCatalogError(f"Unknown branch '{name}'. Known branches: {known}.") from None
 
     def arch(self, key: str) -> GpuArch:
         try:

@@ -21,6 +21,11 @@ class UsageError(TorchbotError):
     exit_code = 2
 
 
+class NotFoundError(UsageError):
+    """A name the user gave (a branch, a package, a job) is not there: bad input, exit 2 like
+    any other usage mistake, the same in every command."""
+
+
 class CatalogError(TorchbotError):
     """The catalog data is inconsistent or a name is not in it."""
 
@@ -45,3 +50,9 @@ class ConfigError(TorchbotError):
     """A setting is missing or wrong; the message names the ``TORCHBOT_`` variable."""
 
     exit_code = 2
+
+
+class NotInCatalogError(NotFoundError, CatalogError):
+    """A branch or package name the catalog does not hold: bad input (exit 2), and a catalog
+    error to code that catches those."""
+

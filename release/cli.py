@@ -21,9 +21,21 @@ PARTS = (
 )
 
 
+EXAMPLES = """examples (a week's release):
+  torchbot release bump-pins --all --dry-run --diff     what a bump would change
+  torchbot release bump-pins --branch main --open-pr    bump main through a pull request
+  torchbot release build --branch main                  build main's variants here
+  torchbot release publish --branch main --dry-run      what would be published"""
+
+
 def register(sub) -> None:
-    parser = sub.add_parser("release", help="manage the build-pytorch repository: recipes, pins, builds, publishing")
-    verbs = parser.add_subparsers(dest="release_command", required=True, parser_class=type(parser))
+    parser = sub.add_parser(
+        "release", help="manage the build-pytorch repository: recipes, pins, builds, publishing",
+        description="Manage the build-pytorch repository: recipes, nixpkgs pins, branches, README tables,\n"
+                    "builds and publishing. Every command that writes has --dry-run.",
+        epilog=EXAMPLES)
+    verbs = parser.add_subparsers(dest="release_command", title="commands", metavar="COMMAND",
+                                  parser_class=type(parser))
     for name in PARTS:
         try:
             module = importlib.import_module(name)
@@ -40,6 +52,19 @@ def emit(result, as_json: bool) -> int:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=False))
     else:
         print(result.text())
+    return getattr(result, "exit_code", 0)
+
+
+def emit_with_diff(result, diff: str | None, as_json: bool) -> int:
+    """A dry run's result, and with ``--diff`` the unified diff of what it would change
+    (after the summary; in JSON as ``"diff"``). An empty diff says so."""
+    if diff is None:
+        return emit(result, as_json)
+    if as_json:
+        print(json.dumps({**result.to_dict(), "diff": diff}, indent=2, sort_keys=False))
+    else:
+        print(result.text())
+        print(diff.rstrip("\n") if diff else "(no file would change)")
     return getattr(result, "exit_code", 0)
 
 

@@ -7,6 +7,8 @@
   ISA builds a CPU runs), ``branches`` (which branch and CUDA group, and why).
 - ``companions``: torchvision / torchaudio answers paired with the PyTorch answer.
 - ``fuzzy``: typo readings of the question's keywords.
+- ``intents``: what a chat message asks for in words (help, pins, status, "bump main"), from
+  ``config/data/chat_intents.toml``; and whether a message names hardware at all.
 - ``answer``: the ``Answer`` result object (the JSON contract of ``torchbot ask --json``).
 - ``host``: the one adapter, this machine's NVML / ``nvidia-smi`` / ``/proc`` as pasteable text.
 

@@ -24,6 +24,7 @@ import logging
 import re
 import secrets
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -46,7 +47,7 @@ HELP = """\
                              for exact facts paste the output of
                              `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv` and `lscpu`
                              (what `torchbot ask --here` reads on the machine itself)
-/pins                        branches with PyTorch / CUDA / Python and their nixpkgs pins
+/pins [branch]               branches with PyTorch / CUDA / Python and their nixpkgs pins (or one branch's)
 /bump <branch|all> [rev] [--with-companions]  move branches (and their torchvision pairs) to a newer
                                               nixpkgs (admins; plan first)
 /bump <branch> <rev> --pytorch X.Y.Z          ... a deliberate PyTorch move: X.Y.Z is what that nixpkgs holds
@@ -55,7 +56,9 @@ HELP = """\
 /build <branch> [glob] [--resume]  build variants of a branch (admins; plan first); --resume: the interrupted
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
-@torchbot <question>         same as /variant, answered in the thread"""
+@torchbot <words>            in words: help, "what pin is main on?", "how are the builds going", "bump main",
+                             "build <branch>", "release pytorch 2.9" (the same commands, plan first);
+                             a question naming hardware is a /variant question, answered in the thread"""
 
 # Mutating commands -> (module, function) of the planner that returns a Plan.
 PLANNERS: dict[str, tuple[str, str]] = {
@@ -71,6 +74,11 @@ VERBS = {"build": "built", "publish": "published", "bump": "bumped"}  # "57/237 
 SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status."
 
 _MENTION_RE = re.compile(r"<@[A-Z0-9]+>")
+
+
+def _quoted(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 @dataclass
@@ -126,15 +134,29 @@ class JobReply:
 
 
 class PinsResult:
-    def __init__(self, ctx: Context):
+    """/pins: every branch's PyTorch, CUDA, Python and nixpkgs pins; ``/pins B...`` only those
+    (an unknown one is a usage error naming the branches there are)."""
+
+    def __init__(self, ctx: Context, only: list[str] | None = None):
         self.data = catalog(ctx).to_dict()
         self.cron = ctx.settings.bump_cron
         self.vllm = ctx.settings.bump_vllm_branches
+        if only:
+            names = [b["branch"] for b in self.data["branches"]]
+            unknown = [b for b in only if b not in names]
+            if unknown:
+                raise UsageError(f"No branch {', '.join(unknown)}. Branches: {', '.join(names)}.")
+            self.data["branches"] = [b for b in self.data["branches"] if b["branch"] in only]
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.data, "bump_cron": self.cron}
 
     def text(self) -> str:
+        lead = []
+        if len(self.data["branches"]) == 1:
+            b = self.data["branches"][0]
+            lead = [f"{b['branch']} is pinned to nixpkgs {' and '.join(b['pins']) or 'nothing'} "
+                    f"(PyTorch {b['pytorch']}, Python {b['python']})."]
         rows = [("branch", "pytorch", "cuda", "python", "pin", "next bump")]
         for b in self.data["branches"]:
             scheduled = self.vllm or b["purpose"] != "vllm-certified"
@@ -149,7 +171,8 @@ class PinsResult:
                 )
             )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+        return "\n".join(lead + ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                                 for r in rows])
 
 
 def _title(command: str, args: list[str], limit: int = 200) -> str:
@@ -194,7 +217,7 @@ class Chat:
                     raise UsageError("Usage: /variant <GPU, CPU, instance, or pasted nvidia-smi / lscpu output>")
                 return ask(self.ctx, text)
             if name == "pins":
-                return PinsResult(self.ctx)
+                return PinsResult(self.ctx, args)
             if name == "torchbot":
                 sub = args[0].lower() if args else "help"
                 if sub == "status":
@@ -216,15 +239,60 @@ class Chat:
             return MessageResult(report(log, f"/{name}"), ok=False)
 
     def mention(self, text: str, user: str = "console", channel: str = "console"):
-        """`@torchbot …`: a command word routes to it, anything else is a /variant question."""
+        """`@torchbot …`: a slash command's word routes to it; words it understands (help, pins,
+        status, "bump main", "release pytorch 2.9": config/data/chat_intents.toml) run the same
+        command, with the same plan and Confirm; a hardware question goes to /variant; anything
+        else is said not understood, with the nearest command."""
         body = _MENTION_RE.sub(" ", text).strip()
         first, _, rest = body.partition(" ")
-        word = first.lstrip("/").lower()
-        if word in PLANNERS or word in ("pins", "help", "status", "variant"):
-            if word in ("help", "status"):
-                return self.command("torchbot", word, user, channel)
-            return self.command(word, rest, user, channel)
-        return self.command("variant", body or "help", user, channel)
+        word = first.lower()
+        if first.startswith("/") or word == "variant" or (word in PLANNERS and "--" in rest):
+            return self.command(word, rest, user, channel)  # the slash command as typed, options and all
+        return self.understood(body, user, channel)
+
+    def understood(self, body: str, user: str, channel: str):
+        from bot.engine.intents import read
+
+        intent = read(body, self._branches())
+        name = intent.command
+        if name in ("help", "status"):
+            return self.command("torchbot", name, user, channel)
+        if name == "variant" or (name != "pins" and self._hardware(body, intent)):
+            return self.command("variant", body, user, channel)
+        if intent.choices:
+            picks = ", ".join(f"`/{name} {b}`" for b in intent.choices)
+            return MessageResult(f"Several branches fit “{_quoted(body)}”: which one? {picks}.", ok=False)
+        if intent.missing or name == "unknown":
+            what = f" ({intent.missing})" if intent.missing else ""
+            nearest = (f"The nearest command is `{intent.usage}`; `/torchbot help` lists them all."
+                       if intent.usage != "/torchbot help" else "`/torchbot help` lists what I understand.")
+            return MessageResult(f"I did not understand “{_quoted(body)}”{what}. {nearest}", ok=False)
+        return self.command(name, " ".join(intent.args), user, channel)
+
+    def _hardware(self, body: str, intent) -> bool:
+        """A message no intent fully took is a /variant question when it names any hardware."""
+        if intent.command != "unknown" and not intent.missing:
+            return False
+        from bot.engine.hardware import parse
+        from bot.engine.intents import hardware_said
+
+        try:
+            return hardware_said(parse(self.ctx.catalog, body))
+        except TorchbotError:
+            return intent.command == "unknown"
+
+    def _branches(self) -> dict[str, str | None]:
+        """Branch name -> its PyTorch, for reading branch names and "pytorch 2.9" in words: the
+        catalog's branches and the repository's (local and the remote's)."""
+        names: dict[str, str | None] = {}
+        if self.ctx.settings.repo_path:
+            from release.branches.commands import branch_names
+
+            with suppress(TorchbotError):
+                names = dict.fromkeys(branch_names(self.ctx))
+        with suppress(TorchbotError):
+            names.update({b.name: b.pytorch for b in self.ctx.catalog.branches.values()})
+        return names
 
     def confirm(self, pending_id: str, user: str, on_start: Callable[[Job], None] | None = None,
                 on_done: Callable[[Job], None] | None = None, on_progress: Callable | None = None,
@@ -349,7 +417,7 @@ class Chat:
             return plan.apply()
         from config.progress import Progress
 
-        progress = Progress(job.on_progress, verb=VERBS.get(row.command, "done"))
+        progress = Progress(job.heard, verb=VERBS.get(row.command, "done"))
         return plan.apply(progress, job.notice() if job.notice else None)
 
     def _status(self):

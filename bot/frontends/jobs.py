@@ -42,7 +42,15 @@ class Job:
     started: float | None = None
     finished: float | None = None
     result: Any = None
+    progress: str = ""  # the work's counts so far ("3/12 built, 1 failed, 2 running"), for /torchbot status
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def heard(self, event: Any) -> None:
+        """A progress event of the work (``config.progress.Event``): kept for ``describe()``
+        and passed on to ``on_progress``."""
+        self.progress = event.snapshot.line()
+        if self.on_progress is not None:
+            self.on_progress(event)
 
     def wait(self, timeout: float | None = None) -> Any:
         if not self._done.wait(timeout):
@@ -54,7 +62,8 @@ class Job:
         since = self.started if self.state == "running" else self.created
         mins = int((now - since) // 60)
         who = f", asked by {self.user}" if self.user else ""
-        return f"{self.id} {self.state} {self.title} ({mins} min{who})"
+        done = f": {self.progress}" if self.progress and self.state == "running" else ""
+        return f"{self.id} {self.state} {self.title} ({mins} min{who}){done}"
 
 
 class JobRunner:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 
-from config.errors import ExternalError, RefusedError, UsageError
+from config.errors import ExternalError, NotFoundError, RefusedError, UsageError
 
 ZERO = "0" * 40
 RECIPE_DIR = ".flox/pkgs"
@@ -239,7 +239,7 @@ def commit_changes(
     tip = heads.get(branch)
     if tip is None:
         if parent_branch is not None and parent_branch not in heads:
-            raise RefusedError(f"No branch '{parent_branch}' to start '{branch}' from in {repo_path}.")
+            raise NotFoundError(f"No branch '{parent_branch}' to start '{branch}' from in {repo_path}.")
         base = heads.get(parent_branch) if parent_branch else None
     else:
         base = tip
@@ -315,7 +315,7 @@ def resolve_branch(repo: Path, branch: str, remote: str = "origin", fetch: bool 
         )
         if proc.returncode == 0:
             return proc.stdout.strip()
-    raise UsageError(f"Branch '{branch}' does not exist in {repo}.")
+    raise NotFoundError(f"Branch '{branch}' does not exist in {repo}.")
 
 
 def list_recipes(repo: Path, commit: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from config.branch_records import record_created_branch
 from config.catalog import Branch, CudaGroup, vtuple
 from config.catalog_data import branch_to_dict
-from config.errors import ExternalError, RefusedError, ValidationError
+from config.errors import ExternalError, NotFoundError, RefusedError, ValidationError
 from config.naming import parse_package_name
 from config.results import MessageResult
 from release.adapters import git as gitops
@@ -115,6 +115,7 @@ def create_branch(
     torch_src: str | None = None,
     purpose: str | None = None,
     summary: str | None = None,
+    dry_run: bool = False,
 ) -> MessageResult:
     """Derive branch ``name`` from ``from_branch``: its recipes with names, Python, CUDA set and
     pin changed, its README with the branch's facts updated; checked against nixpkgs (the pin
@@ -136,6 +137,8 @@ def create_branch(
         f"{name}: new branch from {source.name}, PyTorch {d.derived.torch}, Python {d.req.python}, "
         f"CUDA {' / '.join(d.req.cuda) or 'none'}, nixpkgs {short(pin)} ({len(d.derived.recipes)} recipes)"
     )
+    if dry_run:
+        return _dry_run(d, source, changes, repo_path, notes)
     sha = gitops.make_commit(repo, source.tip, changes, message, settings.git_author_name, settings.git_author_email)
     remote = settings.repo_remote
     if push:
@@ -172,7 +175,7 @@ def _read_source(repo, repo_path: Path, name: str, from_branch: str | None, cata
     if repo.git.for_each_ref(f"refs/remotes/{remote}/{name}"):
         raise RefusedError(f"Branch '{name}' already exists on '{remote}'; choose another name.")
     if from_branch and from_branch not in heads:
-        raise RefusedError(f"No branch '{from_branch}' to start from in {repo_path}.")
+        raise NotFoundError(f"No branch '{from_branch}' to start from in {repo_path}.")
     source = from_branch or _default_source(name, heads, catalog)
     if source is None:
         raise RefusedError(f"No branch to derive '{name}' from in {repo_path}; name one with --from.")
@@ -360,6 +363,28 @@ def _result(d: _Derivation, source: _Source, branch: Branch, sha: str, push: boo
             "recorded_in": str(recorded),
         },
     )
+
+
+def _dry_run(d: _Derivation, source: _Source, changes: dict, repo_path: Path, notes: list[str]) -> MessageResult:
+    """What ``create`` would commit, nothing written; ``result.changes`` holds each file's text
+    now (on the source branch) and after, for a ``--diff``."""
+    from config.diffs import counts, planned
+
+    derived, req = d.derived, d.req
+    files = planned([(f"{req.name} (from {source.name})", source.tip, changes)],
+                    lambda names: gitops.read_paths(repo_path, names))
+    n_files, n_lines = counts(files)
+    text = (f"Would create branch {req.name} from {source.name} ({short(source.tip)}): {len(derived.recipes)} recipes "
+            f"(PyTorch {derived.torch}: {derived.torch_how}; Python {req.python}; "
+            f"CUDA {' / '.join(req.cuda) or 'none'}; nixpkgs {short(req.pin)}); {n_files} files, {n_lines} lines "
+            f"differ from {source.name}.\nDry run: nothing was written.")
+    if notes:
+        text += "\n" + "\n".join(f"- {n}" for n in notes)
+    result = MessageResult(text, data={"branch": req.name, "source": source.name, "parent": source.tip,
+                                       "dry_run": True, "recipes": len(derived.recipes), "packages": derived.packages,
+                                       "files_changed": sorted(changes), "notes": notes})
+    result.changes = files
+    return result
 
 
 def _torch_source(recipes, derived, plan, src_spec, TorchSource):

@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 
 from config.checks import require_real_org
-from config.errors import RefusedError, UsageError
+from config.errors import NotFoundError, UsageError
 from release.adapters import git as gitops
 from release.context import repo_path
 
@@ -78,8 +78,29 @@ def write_workflow(ctx, repo=None, commit: bool = False, branch: str | None = No
         raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
     heads = gitops.local_branches(gitops.open_repo(path))
     if branch not in heads:
-        raise RefusedError(f"No local branch '{branch}' in {path}; nothing was committed.")
+        raise NotFoundError(f"No local branch '{branch}' in {path}; nothing was committed.")
     s = ctx.settings
     sha = gitops.commit_changes(path, branch, {rel: text}, "torchbot: GitHub Actions build workflow",
                                 s.git_author_name, s.git_author_email)
     return Path(rel), sha
+
+
+def workflow_changes(ctx, repo=None, commit: bool = False, branch: str | None = None) -> list:
+    """What ``write_workflow`` would change, nothing written: the workflow file now (in the
+    working tree, or on ``branch`` with ``commit``) and after (``config.diffs.FileChange``)."""
+    from config.diffs import FileChange, planned
+
+    require_real_org(ctx.settings.flox_org, "writing the build workflow (its publish step names it)")
+    path = repo_path(ctx, repo)
+    text = render_workflow(ctx.settings)
+    rel = workflow_path(ctx.settings)
+    if not commit:
+        target = path / rel
+        return [FileChange("working tree", rel, target.read_text() if target.is_file() else None, text)]
+    if not branch:
+        raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
+    heads = gitops.local_branches(gitops.open_repo(path))
+    if branch not in heads:
+        raise NotFoundError(f"No local branch '{branch}' in {path}; nothing was committed.")
+    return planned([(branch, heads[branch], {rel: text})], lambda names: gitops.read_paths(path, names))
+

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from release.cli import emit as _emit
+from release.cli import emit_with_diff
 from release.cli import refusal as _refusal
+
+EXAMPLES = """examples:
+  torchbot release docs --check                      list every stale row (exit 1 on drift)
+  torchbot release docs --write --dry-run --diff     the README edits --write would commit
+  torchbot release docs --write                      one commit per branch, tables only"""
 
 
 def register(verbs) -> None:
-    p = verbs.add_parser("docs", help="keep every branch README's cross-branch tables in line with the repository")
+    p = verbs.add_parser("docs", help="keep every branch README's cross-branch tables in line with the repository",
+                         epilog=EXAMPLES)
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="print each stale row; exit 1 on drift")
     mode.add_argument("--write", action="store_true", help="one commit per branch fixing only those tables")
@@ -17,17 +23,26 @@ def register(verbs) -> None:
         help="the build-torchvision repository (default: the build-torchvision one in TORCHBOT_REPO_PATH); "
         "--check also compares its branches with their build-pytorch pairs",
     )
+    p.add_argument("--dry-run", action="store_true", help="with --write: say what would be committed; write nothing")
+    p.add_argument("--diff", action="store_true",
+                   help="with --write: also print the unified diff of each README (implies --dry-run)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_docs)
 
 
 def _docs(args, ctx) -> int:
-    from config.errors import TorchbotError
+    from config.errors import TorchbotError, UsageError
     from release.docs.commands import docs_check, docs_write
 
+    if (args.dry_run or args.diff) and args.check:
+        raise UsageError("--dry-run and --diff go with --write (--check writes nothing).")
+    dry = args.dry_run or args.diff
     try:
-        result = docs_check(ctx, args.repo, args.torchvision) if args.check else docs_write(ctx, args.repo)
+        result = docs_check(ctx, args.repo, args.torchvision) if args.check else docs_write(ctx, args.repo, dry)
     except TorchbotError as err:
         return _refusal(err, args.json)
-    _emit(result, args.json)
-    return result.exit_code
+    if args.diff:
+        from config.diffs import unified
+
+        return emit_with_diff(result, unified(result.changes), args.json)
+    return emit_with_diff(result, None, args.json)

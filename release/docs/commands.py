@@ -30,6 +30,8 @@ class DocsResult:
     lines_changed: dict[str, tuple[int, int]] = field(default_factory=dict)  # branch -> (changed, total)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    dry_run: bool = False  # a --write that writes nothing: ``changes`` holds what it would write
+    changes: list = field(default_factory=list)  # config.diffs.FileChange
 
     @property
     def drift(self) -> bool:
@@ -54,6 +56,7 @@ class DocsResult:
             "commits": self.commits,
             "lines_changed": {b: {"changed": c, "total": t} for b, (c, t) in self.lines_changed.items()},
             "notes": self.notes,
+            "dry_run": self.dry_run,
         }
 
     def text(self) -> str:
@@ -71,6 +74,13 @@ class DocsResult:
                 lines.append(f"{len(self.pairing)} torchvision branches differ from their build-pytorch branch:")
                 lines.extend("  " + m.text() for m in self.pairing)
             lines.append("Run `torchbot release docs --write` to bring the tables in line.")
+        elif self.dry_run:
+            by = {}
+            for s in self.stale:
+                by[s.readme] = by.get(s.readme, 0) + 1
+            lines.extend(f"{b}: would commit README.md ({n} stale rows)" for b, n in by.items())
+            lines.append("Dry run: nothing was written." if by else
+                         f"README tables of {len(self.checked)} branches already match the repository.")
         else:
             if not self.commits:
                 return f"README tables of {len(self.checked)} branches already match the repository; nothing written."
@@ -139,15 +149,22 @@ def docs_check(ctx, repo=None, torchvision=None) -> DocsResult:
     return result
 
 
-def docs_write(ctx, repo=None) -> DocsResult:
+def docs_write(ctx, repo=None, dry_run: bool = False) -> DocsResult:
+    """With ``dry_run``: what would be written (``result.changes``), nothing written."""
     from release.adapters import git as gitops
 
     path = repo_path(ctx, repo)
     model, checked = plan_docs(ctx, path)
-    result = DocsResult(str(path), "write", checked=list(checked))
+    result = DocsResult(str(path), "write", checked=list(checked), dry_run=dry_run)
     work = {n: c for n, c in checked.items() if c.stale}
     for c in work.values():
         result.stale.extend(c.stale)
+    if dry_run:
+        from config.diffs import planned
+
+        result.changes = planned([(n, model.branches[n].tip, {README: c.text}) for n, c in work.items()],
+                                 lambda names: gitops.read_paths(path, names))
+        return result
     if not work:
         return result
     repo_obj = gitops.open_repo(path)

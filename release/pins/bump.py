@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.errors import ExternalError, RefusedError, ValidationError
+from config.errors import ExternalError, NotFoundError, RefusedError, ValidationError
 from config.progress import Progress
 from release.adapters import git as gitops
 from release.pins.guards import guard_branch, read_model
@@ -145,7 +145,7 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         targets = list(dict.fromkeys(opts.branches))
         missing = [b for b in targets if b not in heads]
         if missing:
-            raise RefusedError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(heads)}.")
+            raise NotFoundError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(heads)}.")
     skipped: list[tuple[str, str]] = []
     chosen = _choose_groups(repo, heads, targets, opts, catalog, skipped)
     if move and move.torch_src and not opts.rev and not opts.channel:  # a source move on the current pin

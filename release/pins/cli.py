@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from release.cli import emit as _emit
+from release.cli import emit_with_diff, watch
 from release.cli import refusal as _refusal
-from release.cli import watch
+
+EXAMPLES = """examples:
+  torchbot release bump-pins --branch main --dry-run --diff   the diff a bump of main would make
+  torchbot release bump-pins --all --channel nixos-unstable   every branch to the channel's head
+  torchbot release bump-pins --branch main --rev 0123...cdef --push
+  torchbot release bump-pins --branch main --open-pr          a pull request instead of a push
+  torchbot release bump-pins --branch pytorch-2.9-python313 --rev REV --pytorch 2.9.1"""
 
 
 def register(verbs) -> None:
-    p = verbs.add_parser("bump-pins", help="move branches to a newer nixpkgs revision")
+    p = verbs.add_parser("bump-pins", help="move branches to a newer nixpkgs revision",
+                         description="Move branches to a newer nixpkgs revision: one commit per branch, the\n"
+                                     "checkout untouched; guards refuse a bump that would change PyTorch unasked.",
+                         epilog=EXAMPLES)
     p.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--branch", action="append", dest="branches", metavar="B", help="branch to bump (repeatable)")
@@ -19,6 +28,8 @@ def register(verbs) -> None:
     p.add_argument("--cuda", help="on a branch with several pins, bump the group of this CUDA version (A.B)")
     p.add_argument("--from-pin", dest="from_pin", help="on a branch with several pins, bump the group on this pin")
     p.add_argument("--dry-run", action="store_true", help="print the plan and a diff summary; write nothing")
+    p.add_argument("--diff", action="store_true",
+                   help="also print the unified diff of every file the bump would write (implies --dry-run)")
     p.add_argument("--push", action="store_true", help="push the bumped branches to the configured remote")
     p.add_argument("--open-pr", action="store_true", help="push to bump/<branch>-<rev> and open a pull request")
     p.add_argument("--force", action="store_true", help="also bump vLLM-certified branches")
@@ -34,11 +45,11 @@ def register(verbs) -> None:
     p.set_defaults(func=_bump)
 
 
-
 def _bump(args, ctx) -> int:
     from config.errors import TorchbotError
     from release.pins.commands import plan_bump
 
+    args.dry_run = args.dry_run or args.diff
     target = "all" if args.all else args.branches
     checks = watch("checked") if args.all else None  # live progress for a bump of every branch
     try:
@@ -61,6 +72,7 @@ def _bump(args, ctx) -> int:
         )
         if checks is not None:
             checks.listener.close()
+        diff = plan.diff() if args.diff else None
         bumps = watch("bumped") if args.all and not args.dry_run else None
         try:
             result = plan.apply(bumps)
@@ -71,5 +83,5 @@ def _bump(args, ctx) -> int:
         if checks is not None:
             checks.listener.close()
         return _refusal(err, args.json)
-    _emit(result, args.json)
+    emit_with_diff(result, diff, args.json)
     return 0

@@ -164,6 +164,26 @@ class Plan:
                              f"({', '.join(g.labels)}); own commit: {bp.message}")
         return "\n".join(lines)
 
+    def changes(self):
+        """Every file the bump would write, with its text now and after (``config.diffs``)."""
+        from config.diffs import planned
+        from release.adapters.git import read_paths
+
+        d = self.data
+        edits = [(bp.branch, bp.tip, bp.edit.changes) for bp in d.branches if bp.edit.changes]
+        edits += [(e.branch, e.tip, e.changes) for e in d.docs]
+        out = planned(edits, lambda names: read_paths(d.repo_path, names))
+        for c in d.companions:
+            out += planned([(f"{bp.branch} ({c.repo_path.name})", bp.tip, bp.edit.changes)
+                            for bp in c.branches if bp.edit.changes], lambda names, c=c: read_paths(c.repo_path, names))
+        return out
+
+    def diff(self) -> str:
+        """The unified diff of what the bump would write (nix-update shows it first)."""
+        from config.diffs import unified
+
+        return unified(self.changes())
+
     def apply(self, progress=None, notice=None) -> BumpResult:
         """Write the bump; ``progress`` (``config.progress.Progress``) hears of each branch."""
         from release.pins.bump import apply_bump

@@ -19,10 +19,16 @@ def _publish(args, ctx) -> int:
 
 
 
+EXAMPLES = """examples:
+  torchbot release publish --branch main --dry-run     what would be published
+  torchbot release publish --branch main               flox publish each succeeded, unpublished variant"""
+
+
 def register(verbs) -> None:
-    p = verbs.add_parser("publish", help="publish succeeded, unpublished variants to the Flox catalog")
-    p.add_argument("--repo")
-    p.add_argument("--branch")
-    p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p = verbs.add_parser("publish", help="publish succeeded, unpublished variants to the Flox catalog",
+                         epilog=EXAMPLES)
+    p.add_argument("--repo", help="the build-pytorch checkout (default TORCHBOT_REPO_PATH)")
+    p.add_argument("--branch", help="only this branch's variants (default: every branch)")
+    p.add_argument("--dry-run", action="store_true", help="show what would be published; publish nothing")
+    p.add_argument("--json", action="store_true", help="print the plan or the result as JSON")
     p.set_defaults(func=_publish)

@@ -9,6 +9,11 @@ from release.builds.commands import BuildsResult, Plan
 def plan_publish(ctx, branch: str | None = None, *, repo=None) -> Plan:
     from release.publishing import publish
 
+    if branch and (repo or ctx.settings.repo_path):  # an unknown branch is bad input (exit 2), as in build
+        from release.adapters.git import resolve_branch
+        from release.context import repo_path
+
+        resolve_branch(repo_path(ctx, repo), branch, ctx.settings.repo_remote)
     pending = publish.pending(ctx, branch)
     summary = {"branch": branch, "publish": [{"package": b.package, "branch": b.branch, "pin": b.pin} for b in pending]}
     text = (f"Publish {len(pending)} variant(s)" + (f" of {branch}" if branch else "") + ":\n"

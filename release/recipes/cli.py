@@ -6,12 +6,19 @@ from __future__ import annotations
 import json
 import sys
 
+INIT_EXAMPLES = """examples:
+  torchbot release init ./build-pytorch --dry-run          the branches and files it would write
+  torchbot release init ./build-pytorch --branch main      create (or bring up to date) main only"""
+
 
 def register(verbs) -> None:
-    p = verbs.add_parser("init", help="create the multi-branch build-pytorch repository from the catalog")
+    p = verbs.add_parser("init", help="create the multi-branch build-pytorch repository from the catalog",
+                         epilog=INIT_EXAMPLES)
     p.add_argument("path", help="directory for the repository (new, empty, or an existing build-pytorch repository)")
     p.add_argument("--branch", action="append", dest="branches", metavar="NAME",
                    help="only this catalog branch (repeatable; default: every branch)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="render every branch and say what would be written; create and commit nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_init)
 
@@ -19,6 +26,7 @@ def register(verbs) -> None:
     r.add_argument("branch", help="catalog branch")
     r.add_argument("package", nargs="?", help="package to print (default: list the branch's files)")
     r.add_argument("--out", help="write every file of the branch under this directory")
+    r.add_argument("--dry-run", action="store_true", help="with --out: list the files it would write; write nothing")
     r.set_defaults(func=_render)
 
 
@@ -27,6 +35,8 @@ def _init(args, ctx) -> int:
     from release.recipes.init import init_repository
 
     settings = ctx.settings
+    if args.dry_run:
+        return _init_dry_run(args)
     result = init_repository(
         args.path, load_catalog(), args.branches, settings.git_author_name, settings.git_author_email
     )
@@ -35,6 +45,21 @@ def _init(args, ctx) -> int:
     else:
         print(result.text())
     return result.exit_code
+
+
+def _init_dry_run(args) -> int:
+    from config.catalog_data import load_catalog
+    from release.recipes.init import plan_init
+
+    rendered = plan_init(load_catalog(), args.branches)
+    if args.json:
+        print(json.dumps({"ok": True, "path": args.path, "dry_run": True,
+                          "branches": {n: sorted(f) for n, f in rendered.items()}}, indent=2))
+        return 0
+    print(f"Would write {len(rendered)} branches into {args.path}:")
+    print("\n".join(f"  {name}: {len(files)} files" for name, files in rendered.items()))
+    print("Dry run: nothing was written.")
+    return 0
 
 
 def _render(args, ctx) -> int:
@@ -53,6 +78,10 @@ def _render(args, ctx) -> int:
         root = Path(args.out)
         if root.exists() and not root.is_dir():
             raise RefusedError(f"{root} is not a directory.")
+        if args.dry_run:
+            print("\n".join(str(root / path) for path in files))
+            print(f"Dry run: would write {len(files)} files of {args.branch} under {root}; nothing was written.")
+            return 0
         for path, text in files.items():
             target = root / path
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from config.catalog import Branch, Catalog
-from config.errors import RefusedError, ValidationError
+from config.errors import NotFoundError, RefusedError, ValidationError
 from release.recipes.render import README, RECIPES_DIR, render_branch
 
 _BRANCH_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -108,7 +108,7 @@ def _order(catalog: Catalog, names: list[str] | None) -> list[str]:
     if names:
         unknown = [n for n in names if n not in catalog.branches]
         if unknown:
-            raise ValidationError(
+            raise NotFoundError(
                 f"Unknown branch{'es' if len(unknown) > 1 else ''} {', '.join(repr(n) for n in unknown)}. "
                 f"Known branches: {', '.join(catalog.branches)}."
             )
@@ -118,6 +118,15 @@ def _order(catalog: Catalog, names: list[str] | None) -> list[str]:
     return sorted(chosen, key=lambda n: n != "main")  # main first, others keep their order
 
 
+def plan_init(catalog: Catalog, branches: list[str] | None) -> dict[str, dict[str, str]]:
+    """Every chosen branch's files, rendered (what ``init_repository`` writes); nothing written."""
+    names = _order(catalog, branches)
+    for n in names:
+        if not _BRANCH_NAME_RE.match(n) or ".." in n or n.endswith(".lock"):
+            raise ValidationError(f"'{n}' is not a valid branch name.")
+    return {n: render_branch(catalog, catalog.branches[n]) for n in names}
+
+
 def init_repository(
     path: str | os.PathLike,
     catalog: Catalog,
@@ -125,12 +134,8 @@ def init_repository(
     author_name: str,
     author_email: str,
 ) -> InitResult:
-    names = _order(catalog, branches)
-    for n in names:
-        if not _BRANCH_NAME_RE.match(n) or ".." in n or n.endswith(".lock"):
-            raise ValidationError(f"'{n}' is not a valid branch name.")
-    # render everything first: a bad catalog fails before anything is written
-    rendered = {n: render_branch(catalog, catalog.branches[n]) for n in names}
+    rendered = plan_init(catalog, branches)  # render everything first: a bad catalog fails before any write
+    names = list(rendered)
 
     path = Path(path)
     existed = path.exists()

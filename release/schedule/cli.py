@@ -19,7 +19,13 @@ def _list(args, ctx) -> int:
 
 
 def _run(args, ctx) -> int:
-    from release.schedule.jobs import run_now
+    from release.schedule.jobs import preview, run_now
+
+    if args.dry_run:
+        out = preview(ctx, args.job)
+        print(json.dumps(out, indent=2) if args.json else
+              f"{out['job']}: would {out['description']}; nothing was run.\npreview: {out['preview']}")
+        return 0
 
     out = run_now(ctx, args.job)
     print(json.dumps(out, indent=2) if args.json else f"{out['job']}: {out['result']}")
@@ -41,16 +47,24 @@ def _run_pending(args, ctx) -> int:
     return 1 if any(r["result"].startswith("error") for r in ran) else 0
 
 
+RUN_EXAMPLES = """examples:
+  torchbot schedule run bump:main --dry-run     what the weekly bump of main would do
+  torchbot schedule run publish                 publish what has been built, now"""
+
+
 def register(sub) -> None:
     parser = sub.add_parser("schedule", help="the release schedule: pin bumps, build polling, publish, announcements")
-    verbs = parser.add_subparsers(dest="schedule_command", required=True, parser_class=type(parser))
+    verbs = parser.add_subparsers(dest="schedule_command", title="commands", metavar="COMMAND",
+                                  parser_class=type(parser))
     p = verbs.add_parser("list", help="jobs and their next run times")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the jobs as JSON")
     p.set_defaults(func=_list)
-    p = verbs.add_parser("run", help="run one job now")
+    p = verbs.add_parser("run", help="run one job now", epilog=RUN_EXAMPLES)
     p.add_argument("job", help="a job id from `schedule list` (e.g. publish, bump:BRANCH)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--dry-run", action="store_true",
+                   help="say what the job would do and how to preview it; run nothing")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(func=_run)
     p = verbs.add_parser("run-pending", help="run every due job once and exit")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the outcomes as JSON")
     p.set_defaults(func=_run_pending)

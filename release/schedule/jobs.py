@@ -371,6 +371,23 @@ def list_jobs(ctx) -> list[dict]:
         sched.shutdown(wait=False)
 
 
+# What each kind of job would do, as the command that previews it (`schedule run JOB --dry-run`).
+PREVIEWS = {
+    "bump": "torchbot release bump-pins --branch {arg} --dry-run --diff  (then a build of what changed)",
+    "publish": "torchbot release publish --dry-run",
+    "docs-check": "torchbot release docs --check  (drift is posted to the announce channel)",
+    "poll-builds": "torchbot release status",
+    "flush-announcements": "(sends the pending release announcements; nothing to preview)",
+}
+
+
+def preview(ctx, job_id: str) -> dict:
+    """What ``run_now`` would run, run nothing: the job and the command that previews it."""
+    spec = _spec(ctx, job_id)
+    return {"job": spec.id, "description": spec.description, "dry_run": True,
+            "preview": PREVIEWS[spec.kind].format(arg=spec.arg)}
+
+
 def run_now(ctx, job_id: str) -> dict:
     _Jobs.ctx = _Jobs.ctx or ctx
     spec = _spec(ctx, job_id)

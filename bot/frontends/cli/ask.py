@@ -25,7 +25,7 @@ def register(sub) -> None:
     p.set_defaults(func=_ask, parser=p, light_settings=True)
 
     c = sub.add_parser("catalog", help="branches, pins and variant counts")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--repo", action="append", metavar="PATH",
                    help="read the branches from this repository instead of the embedded data "
                         "(repeat for a build-pytorch and a build-torchvision repository)")

@@ -15,29 +15,73 @@ import sys
 from config.errors import TorchbotError
 
 REGISTRARS = ("bot.frontends.cli.ask", "release.cli", "release.schedule.cli", "bot.frontends.cli.serve",
-              "bot.frontends.cli.paths")
+              "bot.frontends.cli.paths", "bot.frontends.cli.completion")
+
+
+EXIT_CODES = """exit status:
+  0  ok
+  1  done, with problems (a failed build, drift found, a refused change)
+  2  usage or settings: a bad option, an unknown branch, a missing or wrong TORCHBOT_ setting"""
 
 
 class _Parser(argparse.ArgumentParser):
+    """Every torchbot parser: examples and exit codes shown as written, and a mistake shows
+    the usage of the command it was made in (``torchbot release build --bogus`` shows build's)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # usage errors: exit 2, one clear line
         self.print_usage(sys.stderr)
-        print(f"torchbot: {message}", file=sys.stderr)
+        print(f"torchbot: {message}\nRun '{self.prog} --help' for more.", file=sys.stderr)
         raise SystemExit(2)
+
+
+class _Version(argparse.Action):
+    """``--version``: read from the installed package's metadata only when asked (``ask`` stays light)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("torchbot")
+        except PackageNotFoundError:
+            number = "unknown (not installed)"
+        print(f"torchbot {number}")
+        parser.exit()
 
 
 # Commands whose registrar is imported alone when the command line names them (a quick `ask`).
 QUICK = {"ask": "bot.frontends.cli.ask", "catalog": "bot.frontends.cli.ask", "paths": "bot.frontends.cli.paths"}
 ANSWER_ONLY = ("ask", "catalog")  # read-only: their start checks are the repositories and the cache
 
-DESCRIPTION = ("ChatOps bot and release manager for build-pytorch. torchbot keeps its own files (state DB, "
-               "audit log, build logs, cache, created branches) in the platform's data, state and cache "
-               "directories, never the working directory: `torchbot paths` prints where.")
+EXAMPLES = """examples:
+  torchbot ask 'H100 with Graviton3'              which variant for this hardware
+  torchbot ask --here                             ... for this machine
+  torchbot catalog                                branches, pins and variant counts
+  torchbot release bump-pins --branch main --dry-run --diff
+  torchbot release build --branch main --dry-run  what a build would do
+  torchbot chat                                   the chat commands in this terminal
+  torchbot completion bash > ~/.local/share/bash-completion/completions/torchbot"""
+
+DESCRIPTION = """\
+ChatOps bot and release manager for build-pytorch: which variant fits this hardware,
+and the weekly release (bump the nixpkgs pins, build, publish).
+
+torchbot keeps its own files (state DB, audit log, build logs, cache, created branches)
+in the platform's data, state and cache directories, never the working directory:
+`torchbot paths` prints where."""
 
 
 def build_parser(registrars: tuple[str, ...] = REGISTRARS) -> argparse.ArgumentParser:
-    parser = _Parser(prog="torchbot", description=DESCRIPTION)
+    parser = _Parser(prog="torchbot", description=DESCRIPTION, epilog=EXAMPLES)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debugging detail to stderr")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action=_Version, help="print torchbot's version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=_Parser)
     for name in registrars:
         try:
             module = importlib.import_module(name)
@@ -46,7 +90,36 @@ def build_parser(registrars: tuple[str, ...] = REGISTRARS) -> argparse.ArgumentP
                 continue
             raise
         module.register(sub)
+    finish(parser)
     return parser
+
+
+def subcommands(parser: argparse.ArgumentParser):
+    """(name, parser) of each command directly under ``parser``, hidden ones left out."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            shown = {a.dest for a in action._choices_actions}
+            yield from ((n, p) for n, p in action.choices.items() if n in shown)
+
+
+def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """(command path, parser) for ``parser`` and every command under it, depth first."""
+    yield path, parser
+    for name, child in subcommands(parser):
+        yield from walk(child, (*path, name))
+
+
+def finish(parser: argparse.ArgumentParser) -> None:
+    """The conventions every command shares: its exit codes under its help, a group of commands
+    (``torchbot release``) lists its commands as COMMAND, and each parser remembers itself so a
+    bare group prints its help and a mistake shows the usage of the command it was made in."""
+    for _path, p in walk(parser):
+        p.epilog = f"{p.epilog}\n\n{EXIT_CODES}" if p.epilog else EXIT_CODES
+        p.set_defaults(parser=p)
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                action.metavar, action.required = action.metavar or "COMMAND", False
+                action.help = action.help or "one of these (each has its own --help):"
 
 
 def start(settings, args) -> None:
@@ -63,8 +136,17 @@ def start(settings, args) -> None:
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     command = next((w for w in words if not w.startswith("-")), None)
+    if command == "__complete":  # the shell completion scripts' hidden helper
+        from bot.frontends.cli.completion import complete
+
+        return complete(words[words.index(command) + 1:], build_parser)
     parser = build_parser((QUICK[command],) if command in QUICK else REGISTRARS)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(words)
+    if extra:  # an unknown flag: the usage of the command it was given to
+        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "func", None) is None:  # a bare `torchbot` or `torchbot release`: its help
+        args.parser.print_help()
+        return 0
     if args.verbose or command not in QUICK:  # `ask` and `catalog` log nothing: no logging to set up
         import logging
 
@@ -80,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             from config.light_settings import light_settings
 
             settings = light_settings()
+        if getattr(args, "no_settings", False):  # `completion`: prints a script, needs no settings
+            return int(args.func(args, None) or 0)
         if settings is None:
             from config.settings import load_settings
 

@@ -237,7 +237,7 @@ def test_workflow_commit_goes_to_the_named_branch_without_touching_the_checkout(
     # --commit needs --branch, and the branch must exist
     assert cli.main(["release", "workflow", "--repo", str(repo), "--commit"]) == 2
     assert "--branch" in capsys.readouterr().err
-    assert cli.main(["release", "workflow", "--repo", str(repo), "--commit", "--branch", "nope"]) == 1
+    assert cli.main(["release", "workflow", "--repo", str(repo), "--commit", "--branch", "nope"]) == 2  # bad input
     assert "No local branch 'nope'" in capsys.readouterr().err
     assert builds.git(repo, "rev-parse", fx.BRANCH).strip() == sha
 
