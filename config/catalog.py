@@ -10,7 +10,7 @@ files into these models is ``config.catalog_data`` (``load_catalog``, ``build_ca
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -28,6 +28,19 @@ PURPOSE_RANK = {
 }
 
 
+def pickled_as_arguments(cls):
+    """Pickle ``cls`` as its constructor's arguments. The compiled catalog cache holds ~1,400 of
+    these; the ``__setstate__`` dataclasses give a frozen slots class looks its fields up once
+    per object, which made loading them a tenth of a one-shot ``ask``."""
+    names = tuple(f.name for f in fields(cls))
+
+    def __reduce__(self):
+        return cls, tuple([getattr(self, n) for n in names])
+
+    cls.__reduce__ = __reduce__
+    return cls
+
+
 @lru_cache(maxsize=512)
 def vtuple(version: str) -> tuple[int, ...]:
     """'12.9.1' -> (12, 9, 1); non-numeric parts stop the tuple ('TBD' -> ())."""
@@ -39,6 +52,7 @@ def vtuple(version: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Correction:
     model: str
@@ -46,6 +60,7 @@ class Correction:
     truth: str
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class GpuArch:
     key: str  # "sm90"
@@ -82,6 +97,7 @@ class GpuArch:
         return not (self.max_cuda and v > vtuple(self.max_cuda))
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CpuIsa:
     key: str  # "avx512"
@@ -99,6 +115,7 @@ class CpuIsa:
         return f"{self.arch}-linux"
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Uarch:
     key: str
@@ -111,6 +128,7 @@ class Uarch:
     nearest: str | None = None  # for one archspec lacks: the archspec one its flags extend
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CpuModel:
     pattern: str
@@ -118,6 +136,7 @@ class CpuModel:
     uarch: str
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Instance:
     pattern: str
@@ -128,6 +147,7 @@ class Instance:
     note: str = ""
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CudaToolkit:
     version: str
@@ -135,6 +155,7 @@ class CudaToolkit:
     nix_attr: str
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Variant:
     """One package of the matrix. ``kind`` is pytorch, torchvision or torchaudio.
@@ -169,6 +190,7 @@ class Variant:
         return self.package.replace(self.kind + "-", "pytorch-", 1) if self.is_companion else self.package
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CudaGroup:
     version: str
@@ -176,6 +198,7 @@ class CudaGroup:
     pin: str | None = None  # None: the branch's pin
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Companion:
     kind: str
@@ -184,6 +207,7 @@ class Companion:
     isa: str
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class TorchSource:
     version: str

@@ -11,22 +11,24 @@ a test keeps it current. Loaded once per data directory, when a question is firs
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import tomllib
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from config.catalog import pickled_as_arguments
+from config.catalog_cache import blake2b, cached
 from config.errors import CatalogError
+from config.regex_cache import rx
 
 BARE = ("all", "suffixed", "none")
 COMPILED = "compiled.json"
-TOKEN_RE = re.compile(r"[a-z0-9]+\+?")  # a model number's tokens ("8480+", "w9", "3495x")
-PREFIXED_RE = re.compile(r"([a-z]+\d{0,2})-(.+)")  # "w9-3495x", "e-2388g", "i3-n305", "a10-7850k"; not "6975p-c"
+TOKEN_RE = rx(r"[a-z0-9]+\+?")  # a model number's tokens ("8480+", "w9", "3495x")
+PREFIXED_RE = rx(r"([a-z]+\d{0,2})-(.+)")  # "w9-3495x", "e-2388g", "i3-n305", "a10-7850k"; not "6975p-c"
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CpuFamily:
     name: str  # "Intel Xeon Platinum": the answer says "<name> <model> (<generation>)"
@@ -41,6 +43,7 @@ class CpuFamily:
     needs: frozenset[str] = frozenset()  # brand words of which one must be said ("gold" for "Xeon Gold 6330")
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Telling:
     flag: str
@@ -84,7 +87,7 @@ def _family(raw: dict, source: str) -> CpuFamily:
         raise CatalogError(f"{label}: needs must be among its words ({', '.join(sorted(fam.needs - fam.words))}).")
     if fam.number:
         try:
-            re.compile(fam.number)
+            rx(fam.number)
         except re.error as err:
             raise CatalogError(f"{label}: number {fam.number!r} is invalid: {err}.") from None
     return fam
@@ -103,13 +106,15 @@ def model_keys(model: str) -> list[tuple[list[str], bool]]:
 
 def _sources(folder: Path) -> tuple[list[Path], str]:
     paths = sorted(folder.glob("*.toml")) if folder.is_dir() else []
-    digest = hashlib.sha256()
+    digest = blake2b()
     for p in paths:
         digest.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return paths, digest.hexdigest()
 
 
 def _from_toml(paths: list[Path]) -> CpuModelData:
+    import tomllib  # only when compiled.json is stale: importing it costs `ask` ~3 ms
+
     families: list[CpuFamily] = []
     telling: list[Telling] = []
     for path in paths:
@@ -165,6 +170,11 @@ def load_cpu_models(data_dir: Path) -> CpuModelData:
     none): from ``compiled.json`` when it was compiled from exactly these files."""
     folder = data_dir / "cpu_models"
     paths, digest = _sources(folder)
+    # pickled in torchbot's cache (config.catalog_cache): unpickling is cheaper than the json
+    return cached("cpu-models", digest, lambda: _compiled_or_toml(folder, paths, digest), CpuModelData)
+
+
+def _compiled_or_toml(folder: Path, paths: list[Path], digest: str) -> CpuModelData:
     try:
         raw = json.loads((folder / COMPILED).read_bytes())
         if raw.get("digest") == digest:

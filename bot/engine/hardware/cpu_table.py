@@ -22,6 +22,7 @@ from functools import lru_cache
 from config.catalog import Catalog
 from config.cpu_models import PREFIXED_RE, TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
 from config.errors import CatalogError
+from config.regex_cache import rx
 
 LOOKBACK = 5  # tokens searched for brand words before a number
 _NAME_PARTS = frozenset({"pro", "hx"})  # said between a brand and its number, part of the part's name
@@ -32,7 +33,7 @@ _OPENERS = frozenset({"a", "an", "with", "and", "plus"})  # before a number that
 _CLOSERS = frozenset({"and", "with", "plus", "no", "host", "box", "server", "node", "machine", "system"})
 _GPU_WORDS = frozenset({"rtx", "gtx", "quadro", "tesla", "geforce", "titan", "radeon", "rx", "arc"})
 # A quantity's unit after a number ("6144 MiB", "6400 MT/s", "7742 images", "4800%"): no model number.
-_UNIT_AFTER_RE = re.compile(
+_UNIT_AFTER_RE = rx(
     r" ?(?:%|[kmgtp]i?b(?:ps|/s)?|[kmgt]?hz|[mg]t ?s|[mg]t|w|watts?|rpm|images?|samples?|steps?|tokens?"
     r"|batch(?:es)?|epochs?|iter(?:ation)?s?|rows?|records?|files?|items?|users?|requests?|ms|s|secs?|seconds?"
     r"|minutes?|hours?|days?|dollars?|usd|eur|words?|params?|parameters?)(?![a-z0-9])"
@@ -89,7 +90,7 @@ def cpu_table(cat: Catalog) -> CpuTable:
 def _rules(t: CpuTable, families: tuple[int, ...]) -> re.Pattern:
     """One alternation of the rules a context allows (compiled when a question first needs it):
     its first matching group, in data order, is the family."""
-    return re.compile("|".join(f"(?P<r{i}>{t.families[i].number})" for i in families))
+    return rx("|".join(f"(?P<r{i}>{t.families[i].number})" for i in families))
 
 
 def _display(fam: CpuFamily, model: str, said: list[str] = ()) -> str:

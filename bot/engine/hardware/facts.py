@@ -1,10 +1,11 @@
 """The typed facts a question gives about a machine (``Hardware``), and the text folding every
-reader shares. Pure; imports nothing of torchbot."""
+reader shares. Pure; imports nothing of torchbot but config.regex_cache."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from config.regex_cache import rx
 
 MAX_INPUT = 100_000  # characters read at all (GPU rows, flag lines)
 SCAN = 16_000  # characters searched for model, instance and unknown names: a question, or pasted
@@ -16,8 +17,8 @@ CELL = " \u00a6 "  # broken bar
 LINE = " \u00b6 "  # pilcrow
 
 # Folding applied before matching model names: trademarks and separators become spaces.
-_FOLD_RE = re.compile(r"\((?:r|tm|c)\)|[®™]|[\-_/,;|()\[\]\"'`]+")
-_SPACES_RE = re.compile(r"\s+")
+_FOLD_RE = rx(r"\((?:r|tm|c)\)|[®™]|[\-_/,;|()\[\]\"'`]+")
+_SPACES_RE = rx(r"\s+")
 
 
 def fold(text: str) -> str:
