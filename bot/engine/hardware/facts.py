@@ -79,6 +79,7 @@ class Hardware:
     unknown_cpu: list[str] = field(default_factory=list)
     unknown_instance: str | None = None
     corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, read as)
+    retracted: list[tuple[str, str, str]] = field(default_factory=list)  # (gpu|cpu|instance, taken back, meant)
     notes: list[str] = field(default_factory=list)
 
     @property
