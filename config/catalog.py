@@ -142,7 +142,7 @@ class Instance:
     pattern: str
     provider: str
     gpu: str | None  # None: a CPU-only family
-    cpu: str
+    cpu: str | None  # None: the provider does not publish it (the note says so)
     families: tuple[str, ...] = ()  # bare family names ("m7g", "c4a")
     note: str = ""
 
@@ -287,7 +287,7 @@ class Branch:
 class Catalog:
     gpu_archs: dict[str, GpuArch]
     gpu_models: dict[str, str]  # model name -> arch key
-    systems: dict[str, tuple[str, str]]  # product -> (gpu model, cpu name)
+    systems: dict[str, tuple[str, str | None]]  # product -> (gpu model, cpu name; None: the server maker's)
     foreign_patterns: tuple[str, ...]
     isas: dict[str, CpuIsa]
     implies: dict[str, tuple[str, ...]]
@@ -304,6 +304,7 @@ class Catalog:
     providers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cloud provider -> words naming it
     cpu_brands: dict[str, str] = field(default_factory=dict)  # CPU brand word -> x86_64 | aarch64
     vision: dict[str, Branch] = field(default_factory=dict)  # build-torchvision branches (with repositories)
+    system_notes: dict[str, str] = field(default_factory=dict)  # system -> what every answer for it says
     data_dir: Path = DATA_DIR  # where the data was read: the CPU model tables are read from it when first needed
 
     def branch(self, name: str) -> Branch:

@@ -61,6 +61,7 @@ class _Named:
     arch_of: dict[str, str] = field(default_factory=dict)
     spans: list[tuple[int, int]] = field(default_factory=list)
     system_cpu: str | None = None
+    system_note: str = ""
     cpu_spans: list[tuple[int, int]] | None = None  # CPU model strings of the text, found when needed
 
 
@@ -85,6 +86,8 @@ def read_gpus(cat: Catalog, m: Matchers, hw: Hardware, text: str, rows: list[nvi
     if hw.gpu_arch is None and hw.gpu_foreign is None:
         _arch_by_number(cat, hw, text)
     hw.system_cpu = named.system_cpu
+    if named.system_note and named.system_note not in hw.notes:
+        hw.notes.append(named.system_note)
     if not inst_gpu:
         _unknown_like(cat, m, hw, named, text)
 
@@ -144,10 +147,12 @@ def _models_in_text(cat: Catalog, m: Matchers, named: _Named, text: str) -> list
     out: list[tuple[int, str, int | None]] = []
     for sysname, s, e in lookup(m.system, spans, m):
         gname, named.system_cpu = cat.systems[sysname]
+        named.system_note = cat.system_notes.get(sysname, "")
         named.spans.append((s, e))
         out.append((text.count(LINE_MARK, 0, s), gname, None))
         break
-    hits = list(lookup(m.gpu, spans, m))
+    # a GPU name inside the system's ("H100" of "DGX H100") is that system's GPU, not one more
+    hits = [h for h in lookup(m.gpu, spans, m) if not any(a <= h[1] and h[2] <= b for a, b in named.spans)]
     if hits:
         hits = _outside_cpus(m, spans, hits, _cpu_spans(cat, m, named, text))
     for name, s, e in hits:
