@@ -55,6 +55,8 @@ def vtuple(version: str) -> tuple[int, ...]:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Correction:
+    """A GPU fact the seed documents get wrong, and the truth the answer says instead."""
+
     model: str
     says: str
     truth: str
@@ -63,6 +65,8 @@ class Correction:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class GpuArch:
+    """A GPU architecture (compute capability) and the CUDA, drivers and models it goes with."""
+
     key: str  # "sm90"
     cc: str  # "9.0"
     family: str
@@ -100,6 +104,8 @@ class GpuArch:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CpuIsa:
+    """A CPU instruction-set level the variants are built for (avx2, avx512, armv9, ...)."""
+
     key: str  # "avx512"
     arch: str  # "x86_64" | "aarch64"
     desc: str
@@ -118,6 +124,8 @@ class CpuIsa:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Uarch:
+    """A CPU microarchitecture and the flags that decide the build (from archspec where it knows it)."""
+
     key: str
     vendor: str
     arch: str
@@ -131,6 +139,8 @@ class Uarch:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CpuModel:
+    """A CPU model name pattern and its microarchitecture."""
+
     pattern: str
     name: str
     uarch: str
@@ -139,6 +149,8 @@ class CpuModel:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Instance:
+    """A cloud instance family or shape, with the GPU and CPU it has."""
+
     pattern: str
     provider: str
     gpu: str | None  # None: a CPU-only family
@@ -150,6 +162,8 @@ class Instance:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CudaToolkit:
+    """A CUDA toolkit version, the driver it needs and its nixpkgs attribute."""
+
     version: str
     min_driver: str
     nix_attr: str
@@ -193,6 +207,8 @@ class Variant:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CudaGroup:
+    """The GPU architectures a branch builds with one CUDA version."""
+
     version: str
     archs: tuple[str, ...]
     pin: str | None = None  # None: the branch's pin
@@ -201,6 +217,8 @@ class CudaGroup:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Companion:
+    """A torchvision or torchaudio variant a branch builds beside PyTorch."""
+
     kind: str
     cuda: str
     arch: str
@@ -210,12 +228,16 @@ class Companion:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class TorchSource:
+    """The PyTorch source a branch builds from (version and hash)."""
+
     version: str
     hash: str
 
 
 @dataclass(frozen=True, eq=False)
 class Branch:
+    """A branch of build-pytorch (or build-torchvision) and its variant matrix."""
+
     name: str
     pytorch: str
     python: str
@@ -285,6 +307,8 @@ class Branch:
 
 @dataclass(frozen=True, eq=False)  # identity hash: derived matchers are cached per catalog
 class Catalog:
+    """Everything `ask` and the release tools know: branches, GPUs, CPUs, instances, CUDA."""
+
     gpu_archs: dict[str, GpuArch]
     gpu_models: dict[str, str]  # model name -> arch key
     systems: dict[str, tuple[str, str | None]]  # product -> (gpu model, cpu name; None: the server maker's)

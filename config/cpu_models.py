@@ -11,7 +11,6 @@ a test keeps it current. Loaded once per data directory, when a question is firs
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -31,6 +30,8 @@ PREFIXED_RE = rx(r"([a-z]+\d{0,2})-(.+)")  # "w9-3495x", "e-2388g", "i3-n305", "
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CpuFamily:
+    """A family of CPU model numbers and the microarchitecture they share."""
+
     name: str  # "Intel Xeon Platinum": the answer says "<name> <model> (<generation>)"
     generation: str
     uarch: str
@@ -46,6 +47,8 @@ class CpuFamily:
 @pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Telling:
+    """A CPU flag that tells a masked CPU apart, and the words that name it."""
+
     flag: str
     words: str
     implies: tuple[str, ...] = ()
@@ -53,6 +56,8 @@ class Telling:
 
 @dataclass(frozen=True)
 class CpuModelData:
+    """Every family of the model-number data, with its lookup keys."""
+
     families: tuple[CpuFamily, ...]
     telling: tuple[Telling, ...]
     # joined tokens of a listed number ("8480+", "w93495x", and "3495x" alone) ->
@@ -60,6 +65,7 @@ class CpuModelData:
     keys: dict[str, tuple[tuple[int, str, bool], ...]]
     firsts: frozenset[str]  # tokens a key can begin with
     max_tokens: int
+    listed_prefixes: frozenset[str] = frozenset()  # prefixes of listed numbers ("a10" of "A10-7850K")
 
 
 def _family(raw: dict, source: str) -> CpuFamily:
@@ -135,7 +141,13 @@ def _from_toml(paths: list[Path]) -> CpuModelData:
                 firsts.add(toks[0])
                 max_tokens = max(max_tokens, len(toks))
     return CpuModelData(tuple(families), tuple(telling), {k: tuple(v) for k, v in keys.items()}, frozenset(firsts),
-                        max_tokens)
+                        max_tokens, _listed_prefixes(families))
+
+
+def _listed_prefixes(families) -> frozenset[str]:
+    """The prefixes listed numbers are written with ("w9" of "w9-3495X"): kept with the data, so a
+    process does not match a thousand numbers to find them."""
+    return frozenset(pm.group(1) for f in families for m in f.models if (pm := PREFIXED_RE.fullmatch(m.lower())))
 
 
 def _to_json(data: CpuModelData, digest: str) -> dict:
@@ -161,6 +173,7 @@ def _from_json(raw: dict) -> CpuModelData:
         {k: tuple((i, m, s) for i, m, s in v) for k, v in raw["keys"].items()},
         frozenset(raw["firsts"]),
         raw["max_tokens"],
+        _listed_prefixes(fams),
     )
 
 
@@ -175,6 +188,8 @@ def load_cpu_models(data_dir: Path) -> CpuModelData:
 
 
 def _compiled_or_toml(folder: Path, paths: list[Path], digest: str) -> CpuModelData:
+    import json  # only when the pickled form is missing: `ask` reads that
+
     try:
         raw = json.loads((folder / COMPILED).read_bytes())
         if raw.get("digest") == digest:
@@ -186,6 +201,8 @@ def _compiled_or_toml(folder: Path, paths: list[Path], digest: str) -> CpuModelD
 
 def compiled_text(data_dir: Path) -> str:
     """What ``compiled.json`` must hold for the TOML files of ``data_dir``."""
+    import json
+
     paths, digest = _sources(data_dir / "cpu_models")
     return json.dumps(_to_json(_from_toml(paths), digest), separators=(",", ":"), sort_keys=True) + "\n"
 

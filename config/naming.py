@@ -23,6 +23,8 @@ _NAME_RE = rx(
 
 @dataclass(frozen=True, slots=True)
 class ParsedName:
+    """The parts of a package name."""
+
     kind: str  # pytorch | torchvision | torchaudio
     python: str  # "3.13"
     cuda: str | None  # "12.8"

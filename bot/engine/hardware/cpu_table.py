@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from config.catalog import Catalog
-from config.cpu_models import PREFIXED_RE, TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
+from config.cpu_models import TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
 from config.errors import CatalogError
 from config.regex_cache import rx
 
@@ -42,12 +42,16 @@ _UNIT_AFTER_RE = rx(
 
 @dataclass(frozen=True)
 class Part:
+    """One CPU a model number names: its family and how the answer names it."""
+
     family: CpuFamily
     display: str  # "Intel Xeon Platinum 8480+ (4th gen Xeon Scalable, Sapphire Rapids)"
 
 
 @dataclass(frozen=True)
 class CpuHit:
+    """A model number found in the text, and the parts it may be."""
+
     start: int  # character span in the folded text
     end: int
     typed: str  # the number as typed ("7900x")
@@ -56,6 +60,8 @@ class CpuHit:
 
 @dataclass(frozen=True, eq=False)  # identity hash: its compiled rules are cached per table
 class CpuTable:
+    """The model-number data as lookup tables, built once per catalog."""
+
     data: CpuModelData
     rule_families: tuple[int, ...]  # families with a `number` rule, in data order
     prefixes: frozenset[str]  # tokens that stand before a rule's number ("i9")
@@ -79,7 +85,7 @@ def cpu_table(cat: Catalog) -> CpuTable:
             )
     fams = data.families
     prefixes = frozenset(p for f in fams for p in f.prefixes)
-    listed = {pm.group(1) for f in fams for m in f.models if (pm := PREFIXED_RE.fullmatch(m.lower()))}
+    listed = data.listed_prefixes
     return CpuTable(
         data, tuple(i for i, f in enumerate(fams) if f.number), prefixes, frozenset(p[0] for p in prefixes),
         frozenset(w for f in fams for w in f.words), frozenset(listed - prefixes),

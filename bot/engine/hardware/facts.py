@@ -31,6 +31,8 @@ def bounded(pattern: str) -> str:
 
 @dataclass(frozen=True)
 class GpuSeen:
+    """One GPU model the question names, with its architecture and count."""
+
     name: str  # model name as in the catalog (or a non-NVIDIA accelerator's name)
     arch: str | None  # catalog arch key; None for a non-NVIDIA accelerator
     count: int | None = None

@@ -16,6 +16,8 @@ from config.regex_cache import rx
 
 @dataclass(frozen=True)
 class Matchers:
+    """The catalog's model names as lookup tables and patterns, compiled once per catalog."""
+
     gpu: dict[str, str]  # joined lower-case tokens ("rtx3080ti") -> model name
     system: dict[str, str]  # joined tokens -> system name
     starts: frozenset[str]  # prefixes of the keys: tokens an n-gram that matches can start with

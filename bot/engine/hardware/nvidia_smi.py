@@ -224,6 +224,8 @@ def csv_driver(low: str) -> str | None:
 
 @dataclass(frozen=True)
 class RowGpu:
+    """The GPU one row of pasted nvidia-smi output names."""
+
     name: str  # a catalog model name, or the name as printed when the catalog does not know it
     arch: str | None  # None: not known (the answer asks)
     note: str = ""

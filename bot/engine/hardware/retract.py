@@ -25,6 +25,8 @@ _FORWARD_GAP = rx(r"\s*(?:(?:a|an|the|my|our|one|two|\d{1,2} ?x?|x?\d{1,2})\s+)*
 
 @dataclass(frozen=True)
 class Named:
+    """A GPU, CPU or instance named in the question, and where."""
+
     kind: str  # gpu | cpu | instance
     shown: str  # as the answer says it
     start: int  # span in the question's lower-cased text
