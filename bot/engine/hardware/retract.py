@@ -20,6 +20,7 @@ from config.regex_cache import rx
 
 _SEPARATORS = rx(r"\((?:r|tm|c)\)|[®™\-_/,;|()\[\]\"'`×]")
 # What may stand between a `forward` phrase and the part it takes back: "not [an] [8x] A100".
+WINDOW = 40  # characters between a `back` phrase and the part meant instead, at most
 _FORWARD_GAP = rx(r"\s*(?:(?:a|an|the|my|our|one|two|\d{1,2} ?x?|x?\d{1,2})\s+)*")
 
 
@@ -34,25 +35,25 @@ class Named:
 
 
 @lru_cache(maxsize=1)
-def phrases() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """(back, forward, keep) phrases of the data (from the compiled cache)."""
+def phrases() -> tuple[tuple[str, ...], ...]:
+    """(back, forward, keep, keep_after) phrases of the data (from the compiled cache)."""
     from config.catalog_cache import cached, files_key
 
     path = DATA_DIR / "words.toml"
     return cached("corrections", files_key(path), lambda: _phrases(path), tuple)
 
 
-def _phrases(path) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+def _phrases(path) -> tuple[tuple[str, ...], ...]:
     import tomllib
 
     with path.open("rb") as fh:
         raw = tomllib.load(fh).get("corrections", {})
-    return tuple(tuple(str(p).lower() for p in raw.get(k, ())) for k in ("back", "forward", "keep"))
+    return tuple(tuple(str(p).lower() for p in raw.get(k, ())) for k in ("back", "forward", "keep", "keep_after"))
 
 
 @lru_cache(maxsize=1)
 def _markers() -> re.Pattern | None:
-    back, forward, _ = phrases()
+    back, forward = phrases()[:2]
     alts = [f"(?P<f{i}>{_phrase(p)})" for i, p in enumerate(forward)]
     alts += [f"(?P<b{i}>{_phrase(p)})" for i, p in enumerate(back)]
     if not alts:
@@ -62,9 +63,10 @@ def _markers() -> re.Pattern | None:
     return rx(bounded("|".join(alts)))
 
 
-@lru_cache(maxsize=1)
-def _keep() -> re.Pattern | None:
-    keep = phrases()[2]
+@lru_cache(maxsize=2)
+def _keep(after: bool = False) -> re.Pattern | None:
+    """Words that make a `back` phrase an addition: right after it, or right after the part named."""
+    keep = phrases()[3 if after else 2]
     return rx(r"[\s,:.!-]*" + bounded("|".join(_phrase(p) for p in keep))) if keep else None
 
 
@@ -105,6 +107,12 @@ def _back(named: list[Named], cut: list, low: str, mk: re.Match) -> tuple[Named,
     if not after:
         return None
     meant = after[0]
+    gap = low[mk.end() : meant.start]
+    if len(gap) > WINDOW or "?" in gap or "\n" in gap:
+        return None  # "sorry for the basic question, ... an H100": a courtesy, not a correction
+    keep_after = _keep(after=True)
+    if keep_after is not None and keep_after.match(low, meant.end):
+        return None  # "actually an H100 too": an addition
     before = [n for n in named if n.end <= mk.start() and n.kind == meant.kind and not _taken(n, cut)]
     if not before or before[-1].shown == meant.shown:
         return None
