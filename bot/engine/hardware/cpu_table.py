@@ -127,7 +127,11 @@ def _brands(t: CpuTable, toks: list[tuple[str, int, int]], i: int) -> tuple[froz
 
 
 def _stands_alone(fam: CpuFamily, typed: str) -> bool:
-    return not fam.needs and (fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit()))
+    """A number said without brand or prefix names this family's part. For a family named by
+    its suffixed numbers, a lone "s" is no suffix: "2102s" is as often 2102 seconds, or the
+    plural of a number, as a Core i3-2102S (which "i3-2102S" or "Core 2102S" still name)."""
+    lone_s = typed[-1:] == "s" and typed[:-1].isdigit()
+    return not fam.needs and (fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit() and not lone_s))
 
 
 def _branded(fam: CpuFamily, brands: frozenset[str]) -> bool:
