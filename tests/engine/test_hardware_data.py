@@ -71,6 +71,14 @@ SYSTEMS = {
     "IGX Orin": ("sm87", "cortex_a76"),
     "IGX Thor": ("sm110", "neoverse_v3"),
 }
+# Superchips and modules of gpus.toml [systems], named the same way.
+SUPERCHIPS = {
+    "GH200": ("sm90", "neoverse_v2"),
+    "GB200": ("sm100", "neoverse_v2"),
+    "GB300": ("sm103", "neoverse_v2"),
+    "DGX Spark": ("sm121", "cortex_x925"),
+    "Jetson AGX Thor": ("sm110", "neoverse_v3"),
+}
 # What each microarchitecture must and must not have, as the variants' ISAs need it.
 HAS = {
     "sapphirerapids": ({"avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}, set()),
@@ -85,6 +93,7 @@ HAS = {
     "neoverse_v2": ({"sve2"}, set()),
     "neoverse_v3": ({"sve2"}, set()),
     "cortex_a76": ({"asimddp"}, {"sve", "sve2"}),
+    "cortex_x925": ({"sve2"}, set()),
 }
 
 
@@ -93,7 +102,7 @@ def _toml(name):
         return tomllib.load(fh)
 
 
-@pytest.mark.parametrize(("name", "facts"), [*SHAPES.items(), *SYSTEMS.items()])
+@pytest.mark.parametrize(("name", "facts"), [*SHAPES.items(), *SYSTEMS.items(), *SUPERCHIPS.items()])
 def test_shape_or_system_has_its_sources_gpu_and_cpu(name, facts):
     gpu, uarch = facts
     hw = parse(CAT, name)
