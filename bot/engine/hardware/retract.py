@@ -89,9 +89,18 @@ def retract(cat: Catalog, m: Matchers, hw: Hardware, low: str) -> str:
             cut.append(pair)
     for gone, meant in cut:
         low = low[: gone.start] + " " * (gone.end - gone.start) + low[gone.end :]
-        hw.notes.append(f"Read as the {meant.shown}: you corrected the {gone.shown}.")
-        hw.retracted.append((gone.kind, gone.shown, meant.shown))
+        was, now = _as_typed(hw.query, gone.shown), _as_typed(hw.query, meant.shown)
+        hw.notes.append(f"Read as the {now}: you corrected the {was}.")
+        hw.retracted.append((gone.kind, was, now))
     return low
+
+
+def _as_typed(query: str, shown: str) -> str:
+    """An instance name as the question wrote it ("BM.GPU4.8", not "bm.gpu4.8")."""
+    if shown != shown.lower():
+        return shown  # a catalog name, already as the vendor writes it
+    at = query.lower().find(shown)
+    return query[at : at + len(shown)] if at >= 0 else shown
 
 
 def _taken(n: Named, cut: list[tuple[Named, Named]]) -> bool:
