@@ -10,7 +10,7 @@ files into these models is ``config.catalog_data`` (``load_catalog``, ``build_ca
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -28,6 +28,19 @@ PURPOSE_RANK = {
 }
 
 
+def pickled_as_arguments(cls):
+    """Pickle ``cls`` as its constructor's arguments. The compiled catalog cache holds ~1,400 of
+    these; the ``__setstate__`` dataclasses give a frozen slots class looks its fields up once
+    per object, which made loading them a tenth of a one-shot ``ask``."""
+    names = tuple(f.name for f in fields(cls))
+
+    def __reduce__(self):
+        return cls, tuple([getattr(self, n) for n in names])
+
+    cls.__reduce__ = __reduce__
+    return cls
+
+
 @lru_cache(maxsize=512)
 def vtuple(version: str) -> tuple[int, ...]:
     """'12.9.1' -> (12, 9, 1); non-numeric parts stop the tuple ('TBD' -> ())."""
@@ -39,15 +52,21 @@ def vtuple(version: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Correction:
+    """A GPU fact the seed documents get wrong, and the truth the answer says instead."""
+
     model: str
     says: str
     truth: str
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class GpuArch:
+    """A GPU architecture (compute capability) and the CUDA, drivers and models it goes with."""
+
     key: str  # "sm90"
     cc: str  # "9.0"
     family: str
@@ -82,8 +101,11 @@ class GpuArch:
         return not (self.max_cuda and v > vtuple(self.max_cuda))
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CpuIsa:
+    """A CPU instruction-set level the variants are built for (avx2, avx512, armv9, ...)."""
+
     key: str  # "avx512"
     arch: str  # "x86_64" | "aarch64"
     desc: str
@@ -99,8 +121,11 @@ class CpuIsa:
         return f"{self.arch}-linux"
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Uarch:
+    """A CPU microarchitecture and the flags that decide the build (from archspec where it knows it)."""
+
     key: str
     vendor: str
     arch: str
@@ -111,30 +136,40 @@ class Uarch:
     nearest: str | None = None  # for one archspec lacks: the archspec one its flags extend
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CpuModel:
+    """A CPU model name pattern and its microarchitecture."""
+
     pattern: str
     name: str
     uarch: str
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Instance:
+    """A cloud instance family or shape, with the GPU and CPU it has."""
+
     pattern: str
     provider: str
     gpu: str | None  # None: a CPU-only family
-    cpu: str
+    cpu: str | None  # None: the provider does not publish it (the note says so)
     families: tuple[str, ...] = ()  # bare family names ("m7g", "c4a")
     note: str = ""
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CudaToolkit:
+    """A CUDA toolkit version, the driver it needs and its nixpkgs attribute."""
+
     version: str
     min_driver: str
     nix_attr: str
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Variant:
     """One package of the matrix. ``kind`` is pytorch, torchvision or torchaudio.
@@ -169,29 +204,40 @@ class Variant:
         return self.package.replace(self.kind + "-", "pytorch-", 1) if self.is_companion else self.package
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CudaGroup:
+    """The GPU architectures a branch builds with one CUDA version."""
+
     version: str
     archs: tuple[str, ...]
     pin: str | None = None  # None: the branch's pin
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Companion:
+    """A torchvision or torchaudio variant a branch builds beside PyTorch."""
+
     kind: str
     cuda: str
     arch: str
     isa: str
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class TorchSource:
+    """The PyTorch source a branch builds from (version and hash)."""
+
     version: str
     hash: str
 
 
 @dataclass(frozen=True, eq=False)
 class Branch:
+    """A branch of build-pytorch (or build-torchvision) and its variant matrix."""
+
     name: str
     pytorch: str
     python: str
@@ -261,9 +307,11 @@ class Branch:
 
 @dataclass(frozen=True, eq=False)  # identity hash: derived matchers are cached per catalog
 class Catalog:
+    """Everything `ask` and the release tools know: branches, GPUs, CPUs, instances, CUDA."""
+
     gpu_archs: dict[str, GpuArch]
     gpu_models: dict[str, str]  # model name -> arch key
-    systems: dict[str, tuple[str, str]]  # product -> (gpu model, cpu name)
+    systems: dict[str, tuple[str, str | None]]  # product -> (gpu model, cpu name; None: the server maker's)
     foreign_patterns: tuple[str, ...]
     isas: dict[str, CpuIsa]
     implies: dict[str, tuple[str, ...]]
@@ -280,6 +328,7 @@ class Catalog:
     providers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # cloud provider -> words naming it
     cpu_brands: dict[str, str] = field(default_factory=dict)  # CPU brand word -> x86_64 | aarch64
     vision: dict[str, Branch] = field(default_factory=dict)  # build-torchvision branches (with repositories)
+    system_notes: dict[str, str] = field(default_factory=dict)  # system -> what every answer for it says
     data_dir: Path = DATA_DIR  # where the data was read: the CPU model tables are read from it when first needed
 
     def branch(self, name: str) -> Branch:

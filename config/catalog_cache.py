@@ -16,7 +16,6 @@ but config.paths.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import sys
@@ -24,6 +23,11 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import TypeVar
+
+try:  # BLAKE2 from CPython's own module: `import hashlib` loads OpenSSL, ~3 ms of every `ask`
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter built without it
+    from hashlib import blake2b
 
 T = TypeVar("T")
 KEEP = 8  # entries of one kind kept (other checkouts, other data); older ones are removed
@@ -59,7 +63,7 @@ def code_key() -> str:
     with: what a cached object depends on besides its key. No import of archspec or tree-sitter."""
     from importlib.util import find_spec
 
-    h = hashlib.sha256()
+    h = blake2b()
     h.update(sys.version.encode())
     for dist in _GRAMMAR:
         h.update(f"{dist} {_version(dist)}\n".encode())
@@ -83,7 +87,7 @@ def code_key() -> str:
 
 def files_key(*roots: Path) -> str:
     """The names and content of every file under ``roots`` (a file or a directory each)."""
-    h = hashlib.sha256()
+    h = blake2b()
     for root in roots:
         paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         for p in paths:
@@ -109,7 +113,7 @@ def cached(kind: str, key: str, build: Callable[[], T], expect: type) -> T:
     directory = _directory()
     if directory is None:
         return build()
-    digest = hashlib.sha256(f"{code_key()}\n{key}".encode()).hexdigest()
+    digest = blake2b(f"{code_key()}\n{key}".encode()).hexdigest()
     path = directory / f"{kind}-{digest[:32]}.pickle"
     try:
         with path.open("rb") as fh:

@@ -148,6 +148,26 @@ def expand_branches(cat: Catalog, raw_branches: dict[str, dict], where: str) -> 
     return branches
 
 
+def _systems(gpus: dict, named: dict, archs: dict[str, GpuArch], models: dict[str, str]):
+    """Superchips of gpus.toml [systems] and the systems sold by name of systems.toml: name ->
+    (GPU model, CPU name or None), and name -> the note said with it."""
+    systems = {name: (s["gpu"], s["cpu"]) for name, s in gpus.get("systems", {}).items()}
+    notes: dict[str, str] = {}
+    for s in named.get("system", []):
+        try:
+            name, gpu = s["name"], s["gpu"]
+        except KeyError as err:
+            raise CatalogError(f"A system in systems.toml lacks {err}.") from None
+        if name in systems:
+            raise CatalogError(f"System '{name}' is listed twice (gpus.toml [systems] or systems.toml).")
+        if gpu not in models:
+            raise CatalogError(f"System '{name}' names GPU '{gpu}', which gpus.toml does not list.")
+        systems[name] = (gpu, s.get("cpu"))
+        if s.get("note"):
+            notes[name] = s["note"]
+    return systems, notes
+
+
 def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | None = None) -> Catalog:
     gpus = _load("gpus.toml", data_dir)
     cpus = _load("cpus.toml", data_dir)
@@ -179,7 +199,7 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
             if m in models:
                 raise CatalogError(f"GPU model '{m}' is listed under both {models[m]} and {key}.")
             models[m] = key
-    systems = {name: (s["gpu"], s["cpu"]) for name, s in gpus.get("systems", {}).items()}
+    systems, system_notes = _systems(gpus, _load("systems.toml", data_dir), archs, models)
 
     isas = {
         key: CpuIsa(
@@ -204,7 +224,8 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
     # Patterns are compiled where they are used (bot/engine/hardware.py), which reports a bad one with
     # check_patterns: compiling 140 of them here would cost every process that never asks.
     instances = tuple(
-        Instance(i["pattern"], i["provider"], i.get("gpu"), i["cpu"], tuple(i.get("families", ())), i.get("note", ""))
+        Instance(i["pattern"], i["provider"], i.get("gpu"), i.get("cpu"), tuple(i.get("families", ())),
+                 i.get("note", ""))
         for i in inst.get("instance", [])
     )
 
@@ -217,6 +238,7 @@ def build_catalog(data_dir: Path = DATA_DIR, extra_branches: dict[str, dict] | N
         gpu_archs=archs,
         gpu_models=models,
         systems=systems,
+        system_notes=system_notes,
         foreign_patterns=tuple(gpus.get("foreign", {}).get("patterns", ())),
         isas=isas,
         implies={k: tuple(v) for k, v in cpus.get("implies", {}).items()},

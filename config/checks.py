@@ -8,19 +8,18 @@ pydantic.
 from __future__ import annotations
 
 import os
-import re
-import string
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from config.errors import ConfigError
 from config.paths import SECRET_PARAM, config_file
+from config.regex_cache import rx
 
 # A Flox owner (user or organisation) is refused by Flox when it is empty, "." or "..", or holds a
 # space or "/" (flox-core's EnvironmentOwner); FloxHub handles are GitHub-style. torchbot also puts
 # the org into shell commands and published text, so it takes the safe core: letters, digits and
 # - _ . , starting with a letter or digit.
-FLOX_ORG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+FLOX_ORG_RE = rx(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 PLACEHOLDER_ORG = "your-org"
 
 COMMAND_PLACEHOLDERS = ("package", "org")  # what format_command fills in build/publish/check commands
@@ -42,6 +41,8 @@ def require_real_org(org: str, doing: str) -> None:
 
 def placeholder_problem(template: str, allowed: tuple[str, ...] = COMMAND_PLACEHOLDERS) -> str | None:
     """Why a command template cannot be filled with ``allowed`` placeholders; None when it can."""
+    import string  # only where a template is checked: importing it costs `ask` ~2 ms
+
     names = " and ".join("{" + a + "}" for a in allowed)
     try:
         fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]

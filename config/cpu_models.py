@@ -11,24 +11,27 @@ a test keeps it current. Loaded once per data directory, when a question is firs
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import tomllib
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from config.catalog import pickled_as_arguments
+from config.catalog_cache import blake2b, cached
 from config.errors import CatalogError
+from config.regex_cache import rx
 
 BARE = ("all", "suffixed", "none")
 COMPILED = "compiled.json"
-TOKEN_RE = re.compile(r"[a-z0-9]+\+?")  # a model number's tokens ("8480+", "w9", "3495x")
-PREFIXED_RE = re.compile(r"([a-z]+\d{0,2})-(.+)")  # "w9-3495x", "e-2388g", "i3-n305", "a10-7850k"; not "6975p-c"
+TOKEN_RE = rx(r"[a-z0-9]+\+?")  # a model number's tokens ("8480+", "w9", "3495x")
+PREFIXED_RE = rx(r"([a-z]+\d{0,2})-(.+)")  # "w9-3495x", "e-2388g", "i3-n305", "a10-7850k"; not "6975p-c"
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class CpuFamily:
+    """A family of CPU model numbers and the microarchitecture they share."""
+
     name: str  # "Intel Xeon Platinum": the answer says "<name> <model> (<generation>)"
     generation: str
     uarch: str
@@ -41,8 +44,11 @@ class CpuFamily:
     needs: frozenset[str] = frozenset()  # brand words of which one must be said ("gold" for "Xeon Gold 6330")
 
 
+@pickled_as_arguments
 @dataclass(frozen=True, slots=True)
 class Telling:
+    """A CPU flag that tells a masked CPU apart, and the words that name it."""
+
     flag: str
     words: str
     implies: tuple[str, ...] = ()
@@ -50,6 +56,8 @@ class Telling:
 
 @dataclass(frozen=True)
 class CpuModelData:
+    """Every family of the model-number data, with its lookup keys."""
+
     families: tuple[CpuFamily, ...]
     telling: tuple[Telling, ...]
     # joined tokens of a listed number ("8480+", "w93495x", and "3495x" alone) ->
@@ -57,6 +65,7 @@ class CpuModelData:
     keys: dict[str, tuple[tuple[int, str, bool], ...]]
     firsts: frozenset[str]  # tokens a key can begin with
     max_tokens: int
+    listed_prefixes: frozenset[str] = frozenset()  # prefixes of listed numbers ("a10" of "A10-7850K")
 
 
 def _family(raw: dict, source: str) -> CpuFamily:
@@ -84,7 +93,7 @@ def _family(raw: dict, source: str) -> CpuFamily:
         raise CatalogError(f"{label}: needs must be among its words ({', '.join(sorted(fam.needs - fam.words))}).")
     if fam.number:
         try:
-            re.compile(fam.number)
+            rx(fam.number)
         except re.error as err:
             raise CatalogError(f"{label}: number {fam.number!r} is invalid: {err}.") from None
     return fam
@@ -103,13 +112,15 @@ def model_keys(model: str) -> list[tuple[list[str], bool]]:
 
 def _sources(folder: Path) -> tuple[list[Path], str]:
     paths = sorted(folder.glob("*.toml")) if folder.is_dir() else []
-    digest = hashlib.sha256()
+    digest = blake2b()
     for p in paths:
         digest.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return paths, digest.hexdigest()
 
 
 def _from_toml(paths: list[Path]) -> CpuModelData:
+    import tomllib  # only when compiled.json is stale: importing it costs `ask` ~3 ms
+
     families: list[CpuFamily] = []
     telling: list[Telling] = []
     for path in paths:
@@ -130,7 +141,13 @@ def _from_toml(paths: list[Path]) -> CpuModelData:
                 firsts.add(toks[0])
                 max_tokens = max(max_tokens, len(toks))
     return CpuModelData(tuple(families), tuple(telling), {k: tuple(v) for k, v in keys.items()}, frozenset(firsts),
-                        max_tokens)
+                        max_tokens, _listed_prefixes(families))
+
+
+def _listed_prefixes(families) -> frozenset[str]:
+    """The prefixes listed numbers are written with ("w9" of "w9-3495X"): kept with the data, so a
+    process does not match a thousand numbers to find them."""
+    return frozenset(pm.group(1) for f in families for m in f.models if (pm := PREFIXED_RE.fullmatch(m.lower())))
 
 
 def _to_json(data: CpuModelData, digest: str) -> dict:
@@ -156,6 +173,7 @@ def _from_json(raw: dict) -> CpuModelData:
         {k: tuple((i, m, s) for i, m, s in v) for k, v in raw["keys"].items()},
         frozenset(raw["firsts"]),
         raw["max_tokens"],
+        _listed_prefixes(fams),
     )
 
 
@@ -165,6 +183,13 @@ def load_cpu_models(data_dir: Path) -> CpuModelData:
     none): from ``compiled.json`` when it was compiled from exactly these files."""
     folder = data_dir / "cpu_models"
     paths, digest = _sources(folder)
+    # pickled in torchbot's cache (config.catalog_cache): unpickling is cheaper than the json
+    return cached("cpu-models", digest, lambda: _compiled_or_toml(folder, paths, digest), CpuModelData)
+
+
+def _compiled_or_toml(folder: Path, paths: list[Path], digest: str) -> CpuModelData:
+    import json  # only when the pickled form is missing: `ask` reads that
+
     try:
         raw = json.loads((folder / COMPILED).read_bytes())
         if raw.get("digest") == digest:
@@ -176,6 +201,8 @@ def load_cpu_models(data_dir: Path) -> CpuModelData:
 
 def compiled_text(data_dir: Path) -> str:
     """What ``compiled.json`` must hold for the TOML files of ``data_dir``."""
+    import json
+
     paths, digest = _sources(data_dir / "cpu_models")
     return json.dumps(_to_json(_from_toml(paths), digest), separators=(",", ":"), sort_keys=True) + "\n"
 

@@ -27,6 +27,8 @@ LIGHT = {"TORCHBOT_FLOX_ORG", "TORCHBOT_REPO_PATH", "TORCHBOT_CACHE_DIR", "TORCH
 
 @dataclass(frozen=True)
 class LightSettings:
+    """The settings `ask` needs, read from the environment without pydantic-settings."""
+
     flox_org: str = FLOX_ORG
     repo_path: Path | None = None
     repo_paths: tuple[Path, ...] = ()

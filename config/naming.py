@@ -8,12 +8,13 @@ companions: torchvision|torchaudio-python{PY}-cuda{MAJ}_{MIN}-{smNN}-{isa}
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from config.regex_cache import rx
 
 KINDS = ("pytorch", "torchvision", "torchaudio")
 
-_NAME_RE = re.compile(
+_NAME_RE = rx(
     r"^(?P<kind>pytorch|torchvision|torchaudio)-python(?P<py>3\d{1,2})-"
     r"(?:(?P<darwin>darwin-mps)|cpu-(?P<cpu_isa>[a-z0-9_]+)|"
     r"cuda(?P<cuda>\d{2}_\d)-(?P<arch>sm\d{2,3})-(?P<isa>[a-z0-9_]+))$"
@@ -22,6 +23,8 @@ _NAME_RE = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class ParsedName:
+    """The parts of a package name."""
+
     kind: str  # pytorch | torchvision | torchaudio
     python: str  # "3.13"
     cuda: str | None  # "12.8"
@@ -72,7 +75,7 @@ def parse_package_name(name: str) -> ParsedName | None:
 
 
 # nixpkgs revisions
-REV_RE = re.compile(r"^[0-9a-f]{40}$")
+REV_RE = rx(r"^[0-9a-f]{40}$")
 
 
 def short(rev: str) -> str:

@@ -26,6 +26,8 @@ def _settings() -> Settings:
 
 @dataclass
 class Context:
+    """The settings and the catalog every command runs with."""
+
     settings: Settings = field(default_factory=_settings)
     use_repo: bool = True  # answer from the repositories' real branches when some are configured
 

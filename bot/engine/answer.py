@@ -11,6 +11,8 @@ from bot.engine.hardware import Hardware
 
 @dataclass(frozen=True)
 class Pick:
+    """A variant chosen for the question, with the branch it comes from."""
+
     package: str
     branch: str
     gpu_arch: str | None
@@ -50,6 +52,8 @@ class Pick:
 
 @dataclass
 class Answer:
+    """What `ask` says: the recommendation, the alternatives, the reasons, warnings and questions back."""
+
     hardware: Hardware
     recommendation: Pick | None = None
     alternatives: list[Pick] = field(default_factory=list)

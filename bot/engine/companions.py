@@ -22,8 +22,9 @@ from bot.engine.branches import driver_reason
 from bot.engine.cpu_isa import cpu_plan
 from bot.engine.hardware import Hardware
 from config.catalog import Branch, Catalog, Variant, vtuple
+from config.regex_cache import rx
 
-_ASK_RE = re.compile(r"torch[\s_-]?(vision|audio)", re.I)
+_ASK_RE = rx(r"torch[\s_-]?(vision|audio)", re.I)
 
 
 def companion_kind(text: str) -> str | None:

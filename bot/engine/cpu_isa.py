@@ -16,6 +16,8 @@ GREP_ARM = "grep -o -w -E 'asimddp|sve|sve2' /proc/cpuinfo | sort -u"
 
 @dataclass(frozen=True)
 class CpuPlan:
+    """The CPU instruction set chosen for the question, and why."""
+
     arch: str  # x86_64 | aarch64
     order: tuple[str, ...]  # ISAs in preference order, all runnable (or assumed)
     assumed: bool  # CPU unknown: order is a safe assumption

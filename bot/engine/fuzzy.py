@@ -16,10 +16,11 @@ import sys
 from functools import lru_cache
 
 from config.catalog import DATA_DIR
+from config.regex_cache import rx
 
 MIN_LEN = 5
 SCAN = 8_000  # characters of prose checked for typos (a question is short; pasted output is not prose)
-_WORD_RE = re.compile(r"[a-z]+")
+_WORD_RE = rx(r"[a-z]+")
 
 
 @lru_cache(maxsize=1)
@@ -92,7 +93,7 @@ def corrections(text: str) -> dict[str, str]:
 
 @lru_cache(maxsize=256)
 def _typos_re(typos: tuple[str, ...]) -> re.Pattern:
-    return re.compile(r"(?<![a-z])(?:" + "|".join(sorted(map(re.escape, typos), key=len, reverse=True)) + r")(?![a-z])")
+    return rx(r"(?<![a-z])(?:" + "|".join(sorted(map(re.escape, typos), key=len, reverse=True)) + r")(?![a-z])")
 
 
 def apply(text: str, fixes: dict[str, str]) -> str:

@@ -13,7 +13,8 @@ from release.context import Context
 
 REC = "pytorch-2.9-python313"
 CORPUS = tomllib.loads((Path(__file__).with_name("ask_corpus.toml")).read_text())["case"]
-CLASSES = {"plurals", "typos", "cpu_models", "cloud", "unknown", "workloads", "cuda", "mixed_wsl", "phantom"}
+CLASSES = {"plurals", "typos", "cpu_models", "cloud", "unknown", "workloads", "cuda", "mixed_wsl", "phantom",
+           "clouds_beyond", "systems", "corrections"}
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,10 @@
 import json
 import time
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from bot.engine.hardware import parse
 from bot.frontends.commands import ask
 from config.settings import Settings
 from release.context import Context
@@ -49,3 +50,53 @@ def test_any_text_gets_a_valid_answer_fast(text):
 def test_one_megabyte_of_text():
     check(("H100 Graviton3 avx512 p5.48xlarge lscpu Flags: avx avx2 " * 20000)[:1_000_000])
     check("\n".join(f"|   {i}  NVIDIA H100 80GB HBM3  On | 0000:{i:02x}:00.0 Off |" for i in range(12000))[:1_000_000])
+
+
+# --- a message that corrects itself, beside a genuine mixed box ---------------------------
+
+CAT = CTX.catalog
+
+
+def _names(text):
+    return [g.name for g in parse(CAT, text).gpus]
+
+
+# GPU names read as themselves when named alone (system names and aliases read as another are left out)
+GPUS = sorted(n for n in CAT.gpu_models if _names(f"an {n}") == [n])
+CORRECTIONS = [
+    "{a}, no wait, {b}", "{a}... scratch that, {b}", "I have an {a}, I meant an {b}",
+    "it's an {a}, actually it's an {b}",
+    "not an {a} but an {b}", "sorry, {b} not {a}", "correction: an {b}, not an {a}", "{n}x {a}, no wait, {n}x {b}",
+    "{a} - sorry, {b}", "an {b} instead of an {a}", "my bad, {b} rather than {a}", "{a} oops I mean {b}",
+]
+MIXED = ["an {a} and an {b}", "{n}x {a} plus {k}x {b}", "{a} + {b}", "a box with an {a} and an {b} in it",
+         "{n}x {a}, {k}x {b}"]
+PAIRS = st.tuples(st.sampled_from(GPUS), st.sampled_from(GPUS)).filter(
+    lambda p: p[0].lower() not in p[1].lower() and p[1].lower() not in p[0].lower()
+)
+COUNTS = st.integers(min_value=1, max_value=8)
+
+
+@settings(max_examples=120, deadline=None)
+@given(PAIRS, st.sampled_from(CORRECTIONS), COUNTS)
+def test_a_correction_never_yields_a_mixed_gpu_answer(pair, template, n):
+    a, b = pair
+    text = template.format(a=a, b=b, n=n)
+    d = ask(CTX, text).to_dict()
+    assert [g["name"] for g in d["hardware"]["gpus"]] == [b], text
+    assert d["hardware"]["gpu"] == b
+    assert not any("different architectures" in w or "No single variant" in w for w in d["warnings"]), text
+    assert f"Read as the {b}: you corrected the {a}." in d["warnings"], (text, d["warnings"])
+
+
+@settings(max_examples=120, deadline=None)
+@given(PAIRS, st.sampled_from(MIXED), COUNTS, COUNTS)
+def test_a_genuine_mixed_box_still_names_both_gpus(pair, template, n, k):
+    a, b = pair
+    text = template.format(a=a, b=b, n=n, k=k)
+    assume(_names(f"an {a} and an {b}") == [a, b])  # two names that read apart at all
+    d = ask(CTX, text).to_dict()
+    assert [g["name"] for g in d["hardware"]["gpus"]] == [a, b], text
+    assert not any("you corrected" in w for w in d["warnings"])
+    if CAT.gpu_models[a] != CAT.gpu_models[b]:
+        assert any("different architectures" in w for w in d["warnings"]), (text, d["warnings"])

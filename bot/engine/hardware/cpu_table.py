@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from config.catalog import Catalog
-from config.cpu_models import PREFIXED_RE, TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
+from config.cpu_models import TOKEN_RE, CpuFamily, CpuModelData, load_cpu_models
 from config.errors import CatalogError
+from config.regex_cache import rx
 
 LOOKBACK = 5  # tokens searched for brand words before a number
 _NAME_PARTS = frozenset({"pro", "hx"})  # said between a brand and its number, part of the part's name
@@ -32,7 +33,7 @@ _OPENERS = frozenset({"a", "an", "with", "and", "plus"})  # before a number that
 _CLOSERS = frozenset({"and", "with", "plus", "no", "host", "box", "server", "node", "machine", "system"})
 _GPU_WORDS = frozenset({"rtx", "gtx", "quadro", "tesla", "geforce", "titan", "radeon", "rx", "arc"})
 # A quantity's unit after a number ("6144 MiB", "6400 MT/s", "7742 images", "4800%"): no model number.
-_UNIT_AFTER_RE = re.compile(
+_UNIT_AFTER_RE = rx(
     r" ?(?:%|[kmgtp]i?b(?:ps|/s)?|[kmgt]?hz|[mg]t ?s|[mg]t|w|watts?|rpm|images?|samples?|steps?|tokens?"
     r"|batch(?:es)?|epochs?|iter(?:ation)?s?|rows?|records?|files?|items?|users?|requests?|ms|s|secs?|seconds?"
     r"|minutes?|hours?|days?|dollars?|usd|eur|words?|params?|parameters?)(?![a-z0-9])"
@@ -41,12 +42,16 @@ _UNIT_AFTER_RE = re.compile(
 
 @dataclass(frozen=True)
 class Part:
+    """One CPU a model number names: its family and how the answer names it."""
+
     family: CpuFamily
     display: str  # "Intel Xeon Platinum 8480+ (4th gen Xeon Scalable, Sapphire Rapids)"
 
 
 @dataclass(frozen=True)
 class CpuHit:
+    """A model number found in the text, and the parts it may be."""
+
     start: int  # character span in the folded text
     end: int
     typed: str  # the number as typed ("7900x")
@@ -55,6 +60,8 @@ class CpuHit:
 
 @dataclass(frozen=True, eq=False)  # identity hash: its compiled rules are cached per table
 class CpuTable:
+    """The model-number data as lookup tables, built once per catalog."""
+
     data: CpuModelData
     rule_families: tuple[int, ...]  # families with a `number` rule, in data order
     prefixes: frozenset[str]  # tokens that stand before a rule's number ("i9")
@@ -78,7 +85,7 @@ def cpu_table(cat: Catalog) -> CpuTable:
             )
     fams = data.families
     prefixes = frozenset(p for f in fams for p in f.prefixes)
-    listed = {pm.group(1) for f in fams for m in f.models if (pm := PREFIXED_RE.fullmatch(m.lower()))}
+    listed = data.listed_prefixes
     return CpuTable(
         data, tuple(i for i, f in enumerate(fams) if f.number), prefixes, frozenset(p[0] for p in prefixes),
         frozenset(w for f in fams for w in f.words), frozenset(listed - prefixes),
@@ -89,7 +96,7 @@ def cpu_table(cat: Catalog) -> CpuTable:
 def _rules(t: CpuTable, families: tuple[int, ...]) -> re.Pattern:
     """One alternation of the rules a context allows (compiled when a question first needs it):
     its first matching group, in data order, is the family."""
-    return re.compile("|".join(f"(?P<r{i}>{t.families[i].number})" for i in families))
+    return rx("|".join(f"(?P<r{i}>{t.families[i].number})" for i in families))
 
 
 def _display(fam: CpuFamily, model: str, said: list[str] = ()) -> str:
@@ -120,7 +127,11 @@ def _brands(t: CpuTable, toks: list[tuple[str, int, int]], i: int) -> tuple[froz
 
 
 def _stands_alone(fam: CpuFamily, typed: str) -> bool:
-    return not fam.needs and (fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit()))
+    """A number said without brand or prefix names this family's part. For a family named by
+    its suffixed numbers, a lone "s" is no suffix: "2102s" is as often 2102 seconds, or the
+    plural of a number, as a Core i3-2102S (which "i3-2102S" or "Core 2102S" still name)."""
+    lone_s = typed[-1:] == "s" and typed[:-1].isdigit()
+    return not fam.needs and (fam.bare == "all" or (fam.bare == "suffixed" and not typed.isdigit() and not lone_s))
 
 
 def _branded(fam: CpuFamily, brands: frozenset[str]) -> bool:

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import re
 
-CPUINFO_REPEAT_RE = re.compile(r"^processor[ \t]*:[ \t]*[1-9][0-9]*[ \t]*\n(?:[^\n]+\n?)*", re.M)
-FLAGS_LINE_RE = re.compile(r"^[ \t]*(?:flags|features)[ \t]*:[ \t]*([^\n]*)$", re.M)
+from config.regex_cache import rx
+
+CPUINFO_REPEAT_RE = rx(r"^processor[ \t]*:[ \t]*[1-9][0-9]*[ \t]*\n(?:[^\n]+\n?)*", re.M)
+FLAGS_LINE_RE = rx(r"^[ \t]*(?:flags|features)[ \t]*:[ \t]*([^\n]*)$", re.M)
 # Flag names anywhere in the text ("avx512_bf16", "amx_int8", "svebf16", a build name
 # "...-avx512bf16"): instructions the CPU has, never words about the work.
-FLAG_TOKEN_RE = re.compile(r"(?<![a-z0-9])-?m?(?:avx|amx|sve|asimd)[a-z0-9_]*")
+FLAG_TOKEN_RE = rx(r"(?<![a-z0-9])-?m?(?:avx|amx|sve|asimd)[a-z0-9_]*")
 # The lines of pasted lscpu and /proc/cpuinfo output, by their keys: numbers in them are clock
 # speeds, caches and counts ("CPU max MHz: 3090.0000"), never GPU model numbers.
-KEY_LINE_RE = re.compile(
+KEY_LINE_RE = rx(
     r"[ \t]*(?:architecture|cpu op-mode\(s\)|address sizes|byte order|cpu\(s\)|(?:on|off)-line cpu\(s\) list"
     r"|vendor(?:_id| id)|model name|bios [a-z ]+|cpu family|thread\(s\) per core"
     r"|core\(s\) per (?:socket|cluster)|socket\(s\)|cluster\(s\)|stepping|frequency boost"
@@ -23,11 +25,11 @@ KEY_LINE_RE = re.compile(
     r"|fpu(?:_exception)?|cpuid level|wp|bugs|clflush size|cache_alignment|power management|tlb size"
     r"|cpu (?:implementer|architecture|variant|part|revision)|model)[ \t]*:(?:[ \t][^\n]*)?"
 )
-_ARCH_LINE_RE = re.compile(r"^[ \t]*architecture[ \t]*:[ \t]*(\S+)", re.M)
-_MODEL_LINE_RE = re.compile(r"^[ \t]*model name[ \t]*:[ \t]*([^\n]*)$", re.M)
-_VENDOR_LINE_RE = re.compile(r"^[ \t]*vendor(?:_id| id)[ \t]*:[ \t]*(\S+)", re.M)
-_CPU_PART_RE = re.compile(r"^[ \t]*cpu part[ \t]*:[ \t]*(0x[0-9a-f]{3})", re.M)
-_VENDOR_ARM_RE = re.compile(
+_ARCH_LINE_RE = rx(r"^[ \t]*architecture[ \t]*:[ \t]*(\S+)", re.M)
+_MODEL_LINE_RE = rx(r"^[ \t]*model name[ \t]*:[ \t]*([^\n]*)$", re.M)
+_VENDOR_LINE_RE = rx(r"^[ \t]*vendor(?:_id| id)[ \t]*:[ \t]*(\S+)", re.M)
+_CPU_PART_RE = rx(r"^[ \t]*cpu part[ \t]*:[ \t]*(0x[0-9a-f]{3})", re.M)
+_VENDOR_ARM_RE = rx(
     r"^[ \t]*(?:vendor id[ \t]*:[ \t]*(?:arm|apm|cavium|nvidia|ampere)|cpu implementer[ \t]*:)", re.M
 )
 _ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "i686": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",

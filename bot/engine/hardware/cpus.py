@@ -4,25 +4,24 @@ and CPU-like names the catalog does not know (kept, so the answer asks). Pure; m
 
 from __future__ import annotations
 
-import re
-
 from bot.engine.hardware import cpuinfo
 from bot.engine.hardware.cpu_table import find_cpus
 from bot.engine.hardware.facts import SCAN, Hardware, fold
 from bot.engine.hardware.matchers import Matchers
 from config.catalog import Catalog
 from config.cpu_models import load_cpu_models
+from config.regex_cache import rx
 
-_ARM_WORD_RE = re.compile(r"(?<![a-z0-9])(?:aarch64|arm64|armv[89](?:\.\d)?(?: ?a)?|arm)(?![a-z0-9])")
+_ARM_WORD_RE = rx(r"(?<![a-z0-9])(?:aarch64|arm64|armv[89](?:\.\d)?(?: ?a)?|arm)(?![a-z0-9])")
 # A CPU-like model number torchbot does not know: Core ("i7 13700k"), AMD A-series ("AMD A10-9990",
 # "A10-9999K": an APU, never an A10 GPU), a number with a desktop or mobile suffix ("9999K").
-CPU_LIKE_RE = re.compile(
+CPU_LIKE_RE = rx(
     r"(?<![a-z0-9])(?:i[3579] ?\d{4,5}[a-z]{0,3}\d?[a-z]?"
     r"|amd a(?:4|6|8|9|10|12) [3-9]\d{3}[a-z]{0,2}|a(?:4|6|8|9|10|12) [3-9]\d{3}(?:k|m|mx|p|b|e|t|c)"
     r"|\d{4,5}(?:k|kf|ks|x3d|hx|hs|hk|xe))(?![a-z0-9])"
 )
 # Flags stated in prose ("it has AVX-512", "no avx512", "avx512 is masked"): canonical flag names.
-_STATED_RE = re.compile(
+_STATED_RE = rx(
     r"(?P<neg>\b(?:no|not|without|lacks?|lacking|missing)\s+(?:the\s+)?)?"
     r"(?<![a-z0-9])(?P<flag>avx ?512 ?_?bf16|avx ?512 ?_?vnni|avx ?512 ?f|avx ?512|avx ?_?vnni|avx ?2|avx"
     r"|sve ?2|sve|fma|f16c|asimddp|dotprod)(?![a-z0-9])"

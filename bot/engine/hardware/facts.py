@@ -1,10 +1,11 @@
 """The typed facts a question gives about a machine (``Hardware``), and the text folding every
-reader shares. Pure; imports nothing of torchbot."""
+reader shares. Pure; imports nothing of torchbot but config.regex_cache."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from config.regex_cache import rx
 
 MAX_INPUT = 100_000  # characters read at all (GPU rows, flag lines)
 SCAN = 16_000  # characters searched for model, instance and unknown names: a question, or pasted
@@ -16,8 +17,8 @@ CELL = " \u00a6 "  # broken bar
 LINE = " \u00b6 "  # pilcrow
 
 # Folding applied before matching model names: trademarks and separators become spaces.
-_FOLD_RE = re.compile(r"\((?:r|tm|c)\)|[®™]|[\-_/,;|()\[\]\"'`]+")
-_SPACES_RE = re.compile(r"\s+")
+_FOLD_RE = rx(r"\((?:r|tm|c)\)|[®™]|[\-_/,;|()\[\]\"'`]+")
+_SPACES_RE = rx(r"\s+")
 
 
 def fold(text: str) -> str:
@@ -30,6 +31,8 @@ def bounded(pattern: str) -> str:
 
 @dataclass(frozen=True)
 class GpuSeen:
+    """One GPU model the question names, with its architecture and count."""
+
     name: str  # model name as in the catalog (or a non-NVIDIA accelerator's name)
     arch: str | None  # catalog arch key; None for a non-NVIDIA accelerator
     count: int | None = None
@@ -78,6 +81,7 @@ class Hardware:
     unknown_cpu: list[str] = field(default_factory=list)
     unknown_instance: str | None = None
     corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, read as)
+    retracted: list[tuple[str, str, str]] = field(default_factory=list)  # (gpu|cpu|instance, taken back, meant)
     notes: list[str] = field(default_factory=list)
 
     @property

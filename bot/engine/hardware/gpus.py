@@ -5,7 +5,6 @@ Pure; may import config."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from bot.engine.hardware import nvidia_smi
@@ -14,11 +13,12 @@ from bot.engine.hardware.cpus import CPU_LIKE_RE
 from bot.engine.hardware.facts import CELL, LINE, SCAN, GpuSeen, Hardware, fold
 from bot.engine.hardware.matchers import Matchers, lookup, token_spans
 from config.catalog import Catalog
+from config.regex_cache import rx
 
-_SM_RE = re.compile(r"(?<![a-z0-9])sm ?(\d{2,3})(?![0-9])")
-_CC_RE = re.compile(r"(?:compute capability|compute cap|capability|\bcc)\s*(?:is|of|=|:)?\s*(\d{1,2})\.(\d)(?![\d.])")
-_BARE_CC_RE = re.compile(r"(?<![\w.])(\d{1,2})\.(\d)(?![\w.])")
-_VERSIONISH_BEFORE = re.compile(
+_SM_RE = rx(r"(?<![a-z0-9])sm ?(\d{2,3})(?![0-9])")
+_CC_RE = rx(r"(?:compute capability|compute cap|capability|\bcc)\s*(?:is|of|=|:)?\s*(\d{1,2})\.(\d)(?![\d.])")
+_BARE_CC_RE = rx(r"(?<![\w.])(\d{1,2})\.(\d)(?![\w.])")
+_VERSIONISH_BEFORE = rx(
     r"(?:python|py|cuda|torch|pytorch|vllm|driver|cudnn|version|macos|ubuntu|v|nvcc|release)\s*[:=v]?\s*$"
 )
 # GPU counts next to a model name: "8x H100", "8 x H100", "H100 x8", "a pair of 3090s", "dual 4090".
@@ -26,14 +26,14 @@ _COUNT_WORDS = {
     "one": 1, "single": 1, "two": 2, "dual": 2, "twin": 2, "pair of": 2, "couple of": 2, "three": 3, "four": 4,
     "quad": 4, "five": 5, "six": 6, "eight": 8, "ten": 10, "twelve": 12, "sixteen": 16,
 }
-_COUNT_BEFORE_RE = re.compile(
+_COUNT_BEFORE_RE = rx(
     r"(?:(?<![\d.])(?P<n>\d{1,2}) ?(?P<x>x|way)? ?|(?<![a-z])(?P<w>"
     + "|".join(sorted(_COUNT_WORDS, key=len, reverse=True))
     + r") )(?:nvidia |geforce |tesla |quadro |rtx |gtx )*$"
 )
-_COUNT_AFTER_RE = re.compile(r"s? ?x ?(\d{1,2})(?![0-9_])")
+_COUNT_AFTER_RE = rx(r"s? ?x ?(\d{1,2})(?![0-9_])")
 # Names that look like hardware: reported when the catalog does not know them.
-_GPU_LIKE_RE = re.compile(
+_GPU_LIKE_RE = rx(
     r"(?<![a-z0-9])(?:"
     r"(?:geforce |nvidia |quadro |tesla |titan )*(?:rtx|gtx|gt) ?(?:a|pro )?\d{3,4}(?: ?(?:ti|super|ada))*"
     r"|(?:nvidia|tesla|quadro) [a-z]{1,2} ?\d{2,4}[a-z]{0,3}"
@@ -44,12 +44,12 @@ _GPU_LIKE_RE = re.compile(
 )
 _DIGIT_LOOKALIKES = str.maketrans({"o": "0", "l": "1", "i": "1"})
 # "a GPU", "XYZ9000 gpus", "graphics card": a GPU the question mentions without naming one torchbot knows
-_GPU_WORD_RE = re.compile(
+_GPU_WORD_RE = rx(
     r"(?<![a-z0-9])(?:([a-z0-9][a-z0-9-]{1,15}) )?(?:gpus?|graphics cards?|video cards?)(?![a-z0-9])"
 )
-_COUNT_RE = re.compile(r"\d+x?|x\d+|[a-z]+")  # "8x gpus", "4 gpus", "nvidia gpu": no model number
+_COUNT_RE = rx(r"\d+x?|x\d+|[a-z]+")  # "8x gpus", "4 gpus", "nvidia gpu": no model number
 LINE_MARK = LINE.strip()
-_UNIT_AFTER_RE = re.compile(r" ?(?:[kmgt]i?b|[kmg]hz|w|watts?|rpm)(?![a-z0-9])")
+_UNIT_AFTER_RE = rx(r" ?(?:[kmgt]i?b|[kmg]hz|w|watts?|rpm)(?![a-z0-9])")
 
 
 @dataclass
@@ -61,6 +61,7 @@ class _Named:
     arch_of: dict[str, str] = field(default_factory=dict)
     spans: list[tuple[int, int]] = field(default_factory=list)
     system_cpu: str | None = None
+    system_note: str = ""
     cpu_spans: list[tuple[int, int]] | None = None  # CPU model strings of the text, found when needed
 
 
@@ -85,6 +86,8 @@ def read_gpus(cat: Catalog, m: Matchers, hw: Hardware, text: str, rows: list[nvi
     if hw.gpu_arch is None and hw.gpu_foreign is None:
         _arch_by_number(cat, hw, text)
     hw.system_cpu = named.system_cpu
+    if named.system_note and named.system_note not in hw.notes:
+        hw.notes.append(named.system_note)
     if not inst_gpu:
         _unknown_like(cat, m, hw, named, text)
 
@@ -144,10 +147,12 @@ def _models_in_text(cat: Catalog, m: Matchers, named: _Named, text: str) -> list
     out: list[tuple[int, str, int | None]] = []
     for sysname, s, e in lookup(m.system, spans, m):
         gname, named.system_cpu = cat.systems[sysname]
+        named.system_note = cat.system_notes.get(sysname, "")
         named.spans.append((s, e))
         out.append((text.count(LINE_MARK, 0, s), gname, None))
         break
-    hits = list(lookup(m.gpu, spans, m))
+    # a GPU name inside the system's ("H100" of "DGX H100") is that system's GPU, not one more
+    hits = [h for h in lookup(m.gpu, spans, m) if not any(a <= h[1] and h[2] <= b for a, b in named.spans)]
     if hits:
         hits = _outside_cpus(m, spans, hits, _cpu_spans(cat, m, named, text))
     for name, s, e in hits:

@@ -3,13 +3,12 @@ H100 v5", "a g6e"): which one, and where it was named. Pure; may import config."
 
 from __future__ import annotations
 
-import re
-
 from bot.engine.hardware.matchers import Matchers, instance_re
 from config.catalog import Catalog
+from config.regex_cache import rx
 
 # Shapes of instance names, for an unknown one to be said rather than dropped.
-INSTANCE_LIKE_RE = re.compile(
+INSTANCE_LIKE_RE = rx(
     r"(?<![a-z0-9.\-_])(?:"
     r"[a-z]{1,4}\d{1,2}[a-z0-9\-]{0,8}\.(?:nano|micro|small|medium|large|\d{0,2}xlarge|metal(?:-\d+xl)?)"
     r"|[a-z]\d[a-z]?-(?:standard|highmem|highcpu|highgpu|megagpu|ultragpu|edgegpu|maxgpu|ultramem|megamem|hypermem|custom)(?:-\d+[a-z]?)*"
@@ -17,8 +16,10 @@ INSTANCE_LIKE_RE = re.compile(
     r")(?![a-z0-9])"
 )
 # Every instance name has one of these shapes: AWS "<family>.<size>", GCP "<family>-<kind>",
-# Azure "standard_..." or a "v<generation>" series. Text without any skips the big search.
-_INSTANCE_GATE_RE = re.compile(r"\.\d*[a-z]|[a-z]\d[a-z]?-[a-z]|standard_|[a-z _]v\d|hx\d")
+# Azure "standard_..." or a "v<generation>" series, OCI "BM.GPU...", Lambda "gpu_8x_...",
+# CoreWeave's GPU class or name. Text without any skips the big search.
+_FAMILY_TOKEN_RE = rx(r"(?<![a-z0-9.\-_])[a-z][a-z0-9]*\d[a-z0-9]*(?:-[a-z0-9]+)?(?![a-z0-9.])")
+_INSTANCE_GATE_RE = rx(r"\.\d*[a-z]|[a-z]\d[a-z]?-[a-z]|standard_|[a-z _]v\d|hx\d|gpu_\d|_nvlink_|coreweave")
 
 
 def find_instance(cat: Catalog, m: Matchers, low: str) -> tuple[int, int, int] | None:
@@ -30,7 +31,7 @@ def find_instance(cat: Catalog, m: Matchers, low: str) -> tuple[int, int, int] |
     if not m.families:
         return None
     named: dict[str, bool] = {}  # provider -> named in the text (searched once, not per family token)
-    for tm in re.finditer(r"(?<![a-z0-9.\-_])[a-z][a-z0-9]*\d[a-z0-9]*(?:-[a-z0-9]+)?(?![a-z0-9.])", low):
+    for tm in _FAMILY_TOKEN_RE.finditer(low):
         fam = m.families.get(tm.group(0).replace("-", ""))
         if fam is None:
             continue

@@ -11,10 +11,13 @@ from functools import lru_cache
 from bot.engine.hardware.facts import bounded
 from config.catalog import Catalog
 from config.catalog_data import check_patterns
+from config.regex_cache import rx
 
 
 @dataclass(frozen=True)
 class Matchers:
+    """The catalog's model names as lookup tables and patterns, compiled once per catalog."""
+
     gpu: dict[str, str]  # joined lower-case tokens ("rtx3080ti") -> model name
     system: dict[str, str]  # joined tokens -> system name
     starts: frozenset[str]  # prefixes of the keys: tokens an n-gram that matches can start with
@@ -29,9 +32,9 @@ class Matchers:
     relevant_flags: frozenset[str]
 
 
-_TOKEN_RE = re.compile(r"[a-z0-9]+")
-_SPAN_RE = re.compile(r"[a-z0-9]+|[\u00a6\u00b6]")  # words, and the barriers no name is read across
-_COUNT_PREFIX_RE = re.compile(r"(\d{1,2})x([a-z].*)")  # "8xh100"
+_TOKEN_RE = rx(r"[a-z0-9]+")
+_SPAN_RE = rx(r"[a-z0-9]+|[\u00a6\u00b6]")  # words, and the barriers no name is read across
+_COUNT_PREFIX_RE = rx(r"(\d{1,2})x([a-z].*)")  # "8xh100"
 
 
 def _name_keys(name: str) -> list[str]:
@@ -91,7 +94,7 @@ def lookup(table: dict[str, str], spans: list[tuple[str, int, int]], m: Matchers
 
 def _compile(source: str, kind: str, parts: list[str]) -> re.Pattern:
     try:
-        return re.compile(source)
+        return rx(source)
     except re.error:
         check_patterns(kind, parts)  # names the bad one
         raise
@@ -113,7 +116,7 @@ def matchers(cat: Catalog) -> Matchers:
     # An n-gram can only match when its first token begins a key ("rtx" or "rtx4090" for "rtx4090").
     starts = {k[:i] for k in [*gpu, *system] for i in range(1, len(k) + 1)}
     foreign = (
-        re.compile(bounded("|".join(f"(?:{p})" for p in cat.foreign_patterns))) if cat.foreign_patterns else None
+        rx(bounded("|".join(f"(?:{p})" for p in cat.foreign_patterns))) if cat.foreign_patterns else None
     )
     # One search for every CPU model: the first named wins; at one position, the first in the data.
     cpu = (
@@ -138,11 +141,11 @@ def matchers(cat: Catalog) -> Matchers:
             key = fam.lower().replace("-", "")
             families.setdefault(key, (i, len(key) < 3 or key in taken))
     providers = {
-        name: re.compile(bounded("|".join(re.escape(w) for w in words))) for name, words in cat.providers.items()
+        name: rx(bounded("|".join(re.escape(w) for w in words))) for name, words in cat.providers.items()
     }
     brand_words = sorted(cat.cpu_brands, key=len, reverse=True)
     brands = (
-        re.compile(
+        rx(
             bounded(
                 "(?P<brand>" + "|".join(re.escape(w) for w in brand_words) + ")"
                 r"(?P<model>(?: (?:platinum|gold|silver|bronze|max|pro|ai|w|e[357]|v|n))*"

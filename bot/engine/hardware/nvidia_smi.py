@@ -15,25 +15,26 @@ from dataclasses import dataclass, field
 from bot.engine.hardware.facts import MAX_INPUT, SCAN, fold
 from bot.engine.hardware.matchers import Matchers, lookup, token_spans
 from config.catalog import Catalog
+from config.regex_cache import rx
 
-UUID_RE = re.compile(r"\(uuid: ?[^)\n]*\)|gpu-[0-9a-f]{8}-[0-9a-f-]{27}")
+UUID_RE = rx(r"\(uuid: ?[^)\n]*\)|gpu-[0-9a-f]{8}-[0-9a-f-]{27}")
 # "Driver Version: 566.36" first: under WSL (and Windows) the NVIDIA-SMI version is the Linux
 # library's, the driver version is the Windows driver's, and that one decides what CUDA runs.
-DRIVER_VERSION_RE = re.compile(r"driver version\s*:?\s*(\d{3})(?:\.(\d{1,3}))?(?:\.(\d{1,3}))?")
-SMI_VERSION_RE = re.compile(r"nvidia-smi\s+(\d{3})\.")
-_CSV_DRIVER_RE = re.compile(r"\d{3}(?:\.\d+){0,2}")
+DRIVER_VERSION_RE = rx(r"driver version\s*:?\s*(\d{3})(?:\.(\d{1,3}))?(?:\.(\d{1,3}))?")
+SMI_VERSION_RE = rx(r"nvidia-smi\s+(\d{3})\.")
+_CSV_DRIVER_RE = rx(r"\d{3}(?:\.\d+){0,2}")
 
-_WRAPPED_TOP_RE = re.compile(r"[ \t]*\+-{8,}")  # a top border with no closing "+": cut by the terminal
+_WRAPPED_TOP_RE = rx(r"[ \t]*\+-{8,}")  # a top border with no closing "+": cut by the terminal
 # The first cell of a GPU row: index, name, then persistence mode (Linux) or driver model (Windows).
-_GPU_CELL_RE = re.compile(r"\s*(\d{1,2})\s+(\S.*?)(?:\s+(?:on|off|wddm|tcc|mcdm|n/a))?\s*")
-_TRUNCATED_RE = re.compile(r"\s*(?:\.\.\.|…)$")
-_SIGNATURE_RE = re.compile(r"nvidia-smi|driver version|bus-id|persistence-m|driver-model|tcc/wddm|memory-usage"
+_GPU_CELL_RE = rx(r"\s*(\d{1,2})\s+(\S.*?)(?:\s+(?:on|off|wddm|tcc|mcdm|n/a))?\s*")
+_TRUNCATED_RE = rx(r"\s*(?:\.\.\.|…)$")
+_SIGNATURE_RE = rx(r"nvidia-smi|driver version|bus-id|persistence-m|driver-model|tcc/wddm|memory-usage"
                            r"|processes:|gpu\s+name|mig devices")
-_LIST_RE = re.compile(r"^\s*gpu (\d{1,2}): *(\S[^\n]*?)\s*$")
-_MIG_LIST_RE = re.compile(r"^\s*mig \S+\s+device\s+\d+:")
-_QUERY_NAME_RE = re.compile(r"^\s*product name\s*:\s*(\S[^\n]*?)\s*$")
-_QUERY_LINE_RE = re.compile(r"^\s+[a-z][\w ./()-]*?\s*:(?:\s|$)|^=+\s*nvsmi log\s*=+$|^gpu [0-9a-f]{4,8}:[0-9a-f]{2}:")
-_GPU_WORD_RE = re.compile(r"nvidia|geforce|tesla|quadro|titan|rtx|gtx|jetson|(?<![a-z])[abhlt]\d")
+_LIST_RE = rx(r"^\s*gpu (\d{1,2}): *(\S[^\n]*?)\s*$")
+_MIG_LIST_RE = rx(r"^\s*mig \S+\s+device\s+\d+:")
+_QUERY_NAME_RE = rx(r"^\s*product name\s*:\s*(\S[^\n]*?)\s*$")
+_QUERY_LINE_RE = rx(r"^\s+[a-z][\w ./()-]*?\s*:(?:\s|$)|^=+\s*nvsmi log\s*=+$|^gpu [0-9a-f]{4,8}:[0-9a-f]{2}:")
+_GPU_WORD_RE = rx(r"nvidia|geforce|tesla|quadro|titan|rtx|gtx|jetson|(?<![a-z])[abhlt]\d")
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ def cc_key(cc: str) -> str | None:
     return f"sm{cm.group(1)}{cm.group(2)}" if cm else None
 
 
-_CSV_FIELD_RE = re.compile(r"[a-z_]+(?:\.[a-z_]+)*(?: \[[^\]]*\])?")
+_CSV_FIELD_RE = rx(r"[a-z_]+(?:\.[a-z_]+)*(?: \[[^\]]*\])?")
 
 
 def _csv(lines: list[str]) -> list[tuple[int, list[str], dict[str, str] | None]]:
@@ -223,6 +224,8 @@ def csv_driver(low: str) -> str | None:
 
 @dataclass(frozen=True)
 class RowGpu:
+    """The GPU one row of pasted nvidia-smi output names."""
+
     name: str  # a catalog model name, or the name as printed when the catalog does not know it
     arch: str | None  # None: not known (the answer asks)
     note: str = ""

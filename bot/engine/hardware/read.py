@@ -10,6 +10,7 @@ from bot.engine.hardware.cpus import read_cpu
 from bot.engine.hardware.facts import MAX_INPUT, SCAN, Hardware, fold
 from bot.engine.hardware.instances import INSTANCE_LIKE_RE, find_instance
 from bot.engine.hardware.matchers import Matchers, matchers
+from bot.engine.hardware.retract import retract
 from config.catalog import Catalog
 
 
@@ -23,6 +24,8 @@ def parse(cat: Catalog, text: str) -> Hardware:
         raw = raw[:MAX_INPUT]
     low = _typos(hw, nvidia_smi.UUID_RE.sub(" ", raw.lower()))
     m = matchers(cat)
+    # A part the question takes back ("an A100, no wait, an H100") is blanked before anything is read.
+    low = retract(cat, m, hw, low)
     # Cloud instance first: its name can look like a GPU ("a2-highgpu") and it fixes GPU + CPU.
     low, inst_gpu, inst_cpu = _instances(cat, m, hw, low)
     folded = fold(low)

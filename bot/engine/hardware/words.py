@@ -4,37 +4,36 @@ workload (only from words about work) and "no GPU". Pure; may import config."""
 
 from __future__ import annotations
 
-import re
-
 from bot.engine.hardware import nvidia_smi
 from bot.engine.hardware.facts import Hardware
+from config.regex_cache import rx
 
-_PY_RE = re.compile(r"(?<![a-z0-9])(?:python|py|cp|cpython)\s?v?(3)\.?(1[0-5]|[89])(?![0-9])")
-_VLLM_RE = re.compile(r"(?<![a-z0-9])vllm(?:\s*(?:version|v|==|@|=)?\s*v?(\d+\.\d+(?:\.\d+)?))?")
-_DRIVER_RE = re.compile(
+_PY_RE = rx(r"(?<![a-z0-9])(?:python|py|cp|cpython)\s?v?(3)\.?(1[0-5]|[89])(?![0-9])")
+_VLLM_RE = rx(r"(?<![a-z0-9])vllm(?:\s*(?:version|v|==|@|=)?\s*v?(\d+\.\d+(?:\.\d+)?))?")
+_DRIVER_RE = rx(
     r"(?:driver(?: version)?|nvidia smi|nvidia-smi)\s*[:=]?\s*(\d{3})(?:\.(\d{1,3}))?(?:\.(\d{1,3}))?"
 )
-_RDRIVER_RE = re.compile(r"(?<![a-z0-9])r(\d{3})(?: driver)?(?![0-9])")
-_CUDA_RE = re.compile(r"(?<![a-z0-9])cuda\s*(version\s*:)?\s*(?:v|=|==|>=)?\s*(\d{2})(?:\.(\d))?(?![0-9.]*\d)")
-_CU_TAG_RE = re.compile(r"(?<![a-z0-9])cu(1[0-3])(\d)(?![0-9])")  # PyTorch wheel tags: cu128, cu131
-_TORCH_RE = re.compile(r"(?<![a-z0-9])(?:pytorch|torch)\s*(?:version\s*)?v?(\d)\.(\d{1,2})(?![0-9])")
-NO_GPU_RE = re.compile(
+_RDRIVER_RE = rx(r"(?<![a-z0-9])r(\d{3})(?: driver)?(?![0-9])")
+_CUDA_RE = rx(r"(?<![a-z0-9])cuda\s*(version\s*:)?\s*(?:v|=|==|>=)?\s*(\d{2})(?:\.(\d))?(?![0-9.]*\d)")
+_CU_TAG_RE = rx(r"(?<![a-z0-9])cu(1[0-3])(\d)(?![0-9])")  # PyTorch wheel tags: cu128, cu131
+_TORCH_RE = rx(r"(?<![a-z0-9])(?:pytorch|torch)\s*(?:version\s*)?v?(\d)\.(\d{1,2})(?![0-9])")
+NO_GPU_RE = rx(
     r"no (?:nvidia |discrete |dedicated )?(?:gpus?|graphics card|cuda)|without (?:a |an )?(?:nvidia )?gpu"
     r"|cpu[ -]?only|gpu[ -]?less|no accelerator"
 )
-_MAC_RE = re.compile(
+_MAC_RE = rx(
     r"(?<![a-z0-9])(?:mac ?os|macbook(?: pro| air)?|mac (?:mini|studio|pro)|imac|darwin|apple silicon|os ?x|mps"
     r"|metal performance)(?![a-z0-9])"
 )
-_APPLE_CHIP_RE = re.compile(r"(?<![a-z0-9])(?:apple )?m([1-5])(?: (?:pro|max|ultra))?(?![a-z0-9])")
-_INTEL_MAC_RE = re.compile(r"intel mac|mac\w* (?:with )?(?:an )?intel|x86_64 darwin|intel based mac")
-_WINDOWS_RE = re.compile(r"(?<![a-z0-9])(?:windows|wddm)(?![a-z0-9])")
-_WSL_RE = re.compile(r"(?<![a-z0-9])(?:wsl ?2?|microsoft standard wsl2|wsl2 kernel)(?![a-z0-9])")
-_LINUX_RE = re.compile(r"(?<![a-z0-9])(?:linux|ubuntu|debian|rhel|rocky|nixos|fedora)(?![a-z0-9])")
-_BF16_RE = re.compile(r"(?<![a-z0-9])(?:bf ?16|bfloat ?16|brain ?float)(?![a-z0-9])")
-_INT8_RE = re.compile(r"(?<![a-z0-9])(?:int ?8|int ?4|quanti[sz]\w*|q8)(?![a-z0-9])")
-_TRAIN_RE = re.compile(r"(?<![a-z0-9])(?:train\w*|fine ?tun\w*|pretrain\w*)")
-_INFER_RE = re.compile(r"(?<![a-z0-9])(?:inference|inferencing|serving|serve)(?![a-z0-9])")
+_APPLE_CHIP_RE = rx(r"(?<![a-z0-9])(?:apple )?m([1-5])(?: (?:pro|max|ultra))?(?![a-z0-9])")
+_INTEL_MAC_RE = rx(r"intel mac|mac\w* (?:with )?(?:an )?intel|x86_64 darwin|intel based mac")
+_WINDOWS_RE = rx(r"(?<![a-z0-9])(?:windows|wddm)(?![a-z0-9])")
+_WSL_RE = rx(r"(?<![a-z0-9])(?:wsl ?2?|microsoft standard wsl2|wsl2 kernel)(?![a-z0-9])")
+_LINUX_RE = rx(r"(?<![a-z0-9])(?:linux|ubuntu|debian|rhel|rocky|nixos|fedora)(?![a-z0-9])")
+_BF16_RE = rx(r"(?<![a-z0-9])(?:bf ?16|bfloat ?16|brain ?float)(?![a-z0-9])")
+_INT8_RE = rx(r"(?<![a-z0-9])(?:int ?8|int ?4|quanti[sz]\w*|q8)(?![a-z0-9])")
+_TRAIN_RE = rx(r"(?<![a-z0-9])(?:train\w*|fine ?tun\w*|pretrain\w*)")
+_INFER_RE = rx(r"(?<![a-z0-9])(?:inference|inferencing|serving|serve)(?![a-z0-9])")
 
 
 def read_versions(hw: Hardware, low: str, folded: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 
@@ -34,6 +33,8 @@ def register(sub) -> None:
 
 def _emit(result, as_json: bool) -> None:
     if as_json:
+        import json
+
         print(json.dumps(result.to_dict(), indent=2))
     else:
         print(result.text())

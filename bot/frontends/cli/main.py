@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from config.errors import TorchbotError
@@ -24,12 +25,30 @@ EXIT_CODES = """exit status:
   2  usage or settings: a bad option, an unknown branch, a missing or wrong TORCHBOT_ setting"""
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter (examples and exit codes shown as written), with the terminal's
+    width read by os (argparse's own reads it through shutil, whose import of bz2 and lzma costs
+    every `ask` ~3 ms); COLUMNS still wins."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            try:
+                width = int(os.environ.get("COLUMNS", "")) - 2
+            except ValueError:
+                try:
+                    width = os.get_terminal_size(sys.__stdout__.fileno()).columns - 2
+                except (AttributeError, ValueError, OSError):
+                    width = 78
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class _Parser(argparse.ArgumentParser):
     """Every torchbot parser: examples and exit codes shown as written, and a mistake shows
     the usage of the command it was made in (``torchbot release build --bogus`` shows build's)."""
 
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # usage errors: exit 2, one clear line
