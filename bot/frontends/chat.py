@@ -363,9 +363,18 @@ class Chat:
             f"admins: {len(s.admins)}" + (f" and the members of {s.admin_usergroup}" if s.admin_usergroup else "")
             + f"; pending plans: {self._pending_count()}",
             f"jobs: {len(running)} running, {len(jobs) - len(running)} queued ({self.runner.workers} workers)",
+            self._leader(),
         ]
         lines.extend(f"  {j.describe()}" for j in jobs)
         return MessageResult("\n".join(lines))
+
+    def _leader(self) -> str:
+        from release.schedule.leader import status
+
+        try:
+            return self.state.run("the schedule's leader", lambda _st: status(self.ctx))
+        except StateStoreNotAnswering as err:
+            return f"schedule: leader unknown: {err.message}"
 
     def _pending_count(self) -> str:
         try:
