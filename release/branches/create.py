@@ -26,12 +26,12 @@ MANIFEST = ".flox/env/manifest.toml"
 
 
 def _check_name(repo, name: str) -> None:
-    import git
+    """Git's ref-name rules and the repository's naming pattern, before anything is made."""
+    from release.branches.naming import naming_problem
 
-    try:
-        repo.git.check_ref_format("--branch", name)
-    except git.GitCommandError:
-        raise ValidationError(f"'{name}' is not a valid branch name.") from None
+    problem = naming_problem(name, list(gitops.local_branches(repo)))
+    if problem:
+        raise ValidationError(f"'{name}' is not a valid branch name here: {problem}. Nothing was changed.")
 
 
 def _default_source(name: str, heads: dict[str, str], catalog) -> str | None:
@@ -211,8 +211,9 @@ def _read_source(repo, repo_path: Path, name: str, from_branch: str | None, cata
     from release.docs.facts import docs_from_model, skipped
     from release.recipes.reader import read_repository
 
-    _check_name(repo, name)
     heads = gitops.local_branches(repo)
+    if name not in heads:  # an existing name is refused below (or adopted: an earlier run's own branch)
+        _check_name(repo, name)
     existing = heads.pop(name, None)  # an earlier run's own work is adopted (create_branch), anything else refused
     if from_branch and from_branch not in heads:
         raise RefusedError(f"No branch '{from_branch}' to start from in {repo_path}.")

@@ -24,6 +24,15 @@ class _Parser(argparse.ArgumentParser):
         print(f"torchbot: {message}", file=sys.stderr)
         raise SystemExit(2)
 
+    def _get_values(self, action, arg_strings):
+        """Every value given on the command line: an empty or blank one is refused before anything
+        acts (``--channel ''`` must not mean "the default")."""
+        for value in () if isinstance(action, argparse._SubParsersAction) else arg_strings:
+            if isinstance(value, str) and not value.strip():
+                name = "/".join(action.option_strings) or action.metavar or action.dest
+                self.error(f"{name}: an empty value; give a value or leave it out")
+        return super()._get_values(action, arg_strings)
+
 
 # Commands whose registrar is imported alone when the command line names them (a quick `ask`).
 QUICK = {"ask": "bot.frontends.cli.ask", "catalog": "bot.frontends.cli.ask", "paths": "bot.frontends.cli.paths"}

@@ -71,7 +71,8 @@ def test_existing_name_and_bad_input_refused(env, capsys):
         (["x", "--pytorch", "two", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "not a PyTorch version"),
         (["x..y", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "not a valid branch name"),
         (
-            ["x", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW, "--from", "nope"],
+            ["pytorch-2.8-python311", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW,
+             "--from", "nope"],
             "No branch 'nope'",
         ),
     ]:
