@@ -51,6 +51,7 @@ def _serve(args, ctx) -> int:
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
+    app._torchbot_workspace.learn(who)  # requests from any other workspace are refused
     said = _builds_at_start(app, ctx)
     telling = _tell_ended_runs(app, ctx)
     scheduler = None
