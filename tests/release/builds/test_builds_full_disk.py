@@ -6,6 +6,7 @@ and the reason, never `failed`; nothing ends in an internal error."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -19,23 +20,29 @@ from tests.support import fixtures_builds as fx
 NOISY = "head -c 300000 /dev/zero | tr '\\\\0' x; echo; "  # more output than the filesystem holds
 
 
-@pytest.fixture
-def full_dir(tmp_path: Path):
-    """A directory on a 64 KiB tmpfs, filled up."""
-    where = tmp_path / "small"
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str):
+    """A tmpfs of ``size`` mounted at ``where``, filled up (skipped where it cannot be mounted)."""
     where.mkdir()
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a tmpfs needs root")
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)], capture_output=True,
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True,
                           text=True, check=False)
     if made.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
     try:
-        subprocess.run(f"head -c 1000000 /dev/zero > {where}/filler", shell=True, check=False,
+        subprocess.run(f"head -c 100000000 /dev/zero > {where}/filler", shell=True, check=False,
                        capture_output=True)
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True)
+
+
+@pytest.fixture
+def full_dir(tmp_path: Path):
+    """A directory on a full 64 KiB tmpfs."""
+    with tmpfs(tmp_path / "small", "64k") as where:
+        yield where
 
 
 def _run(tmp_path: Path, log_dir: Path, command: str):
@@ -88,3 +95,46 @@ def test_an_unusable_log_directory_is_named_and_the_builds_still_run(tmp_path):
     assert all(f"TORCHBOT_LOG_DIR {logs / fx.BRANCH}" in r["message"] for r in rows.values())
     _, failing = _run(tmp_path / "again", logs, "exit 3")
     assert {r["state"] for r in failing.values()} == {"interrupted"}
+
+
+def test_a_state_db_whose_disk_fills_during_the_build_records_the_results_once_space_returns(tmp_path):
+    """The SQLite state DB and the logs share a filesystem that the build itself fills: the
+    results cannot be written (nor spooled) and are kept in memory until the space returns."""
+
+    with tmpfs(tmp_path / "mid", "2m") as full_dir:
+        _fill_during_the_build(tmp_path, full_dir)
+
+
+def _fill_during_the_build(tmp_path: Path, full_dir: Path) -> None:
+    import logging
+    import threading
+
+    filler = full_dir / "filler"
+    filler.unlink()  # room for the state DB and the run's records at the start
+    db = full_dir / "state.sqlite"
+    repo = fx.make_repo(tmp_path, packages=fx.OK[:1])
+    command = f"head -c 100000000 /dev/zero > {filler}; true"  # the build fills the disk under torchbot
+    ctx = fx.context(tmp_path, state_db=f"sqlite:///{db}", log_dir=full_dir / "logs", build_command=command,
+                     build_result_link="README.md", state_wait_seconds=120, state_timeout_seconds=2)
+    kept = threading.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record):
+            if "kept in memory" in record.getMessage() or "does not answer" in record.getMessage():
+                kept.set()
+
+    def free_space() -> None:
+        if kept.wait(timeout=120):
+            filler.unlink(missing_ok=True)  # the operator frees the space
+
+    handler = Seen()
+    logging.getLogger("torchbot").addHandler(handler)
+    helper = threading.Thread(target=free_space, daemon=True)
+    helper.start()
+    try:
+        rows = builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo), jobs=1)
+    finally:
+        logging.getLogger("torchbot").removeHandler(handler)
+    assert kept.is_set()  # the store really could not take the result while the disk was full
+    assert [r["state"] for r in rows] == ["succeeded"]
+    assert [r["state"] for r in builds.status(ctx, fx.BRANCH)] == ["succeeded"]  # recorded once space returned
