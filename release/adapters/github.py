@@ -63,6 +63,9 @@ class GitHub:
         payload = {"title": title, "head": head, "base": base, "body": body}
         resp = self.http.request("POST", url, json=payload,
                                  failure=f"Could not open the pull request {head} -> {base}")
+        if resp.status_code in WHY:  # the token or the repository: one line naming the setting
+            raise AccessRefused(f"GitHub refused the pull request {head} -> {base} ({_said(resp)}): "
+                                + WHY[resp.status_code].format(repo=repo) + ".", resp.status_code)
         if resp.status_code not in (200, 201):
             raise ExternalError(f"GitHub refused the pull request {head} -> {base} (HTTP {resp.status_code}).")
         try:
