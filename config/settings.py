@@ -186,6 +186,9 @@ class Settings(BaseSettings):
     flush_interval_seconds: int = Field(60, gt=0, description="seconds between sends of pending release announcements")
     docs_cron: str = Field("0 7 * * 1", description=(
         "when the README cross-branch tables are checked (crontab, UTC); drift goes to the announce channel"))
+    leader_lease_seconds: float = Field(30.0, ge=1, le=60, description=(
+        "with several `torchbot serve` on one state DB, one (the leader) runs the schedule and renews its lease "
+        "in the DB every third of this; when it stops, another takes over at most this many seconds later"))
 
     # Builds, publishing and announcements (issue 5)
     build_backend: Literal["github", "local", "none"] | None = Field(None, description=(

@@ -74,6 +74,7 @@ VERBS = {"build": "built", "publish": "published", "bump": "bumped"}  # "57/237 
 SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status."
 
 _MENTION_RE = re.compile(r"<@[A-Z0-9]+>")
+STATUS_SECONDS = 3.0  # what /torchbot status waits for the state DB at most: a busy store is said, not waited for
 
 
 def _quoted(text: str, limit: int = 80) -> str:
@@ -430,18 +431,31 @@ class Chat:
             + (f" (+ {len(cat.vision)} torchvision)" if cat.vision else ""),
             f"repository: {', '.join(map(str, s.repositories())) or 'not configured'}",
             f"announce channel: {s.announce_channel or 'not configured'}",
+        ]
+        pending, leader = self._stored()
+        lines = [
+            *lines,
             f"admins: {len(s.admins)}" + (f" and the members of {s.admin_usergroup}" if s.admin_usergroup else "")
-            + f"; pending plans: {self._pending_count()}",
+            + f"; pending plans: {pending}",
             f"jobs: {len(running)} running, {len(jobs) - len(running)} queued ({self.runner.workers} workers)",
+            leader,
         ]
         lines.extend(f"  {j.describe()}" for j in jobs)
         return MessageResult("\n".join(lines))
 
-    def _pending_count(self) -> str:
+    def _stored(self) -> tuple[str, str]:
+        """What the status reads from the state DB (pending plans, the schedule's leader), in one
+        call given STATUS_SECONDS at most: a busy or locked store is said, not waited for."""
+        from release.schedule.leader import status
+
+        def read(st) -> tuple[str, str]:
+            return str(len(st.pending_plans())), status(self.ctx)
+
         try:
-            return str(len(self.state.pending_plans()))
+            return self.state.run("the status", read, deadline=STATUS_SECONDS)
         except StateStoreNotAnswering as err:
-            return f"unknown: {err.message}"
+            why = f"unknown: could not read the state DB: {err.message}"
+            return why, f"schedule: leader {why}"
 
     def _audit(self, user: str, channel: str, what: str) -> None:
         line = f"{datetime.now(UTC).isoformat(timespec='seconds')} user={user} channel={channel} {what}"

@@ -9,7 +9,17 @@ from bot.engine.answer import Answer
 from bot.engine.companions import answer_companion, companion_kind
 from bot.engine.hardware import parse
 from bot.engine.select import recommend
+from config.errors import UsageError
 from release.context import Context
+
+
+def not_text(text: str) -> bool:
+    """Whether ``text`` is not text a person wrote or a tool printed: NUL bytes, undecodable bytes
+    (U+FFFD, or surrogates from a lenient decode), or more than 2% control characters."""
+    if "\x00" in text or "\ufffd" in text or any("\ud800" <= c <= "\udfff" for c in text):
+        return True
+    odd = sum(1 for c in text if (ord(c) < 32 and c not in "\t\n\r\f\v") or 0x7f <= ord(c) < 0xa0)
+    return odd > max(2, len(text) // 50)
 
 
 def ask(ctx: Context, text: str, flags_from: str | None = None) -> Answer:
@@ -17,6 +27,9 @@ def ask(ctx: Context, text: str, flags_from: str | None = None) -> Answer:
     or torchaudio package when the question asks for one). ``flags_from`` says where CPU flags
     in the text were read when the user did not paste them (``ask --here``: this machine's
     /proc/cpuinfo)."""
+    if not_text(text or ""):
+        raise UsageError("This is not text I can read (binary or garbled bytes); paste a GPU or CPU name, "
+                         "an instance type, or nvidia-smi / lscpu output.")
     catalog = ctx.catalog
     hw = parse(catalog, text or "")
     if flags_from and hw.flags_source == "pasted":

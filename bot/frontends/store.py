@@ -59,15 +59,18 @@ class AnsweringStore:
 
         return call
 
-    def run(self, what: str, fn: Callable[[Any], Any], undo: Callable[[Any, Any], Any] | None = None) -> Any:
+    def run(self, what: str, fn: Callable[[Any], Any], undo: Callable[[Any, Any], Any] | None = None,
+            deadline: float | None = None) -> Any:
         """``fn(state)`` on a worker, within the deadline. A call that finishes after the caller
         stopped waiting is logged, and ``undo(state, result)`` runs on its worker to take back
         what the caller was told was not done (true when it took something back). Either the
-        caller gets the result or it is undone: the hand-over is decided under one lock."""
+        caller gets the result or it is undone: the hand-over is decided under one lock.
+        ``deadline``: a shorter wait than the store's own, for answers that must come fast."""
         start = time.monotonic()
-        if not self._slots.acquire(timeout=self.deadline):  # every worker is waiting on the store already
+        limit = self.deadline if deadline is None else min(deadline, self.deadline)
+        if not self._slots.acquire(timeout=limit):  # every worker is waiting on the store already
             log.warning("the state store did not answer %s: every worker is still waiting on it", what)
-            raise StateStoreNotAnswering(f"no answer within {self.deadline:g} s")
+            raise StateStoreNotAnswering(f"no answer within {limit:g} s")
         future: Future = Future()
         handover = threading.Lock()
         abandoned = threading.Event()
@@ -92,13 +95,13 @@ class AnsweringStore:
                 self._slots.release()
 
         threading.Thread(target=work, name="torchbot-store", daemon=True).start()
-        wait([future], timeout=max(0.0, self.deadline - (time.monotonic() - start)))
+        wait([future], timeout=max(0.0, limit - (time.monotonic() - start)))
         with handover:
             if not future.done():
                 abandoned.set()
         if abandoned.is_set():
-            log.warning("the state store did not answer %s within %.1f s", what, self.deadline)
-            raise StateStoreNotAnswering(f"no answer within {self.deadline:g} s")
+            log.warning("the state store did not answer %s within %.1f s", what, limit)
+            raise StateStoreNotAnswering(f"no answer within {limit:g} s")
         try:
             return future.result()
         except (SQLAlchemyError, ConfigError, OSError) as err:

@@ -210,30 +210,45 @@ def start_build(command: str, cwd: Path, log, mark: str | None) -> subprocess.Po
 def run_build(command: str, cwd: Path, log_path: Path, timeout: float, result_link: Path,
               check: str | None, *, mark: str | None = None,
               on_start: Callable[[int], None] | None = None) -> Outcome:
-    """Run one build to its end. ``on_start(pgid)`` is told the build's process group."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("w") as log:
-        log.write(f"$ {command}\n")
-        log.flush()
-        rc = _run_logged(command, cwd, log, timeout, mark, on_start)
-        if isinstance(rc, Outcome):
-            return rc
-        if rc != 0:
-            log.write(f"\ntorchbot: build exited with status {rc}\n")
-            return Outcome("failed", f"build exited with status {rc}")
-        if not result_link.exists():
-            log.write(f"\ntorchbot: no result at {result_link.name}\n")
-            return Outcome("failed", f"the build left no {result_link.name}")
-        out = os.path.realpath(result_link)
-        if check:
-            log.write(f"$ {check}\n")
-            log.flush()
-            chk = _run_logged(check, cwd, log, min(timeout, 600), mark, on_start)
-            if chk != 0:
-                log.write(f"\ntorchbot: result check failed ({getattr(chk, 'message', chk)})\n")
-                return Outcome("failed", "the result check failed", out)
-        log.write(f"\ntorchbot: ok {out}\n")
-        return Outcome("succeeded", "", out)
+    """Run one build to its end. ``on_start(pgid)`` is told the build's process group. A log
+    directory that is full or unwritable is torchbot's fault: the build still runs (its output
+    kept in memory, ``release.adapters.buildlog``) and a build that failed while its log could
+    not be written is ``interrupted`` naming TORCHBOT_LOG_DIR, never ``failed``."""
+    from release.adapters.buildlog import open_log
+
+    log = open_log(log_path, f"$ {command}\n")
+    try:
+        out = _build_logged(command, cwd, log, timeout, result_link, check, mark, on_start)
+    finally:
+        log.close()
+    if log.problem is None:
+        return out
+    if out.state == "succeeded":
+        return Outcome(out.state, f"its log is incomplete ({log.where()})", out.out_path)
+    return Outcome("interrupted", f"not a build failure: torchbot could not write the build log ({log.where()}); "
+                   f"the build {out.message or out.state}; free the space and resume it (--resume)")
+
+
+def _build_logged(command: str, cwd: Path, log, timeout: float, result_link: Path, check: str | None,
+                  mark: str | None, on_start: Callable[[int], None] | None) -> Outcome:
+    rc = _run_logged(command, cwd, log, timeout, mark, on_start)
+    if isinstance(rc, Outcome):
+        return rc
+    if rc != 0:
+        log.write(f"\ntorchbot: build exited with status {rc}\n")
+        return Outcome("failed", f"build exited with status {rc}")
+    if not result_link.exists():
+        log.write(f"\ntorchbot: no result at {result_link.name}\n")
+        return Outcome("failed", f"the build left no {result_link.name}")
+    out = os.path.realpath(result_link)
+    if check:
+        log.write(f"$ {check}\n")
+        chk = _run_logged(check, cwd, log, min(timeout, 600), mark, on_start)
+        if chk != 0:
+            log.write(f"\ntorchbot: result check failed ({getattr(chk, 'message', chk)})\n")
+            return Outcome("failed", "the result check failed", out)
+    log.write(f"\ntorchbot: ok {out}\n")
+    return Outcome("succeeded", "", out)
 
 
 def _run_logged(command: str, cwd: Path, log, timeout: float, mark: str | None,

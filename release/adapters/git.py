@@ -182,17 +182,12 @@ def move_refs(repo, moves: dict[str, tuple[str, str]]) -> None:
 
 
 def push(repo, remote: str, refspecs: list[str]) -> None:
-    """Atomic push of explicit ``sha:refs/heads/x`` specs; raises ExternalError if rejected."""
-    import git
+    """Atomic push of explicit ``sha:refs/heads/x`` specs (a child that dies with torchbot);
+    raises ExternalError if rejected. ``release.adapters.gitpush.push_or_adopt`` also adopts an
+    earlier run's push."""
+    from release.adapters.gitpush import push as _push
 
-    try:
-        repo.git.push("--atomic", "--porcelain", remote, *refspecs)
-    except git.GitCommandError as err:
-        detail = _first_line(err.stderr) or _first_line(err.stdout)
-        raise ExternalError(
-            f"The push to '{remote}' was rejected ({detail}); the remote moved or refused it. "
-            "Local branches are as they were before the run."
-        ) from None
+    _push(repo, remote, refspecs)
 
 
 def delete_remote_refs(repo, remote: str, refs: list[str]) -> None:

@@ -21,6 +21,27 @@ from config.settings import Settings
 from release.adapters.http import HttpClient, RateLimit, Refused
 
 PER_PAGE = 100  # GitHub's maximum page size
+WHY = {
+    401: "the token is not accepted (revoked, expired or mistyped): set a working TORCHBOT_GITHUB_TOKEN",
+    403: "the token may not do this: give TORCHBOT_GITHUB_TOKEN access to TORCHBOT_GITHUB_REPO {repo} "
+         "(Actions: read and write)",
+    404: "GitHub shows the token no repository {repo}: check TORCHBOT_GITHUB_REPO, and that "
+         "TORCHBOT_GITHUB_TOKEN can see it",
+}
+
+
+class AccessRefused(Refused):
+    """GitHub refused the token or does not show it the repository (401, a 403 that is not a rate
+    limit, a 404 of the repository): no work on that repository can go on until a setting is
+    fixed. The message is one line naming the setting and what GitHub said."""
+
+
+def _said(resp: httpx.Response) -> str:
+    try:
+        message = resp.json().get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return f"HTTP {resp.status_code}" + (f" {' '.join(str(message).split())[:200]}" if message else "")
 MAX_PAGES = 1000  # a guard against a server whose "next" never ends
 
 
@@ -42,6 +63,9 @@ class GitHub:
         payload = {"title": title, "head": head, "base": base, "body": body}
         resp = self.http.request("POST", url, json=payload,
                                  failure=f"Could not open the pull request {head} -> {base}")
+        if resp.status_code in WHY:  # the token or the repository: one line naming the setting
+            raise AccessRefused(f"GitHub refused the pull request {head} -> {base} ({_said(resp)}): "
+                                + WHY[resp.status_code].format(repo=repo) + ".", resp.status_code)
         if resp.status_code not in (200, 201):
             raise ExternalError(f"GitHub refused the pull request {head} -> {base} (HTTP {resp.status_code}).")
         try:
@@ -89,9 +113,16 @@ class Actions:
         """The answer, or :class:`Refused` (a 4xx: nothing was done), or
         :class:`~release.adapters.http.Unavailable` (no usable answer; see ``may_have_acted``)."""
         resp = self.http.request(method, url, failure=f"GitHub did not answer {what}", **kw)
+        if resp.status_code in (401, 403) or (resp.status_code == 404 and not what.startswith("GET runs/")):
+            raise AccessRefused(f"GitHub refused {what} ({_said(resp)}): "
+                                + WHY[resp.status_code].format(repo=self.repo) + ".", resp.status_code)
         if resp.status_code >= 400:
             raise Refused(f"GitHub refused {what} (HTTP {resp.status_code}).", resp.status_code)
         return resp
+
+    def check_access(self) -> None:
+        """One request that the token works and sees the repository (AccessRefused if not)."""
+        self._send("GET", f"{self.s.github_api_url}repos/{self.repo}", f"GET repos/{self.repo}")
 
     def _json(self, resp: httpx.Response, what: str) -> dict:
         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 from config.branch_records import record_created_branch
 from config.catalog import Branch, CudaGroup, vtuple
 from config.catalog_data import branch_to_dict
-from config.errors import ExternalError, NotFoundError, RefusedError, ValidationError
+from config.errors import ExternalError, NotFoundError, RefusedError, UsageError, ValidationError
 from config.naming import parse_package_name
 from config.results import MessageResult
 from release.adapters import git as gitops
@@ -26,12 +26,12 @@ MANIFEST = ".flox/env/manifest.toml"
 
 
 def _check_name(repo, name: str) -> None:
-    import git
+    """Git's ref-name rules and the repository's naming pattern, before anything is made."""
+    from release.branches.naming import naming_problem
 
-    try:
-        repo.git.check_ref_format("--branch", name)
-    except git.GitCommandError:
-        raise ValidationError(f"'{name}' is not a valid branch name.") from None
+    problem = naming_problem(name, list(gitops.local_branches(repo)))
+    if problem:
+        raise UsageError(f"'{name}' is not a valid branch name here: {problem}. Nothing was changed.")
 
 
 def _default_source(name: str, heads: dict[str, str], catalog) -> str | None:
@@ -87,6 +87,7 @@ class _Source:
     docs: dict  # branch -> BranchDoc (the README tables' facts)
     model: object  # the reader's RepoModel
     facts: Facts
+    existing: str | None = None  # the tip of a local branch of the new name (an earlier run's?)
 
 
 @dataclass
@@ -141,23 +142,69 @@ def create_branch(
         return _dry_run(d, source, changes, repo_path, notes)
     sha = gitops.make_commit(repo, source.tip, changes, message, settings.git_author_name, settings.git_author_email)
     remote = settings.repo_remote
-    if push:
-        gitops.push(repo, remote, [f"{sha}:refs/heads/{name}"])
+    if source.existing is not None:
+        from release.adapters.gitpush import same_work
+
+        if not same_work(repo, remote, name, source.existing, source.tip, sha):
+            raise RefusedError(f"Branch '{name}' already exists; choose another name.")
+        sha = source.existing  # an earlier run made this very branch: finish what it left
+    sha = _on_remote(repo, remote, name, source.tip, sha, push)
     try:
-        gitops.move_refs(repo, {name: (sha, gitops.ZERO)})
+        if source.existing != sha:
+            gitops.move_refs(repo, {name: (sha, source.existing or gitops.ZERO)})
     except ExternalError:
         if push:
             gitops.delete_remote_refs(repo, remote, [f"refs/heads/{name}"])
         raise
     branch = _definition(d, source, new_doc, catalog, src_spec, purpose, summary)
     try:
-        recorded = record_created_branch(repo_path, branch)
+        recorded = _record(repo_path, branch, adopted=source.existing is not None)
     except Exception:
         repo.git.update_ref("-d", f"refs/heads/{name}", sha)
         if push:
             gitops.delete_remote_refs(repo, remote, [f"refs/heads/{name}"])
         raise
     return _result(d, source, branch, sha, push, remote, recorded, notes)
+
+
+def _recorded(repo_path: Path, name: str) -> bool:
+    from config.branch_records import git_dir_of, read_records, repository_key
+
+    return name in read_records().get(repository_key(git_dir_of(repo_path)), {})
+
+
+def _parent(repo, sha: str) -> str | None:
+    try:
+        return repo.git.rev_parse(f"{sha}^")
+    except Exception:  # noqa: BLE001  a root commit has no parent
+        return None
+
+
+def _record(repo_path: Path, branch, adopted: bool) -> Path:
+    """Record the branch; one an earlier run made and recorded already stays as recorded."""
+    from config.branch_records import branches_file
+
+    try:
+        return record_created_branch(repo_path, branch)
+    except RefusedError:
+        if not adopted:
+            raise
+        return branches_file()
+
+
+def _on_remote(repo, remote: str, name: str, parent: str, sha: str, push: bool) -> str:
+    """Push the new branch (when asked) and return its commit. A branch of that name on the
+    remote holding this very work (same tree on the same parent: an earlier run killed after
+    its push landed) is adopted; any other is refused."""
+    from release.adapters import gitpush
+
+    tracked = repo.git.for_each_ref("--format=%(objectname)", f"refs/remotes/{remote}/{name}").strip()
+    tip = gitpush.remote_tip(repo, remote, name) if push else tracked or None
+    if tip is not None and not gitpush.same_work(repo, remote, name, tip, parent, sha):
+        raise RefusedError(f"Branch '{name}' already exists on '{remote}'; choose another name.")
+    if push:
+        return gitpush.push_or_adopt(repo, remote, {name: (parent, sha)})[name]
+    return tip or sha
 
 
 def _read_source(repo, repo_path: Path, name: str, from_branch: str | None, catalog, settings) -> _Source:
@@ -167,16 +214,16 @@ def _read_source(repo, repo_path: Path, name: str, from_branch: str | None, cata
     from release.docs.facts import docs_from_model, skipped
     from release.recipes.reader import read_repository
 
-    _check_name(repo, name)
     heads = gitops.local_branches(repo)
-    remote = settings.repo_remote
-    if name in heads:
-        raise RefusedError(f"Branch '{name}' already exists; choose another name.")
-    if repo.git.for_each_ref(f"refs/remotes/{remote}/{name}"):
-        raise RefusedError(f"Branch '{name}' already exists on '{remote}'; choose another name.")
+    if name not in heads:  # an existing name is refused below (or adopted: an earlier run's own branch)
+        _check_name(repo, name)
+    existing = heads.pop(name, None)  # an earlier run's own work is adopted (create_branch), anything else refused
     if from_branch and from_branch not in heads:
         raise NotFoundError(f"No branch '{from_branch}' to start from in {repo_path}.")
     source = from_branch or _default_source(name, heads, catalog)
+    if existing is not None and (source is None or _parent(repo, existing) != heads[source]
+                                 or _recorded(repo_path, name)):  # recorded: that run finished
+        raise RefusedError(f"Branch '{name}' already exists; choose another name.")
     if source is None:
         raise RefusedError(f"No branch to derive '{name}' from in {repo_path}; name one with --from.")
     files = gitops.read_files(repo, heads[source], RECIPES_DIR, (README, MANIFEST))
@@ -187,6 +234,7 @@ def _read_source(repo, repo_path: Path, name: str, from_branch: str | None, cata
     src_python = max(set(pythons), key=pythons.count) if pythons else "3.13"
     src_cuda = sorted({r.parsed.cuda for r in recipes if r.parsed and r.parsed.cuda}, key=vtuple, reverse=True)
     model = read_repository(repo_path, catalog)
+    model.branches.pop(name, None)  # the new branch itself, as an earlier run's push left it: derived anew
     docs = {n: d for n, d in docs_from_model(model).items() if not skipped(n, settings.docs_skip_branches)}
     src_doc = docs.get(source)
     if src_doc is not None and set(src_doc.cuda) == set(src_cuda):
@@ -197,7 +245,7 @@ def _read_source(repo, repo_path: Path, name: str, from_branch: str | None, cata
     facts = Facts(source, src_python, tuple(p for p in pins if p != NONE_PIN),
                   src_doc.pytorch if src_doc else "",
                   (bm.branch.vllm if bm is not None and bm.branch is not None else None) or vllm_of(source))
-    return _Source(source, heads[source], files, recipes, src_python, src_cuda, src_doc, docs, model, facts)
+    return _Source(source, heads[source], files, recipes, src_python, src_cuda, src_doc, docs, model, facts, existing)
 
 
 def _derive(settings, source: _Source, catalog, *, name, pytorch, python, cuda, pin, src_spec, gpu, cpu) -> _Derivation:

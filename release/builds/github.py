@@ -51,14 +51,16 @@ from collections import Counter
 from collections.abc import Callable
 
 from config.errors import ExternalError
-from release.adapters.github import Actions
+from release.adapters.github import AccessRefused, Actions
 from release.adapters.http import Refused, Unavailable
 from release.builds.github_poll import (  # noqa: F401  (CLOSED, DISPATCH_GRACE, poll_once: re-exported)
     CLOSED,
     DISPATCH_GRACE,
+    WAITING,
     find_runs,
     followed,
     poll_once,
+    resume_waiting,
 )
 
 log = logging.getLogger("torchbot.builds.github")
@@ -271,6 +273,9 @@ def follow(ctx, keys: list[str], gh: Actions, progress: Progress | None = None, 
         while True:
             report = poll_once(ctx, gh, keys)
             watch.tell()
+            if report.refused:  # one line naming the setting; the runs wait (not failed) and resume later
+                raise ExternalError(f"{report.refused} The builds wait on credentials (not failed) and are "
+                                    "followed again once a working token is configured.")
             if not report.open:
                 return
             time.sleep(report.wait)
@@ -283,10 +288,16 @@ def poll_active(ctx, actions: Actions | None = None) -> int:
     ``poll-builds`` job and a restarted torchbot); returns how many builds it moved."""
     from release.state import state_for
 
-    with state_for(ctx).session() as s:
+    st = state_for(ctx)
+    gh = actions or Actions(ctx.settings)
+    try:
+        resume_waiting(st, gh)
+    except AccessRefused as err:
+        log.warning("GitHub runs still wait on credentials: %s", err.message)
+        return 0
+    with st.session() as s:
         if not followed(s, None).count():
             return 0
-    gh = actions or Actions(ctx.settings)
     return poll_once(ctx, gh, None).changed
 
 

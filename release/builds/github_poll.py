@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from config.errors import ExternalError
-from release.adapters.github import Actions, github_time
+from release.adapters.github import AccessRefused, Actions, github_time
 from release.adapters.http import RateLimit, RateLimited, Refused
 
 log = logging.getLogger("torchbot.builds.github")
 FINAL = ("succeeded", "failed", "interrupted")
 ACTIVE = ("queued", "running")
 CLOSED = ("completed", "stale", "gone")  # GithubRun statuses no longer followed; every other one is
+WAITING = "credentials"  # not polled until a working token is configured (``resume_waiting``); not closed
 DISPATCH_GRACE = timedelta(minutes=10)  # a dispatch torchbot may not have sent: how long to look for its run
 RATE_SHARE = 0.5  # polling spends at most this share of the requests left until the reset
 
@@ -81,6 +82,7 @@ class PollReport:
     changed: int = 0  # builds whose state this process changed
     open: int = 0  # runs still followed afterwards
     wait: float = 0.0  # seconds until the next poll is due
+    refused: str | None = None  # GitHub refused the token or the repository: the one line saying so
 
 
 def _now() -> datetime:
@@ -93,7 +95,7 @@ def followed(s, keys: list[str] | None):
     """The GithubRun rows still followed (of ``keys`` when given), as a query."""
     from release.state import GithubRun
 
-    q = s.query(GithubRun).filter(GithubRun.status.not_in(CLOSED))
+    q = s.query(GithubRun).filter(GithubRun.status.not_in((*CLOSED, WAITING)))
     return q if keys is None else q.filter(GithubRun.request_id.in_(keys))
 
 
@@ -114,6 +116,9 @@ def poll_once(ctx, gh: Actions, keys: list[str] | None = None, force: bool = Fal
             report.runs += 1
     except RateLimited as err:
         _note_error(st, runs, str(err), datetime.fromtimestamp(err.until, UTC).replace(tzinfo=None))
+    except AccessRefused as err:  # every run on this repository waits for a working setting
+        report.refused = err.message
+        wait_for_credentials(st, keys, err.message)
     report.requests = gh.requests - before
     report.changed += _give_up_stale(ctx, st, keys)
     report.wait = poll_wait(base, gh.rate, report.requests)
@@ -178,7 +183,7 @@ def _look_for(st, gh: Actions, unseen: list) -> None:
         return
     try:
         find_runs(st, gh, unseen)
-    except RateLimited:
+    except (RateLimited, AccessRefused):
         raise
     except ExternalError as err:
         _note_error(st, unseen, str(err), None)
@@ -212,10 +217,11 @@ def _poll_run(st, gh: Actions, request_id: str) -> int:
     before = gh.requests
     try:
         jobs, run = _read(gh, run_id, waiting)
-    except RateLimited:
+    except (RateLimited, AccessRefused):
         raise
     except Refused as err:
         if err.status == 404:
+            gh.check_access()  # a run deleted, or the repository gone from the token's sight (AccessRefused)
             return _gone(st, request_id, err)
         return _run_error(st, request_id, err, gh.requests - before)
     except ExternalError as err:
@@ -281,6 +287,38 @@ def _run_error(st, request_id: str, err: ExternalError, spent: int) -> int:
         row = s.query(GithubRun).filter(GithubRun.request_id == request_id).one()
         row.last_error, row.requests = str(err)[:2000], row.requests + spent
     return 0
+
+
+def wait_for_credentials(st, keys: list[str] | None, why: str) -> None:
+    """Every followed run (of ``keys``) waits on credentials: no longer polled, not closed, its
+    builds left as they are (not failed), saying why; ``resume_waiting`` takes them up again."""
+    from release.state import Build
+
+    log.warning("GitHub runs wait on credentials: %s", why)
+    with st.session() as s:
+        for row in list(followed(s, keys)):
+            row.status, row.last_error = WAITING, why[:2000]
+            s.query(Build).filter(Build.run_key == row.request_id, Build.state.in_(ACTIVE)).update(
+                {"message": f"waiting on GitHub credentials: {why}"[:2000]})
+
+
+def resume_waiting(st, gh: Actions) -> int:
+    """Runs waiting on credentials are followed again once one request shows the token works
+    (one request per call, so a still broken token costs one request per scheduled poll).
+    Returns how many resumed; AccessRefused when the token still does not work."""
+    from release.state import Build, GithubRun
+
+    with st.session() as s:
+        if not s.query(GithubRun).filter(GithubRun.status == WAITING).count():
+            return 0
+    gh.check_access()
+    with st.session() as s:
+        rows = list(s.query(GithubRun).filter(GithubRun.status == WAITING))
+        for row in rows:
+            row.status = "queued" if row.run_id else "dispatched"
+            row.last_error, row.next_poll = None, None
+            s.query(Build).filter(Build.run_key == row.request_id, Build.state.in_(ACTIVE)).update({"message": None})
+    return len(rows)
 
 
 def _gone(st, request_id: str, err: ExternalError) -> int:

@@ -14,6 +14,7 @@ May import: config, release.state.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -127,7 +128,8 @@ class Journal:
         with self._lock:  # the spool held only changes now written: it goes
             del self._backlog[: len(todo)]
             self._spooled = 0
-            self.spool.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # none was written (a full or unusable TORCHBOT_LOG_DIR)
+                self.spool.unlink(missing_ok=True)
         if self.outage_since is not None:
             log.warning("the state DB answers again; %d change(s) of build run %s written", len(todo), self.run_key)
             self.outage_since = None
@@ -160,10 +162,16 @@ class Journal:
             new = self._backlog[self._spooled:]
             self._spooled = len(self._backlog)
         if new:
-            self.spool.parent.mkdir(parents=True, exist_ok=True)
-            with self.spool.open("a", encoding="utf-8") as fh:
-                for change in new:
-                    fh.write(json.dumps(change) + "\n")
+            try:
+                self.spool.parent.mkdir(parents=True, exist_ok=True)
+                with self.spool.open("a", encoding="utf-8") as fh:
+                    for change in new:
+                        fh.write(json.dumps(change) + "\n")
+            except OSError as err:  # a full or unwritable TORCHBOT_LOG_DIR: the backlog stays in memory
+                with self._lock:
+                    self._spooled -= len(new)
+                log.warning("the spool %s cannot be written (TORCHBOT_LOG_DIR: %s); %d change(s) kept in memory "
+                            "until the state DB answers", self.spool, err.strerror or err, len(new))
 
 
 def replay(st, spool: Path) -> int:

@@ -209,6 +209,10 @@ class LocalRun:
             out = run_build(format_command(self.command, pkg, self.ctx), wt, self.log_path(pkg), s.build_timeout,
                             wt / link, format_command(check, pkg, self.ctx) if check else None, mark=self.run_key,
                             on_start=lambda pgid: self._group_started(pkg, pgid, events))
+        except OSError as err:  # torchbot's own files (its log directory, a worktree): not the build's fault
+            out = Outcome("interrupted", f"not a build failure: torchbot could not use {err.filename or 'a file'} "
+                                         f"({err.strerror or err}; TORCHBOT_LOG_DIR is {s.log_dir}); resume it "
+                                         "(--resume) once that is fixed")
         except Exception as err:  # noqa: BLE001  (a broken build must not stop the others)
             out = Outcome("failed", f"internal error: {type(err).__name__}: {err}")
         events.put(("done", pkg, out))
@@ -230,8 +234,9 @@ class LocalRun:
 
     def _not_built(self, item: BuildItem, message: str) -> None:
         path = self.log_path(item.package)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"torchbot: {message}\n")
+        with contextlib.suppress(OSError):  # a full log directory does not change what happened
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"torchbot: {message}\n")
         self.done[item.package] = "failed"
         self.journal.build(self.ids[item.package], unlock=True, state="failed", finished=utcnow(), message=message)
         self.progress.finished(item.package, "failed", message, log=str(path), url=self._log_url(item.package))

@@ -282,11 +282,13 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
                                  "run `release docs --write` after merging.")
         return outcome
     new.update(docs_new)
-    moves = {b: (sha, heads[b]) for b, sha in new.items()}
-    checked = gitops.check_checkouts(repo, moves)  # a dirty checked-out branch: refused before any push
-    if opts.push:
-        gitops.push(repo, remote, [f"{new[b]}:refs/heads/{b}" for b in new])
+    checked = gitops.check_checkouts(repo, {b: (sha, heads[b]) for b, sha in new.items()})  # before any push
+    if opts.push:  # an earlier run killed after its push reached the remote: its commits are adopted
+        from release.adapters.gitpush import push_or_adopt
+
+        new = push_or_adopt(repo, remote, {b: (heads[b], sha) for b, sha in new.items()})
         outcome.pushed = list(new)
+    moves = {b: (sha, heads[b]) for b, sha in new.items()}
     try:
         outcome.notes.extend(gitops.advance_branches(repo, moves, checked=checked))
     except ExternalError as err:

@@ -12,6 +12,10 @@ Slack (conversations.replies for replies, conversations.history for parents, wit
 limits (HTTP 429) are honoured with Retry-After by slack_sdk's retry handler; any other
 Slack failure stops this flush and leaves the rest for the next one (an outage only
 delays announcements).
+
+Once across processes: a flusher claims each row before it looks at Slack
+(``State.claim_outbox``: a compare-and-set on the unsent row, held ``CLAIM_SECONDS``); a row
+another flusher holds is left to it, and a row sent meanwhile cannot be claimed.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import tomllib
+import uuid
 from collections.abc import Callable
 from datetime import UTC, timedelta
 from functools import lru_cache
@@ -27,11 +32,12 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from release.adapters.slack import make_client
-from release.state import Outbox, Publish, Release, state_for, utcnow
+from release.state import Outbox, Publish, Release, owner_id, state_for, utcnow
 
 log = logging.getLogger("torchbot.announce")
 TEMPLATES = Path(__file__).parents[1] / "templates" / "announce.toml"
 EVENT_TYPE = "torchbot_release_announcement"
+CLAIM_SECONDS = 300  # a flusher that died holding a row: another sends (or finds) it after this
 
 
 @lru_cache(maxsize=1)
@@ -106,8 +112,16 @@ def flush(ctx, client=None, *, on_sent: Callable[[Outbox, str], None] | None = N
         return out
     client = client or make_client(s)
     web = s.nixpkgs_web_url
+    who = f"{owner_id()}:{uuid.uuid4().hex[:8]}"
     blocked: set[int] = set()  # releases whose parent is not posted yet
     for i, row in enumerate(rows):
+        if row.release_id in blocked or not st.claim_outbox(row.id, who, CLAIM_SECONDS):
+            out["pending"] += 1  # its parent is not posted, or another flusher sends it
+            if row.kind == "parent":
+                blocked.add(row.release_id)
+            continue
+        with st.session() as ses:
+            row = ses.get(Outbox, row.id)  # noqa: PLW2901  as it is now that it is ours
         with st.session() as ses:
             rel = ses.get(Release, row.release_id)
             published = ses.scalar(
@@ -120,10 +134,12 @@ def flush(ctx, client=None, *, on_sent: Callable[[Outbox, str], None] | None = N
         if not channel:
             out["pending"] += 1
             out["error"] = "no announce channel configured (TORCHBOT_ANNOUNCE_CHANNEL)"
+            st.unclaim_outbox(row.id, who)
             continue
         if row.kind != "parent" and not rel.thread_ts:
             blocked.add(rel.id)
             out["pending"] += 1
+            st.unclaim_outbox(row.id, who)
             continue
         try:
             ts = None
@@ -162,11 +178,15 @@ def flush(ctx, client=None, *, on_sent: Callable[[Outbox, str], None] | None = N
                 if row.kind == "parent":
                     rr = ses.get(Release, rel.id)
                     rr.thread_ts, rr.channel = ts, channel
-        except (SlackApiError, SlackClientError, OSError) as err:
+        except BaseException as err:
+            if not isinstance(err, (SlackApiError, SlackClientError, OSError)):
+                st.unclaim_outbox(row.id, who)  # a crash here: the next flush looks for it in Slack first
+                raise
             msg = _describe(err)
             log.warning("announcement %s not sent: %s", row.id, msg)
             with st.session() as ses:
-                ses.get(Outbox, row.id).error = msg
+                r = ses.get(Outbox, row.id)
+                r.error, r.claimed_by, r.claim_until = msg, None, None
             out["error"] = msg
             out["pending"] += len(rows) - i
             return out

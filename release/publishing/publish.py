@@ -7,6 +7,11 @@ the announcement outbox rows (the release thread's parent on the first publish o
 release, one reply per variant, the summary once all are published). A failure records
 nothing, so the next run retries it. GitHub-backend builds were published by their
 workflow; they are only recorded.
+
+Once across processes: before its command runs, a variant is claimed in the state DB
+(``State.claim``, key ``publish:<branch>:<package>:<pin>``, held for the publish timeout plus a
+minute); a variant another process is publishing is skipped (``state: skipped``), and one it
+published meanwhile is not run again. The claim is given up when the command ends.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from release.adapters.worktrees import worktree
 from release.builds.plan import recipe_pin
 from release.builds.run import format_command
 from release.context import repo_path
-from release.state import Build, Outbox, Publish, Release, state_for
+from release.state import Build, Outbox, Publish, Release, owner_id, state_for
 
 _PY = re.compile(r"-python(3)(\d+)-")
 _CUDA = re.compile(r"-cuda(\d+)_(\d+)-")
@@ -102,6 +107,37 @@ def _run(command: str, cwd: Path | None, timeout: float) -> tuple[bool, str]:
     return True, ""
 
 
+def _claim_key(b: Build) -> str:
+    return f"publish:{b.branch}:{b.package}:{b.pin or 'unpinned'}"
+
+
+def _published(st, b: Build) -> bool:
+    with st.session() as s:
+        return s.scalar(select(Publish.id).where(
+            Publish.package == b.package, Publish.branch == b.branch,
+            Publish.pin.is_(None) if b.pin is None else Publish.pin == b.pin)) is not None
+
+
+def _publish_one(ctx, b: Build, cwd: Path | None, who: str, totals: list[str]) -> tuple[bool | None, str]:
+    """Claim the variant, run the publish command, record a success, give the claim up:
+    (ok, message), or (None, why) when another process has it or published it already."""
+    st = state_for(ctx)
+    key = _claim_key(b)
+    if not st.claim(key, who, ctx.settings.publish_timeout + 60):
+        held = st.claim_holder(key)
+        return None, f"being published by another torchbot ({held.owner.rsplit(':', 1)[0] if held else 'gone'})"
+    try:
+        if _published(st, b):
+            return None, "published meanwhile by another torchbot"
+        ok, msg = _run(format_command(ctx.settings.publish_command, b.package, ctx), cwd,
+                       ctx.settings.publish_timeout)
+        if ok:
+            record_publish(ctx, b, totals)  # before the claim is given up: nobody runs it again
+        return ok, msg
+    finally:
+        st.unclaim(key, who)
+
+
 def record_publish(ctx, build: Build, total_packages: list[str]) -> None:
     """The publish record and its outbox rows, in one transaction."""
     st = state_for(ctx)
@@ -150,6 +186,7 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None, progress: Prog
     elif any(b.backend == "local" for b in todo):
         raise UsageError("Publishing needs the repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
     results: list[dict] = []
+    who = f"{owner_id()}:{uuid.uuid4().hex[:8]}"  # this call (two in one process are two claimants)
     by_commit: dict[str | None, list[Build]] = defaultdict(list)
     for b in todo:
         by_commit[b.commit].append(b)
@@ -162,30 +199,27 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None, progress: Prog
             if b.pin not in totals:
                 totals[b.pin] = _release_packages(path, commit, b.pin, branch_builds)
 
-        def finish(b: Build, ok: bool, msg: str, totals=totals) -> None:
-            if ok:
+        def finish(b: Build, ok: bool | None, msg: str, totals=totals, recorded: bool = True) -> None:
+            if ok and not recorded:
                 record_publish(ctx, b, totals[b.pin])
+            state = "skipped" if ok is None else "published" if ok else "failed"
             results.append({"package": b.package, "branch": b.branch, "pin": b.pin,
-                            "state": "published" if ok else "failed", "message": msg or None})
-            progress.finished(b.package, "published" if ok else "failed", msg)
+                            "state": state, "message": msg or None})
+            progress.finished(b.package, state, msg)
 
         for b in group:
             if b.backend != "local":
-                finish(b, True, "published by the GitHub workflow")
+                finish(b, True, "published by the GitHub workflow", recorded=False)
         if not local:
             continue
         if path is not None and commit:
             with worktree(path, commit) as wt:
                 for b in local:
                     progress.started(b.package)
-                    ok, msg = _run(format_command(ctx.settings.publish_command, b.package, ctx), wt,
-                                   ctx.settings.publish_timeout)
-                    finish(b, ok, msg)
+                    finish(b, *_publish_one(ctx, b, wt, who, totals[b.pin]))
         else:
             for b in local:
                 progress.started(b.package)
-                ok, msg = _run(format_command(ctx.settings.publish_command, b.package, ctx), path,
-                               ctx.settings.publish_timeout)
-                finish(b, ok, msg)
+                finish(b, *_publish_one(ctx, b, path, who, totals[b.pin]))
     progress.end()
     return results

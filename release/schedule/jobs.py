@@ -179,7 +179,9 @@ def _job_publish(ctx, _arg) -> str:
 
     rows = publish_pending(ctx, None)
     ok = sum(r["state"] == "published" for r in rows)
-    return f"{ok} published, {len(rows) - ok} failed"
+    skipped = sum(r["state"] == "skipped" for r in rows)
+    return f"{ok} published, {len(rows) - ok - skipped} failed" + (
+        f", {skipped} taken by another torchbot" if skipped else "")
 
 
 def _job_flush(ctx, _arg) -> str:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from config.errors import ConfigError
 from config.paths import redact_url
 from release.state.owners import RUNNING, alive, owner_id
-from release.state.tables import ACTIVE, Base, Build, BuildRun, Delivery, JobRun, PendingPlan, utcnow
+from release.state.tables import ACTIVE, Base, Build, BuildRun, Claim, Delivery, JobRun, Outbox, PendingPlan, utcnow
 
 DEFAULT_TIMEOUT = 10.0  # seconds; Settings.state_timeout_seconds
 
@@ -179,6 +179,56 @@ class State:
             if job_id:
                 q = q.where(JobRun.job_id == job_id)
             return list(s.scalars(q))
+
+    # -- claims: work done once across processes ----------------------------------------
+
+    def claim(self, key: str, owner: str, ttl_seconds: float) -> bool:
+        """Take (or renew) the claim ``key`` for ``owner`` until ``ttl_seconds`` from now: True
+        when it is ``owner``'s now, False while another owner's claim has not expired. A
+        compare-and-set on one row, so any number of processes agree on one owner."""
+        now = utcnow()
+        until = now + timedelta(seconds=ttl_seconds)
+        try:
+            with self.session() as s:
+                s.add(Claim(key=key, owner=owner, since=now, until=until))
+                s.flush()
+            return True
+        except IntegrityError:
+            pass
+        with self.session() as s:
+            mine = s.execute(update(Claim).where(Claim.key == key, Claim.owner == owner).values(until=until))
+            if mine.rowcount == 1:
+                return True
+            taken = s.execute(update(Claim).where(Claim.key == key, Claim.until <= now)
+                              .values(owner=owner, since=now, until=until))
+            return taken.rowcount == 1
+
+    def unclaim(self, key: str, owner: str) -> None:
+        """Give up ``owner``'s claim ``key`` (the work is done or failed; another may take it)."""
+        with self.session() as s:
+            s.execute(delete(Claim).where(Claim.key == key, Claim.owner == owner))
+
+    def claim_holder(self, key: str) -> Claim | None:
+        """The live claim ``key`` (None when nobody holds it or it expired)."""
+        with self.session() as s:
+            row = s.get(Claim, key)
+            return row if row is not None and row.until > utcnow() else None
+
+    def claim_outbox(self, row_id: int, owner: str, ttl_seconds: float) -> bool:
+        """Take the unsent announcement ``row_id`` for ``owner`` (True), unless it was sent or
+        another flusher's claim on it has not expired (False)."""
+        now = utcnow()
+        with self.session() as s:
+            done = s.execute(update(Outbox).where(
+                Outbox.id == row_id, Outbox.sent.is_(None),
+                (Outbox.claim_until.is_(None)) | (Outbox.claim_until <= now) | (Outbox.claimed_by == owner),
+            ).values(claimed_by=owner, claim_until=now + timedelta(seconds=ttl_seconds)))
+            return done.rowcount == 1
+
+    def unclaim_outbox(self, row_id: int, owner: str) -> None:
+        with self.session() as s:
+            s.execute(update(Outbox).where(Outbox.id == row_id, Outbox.claimed_by == owner)
+                      .values(claimed_by=None, claim_until=None))
 
     # -- Slack deliveries ---------------------------------------------------------------
 

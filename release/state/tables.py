@@ -193,6 +193,8 @@ class Outbox(Base):
     sent: Mapped[datetime | None] = mapped_column(DateTime, nullable=True, index=True)
     ts: Mapped[str | None] = mapped_column(String(64), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    claimed_by: Mapped[str | None] = mapped_column(String(200), nullable=True)  # the flusher sending it now
+    claim_until: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)  # when another may take it
 
 
 class JobRun(Base):
@@ -209,6 +211,20 @@ class JobRun(Base):
     started: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     finished: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     result: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class Claim(Base):
+    """Work that acts outside torchbot, taken by one process before it does it (a publish
+    command: ``publish:<branch>:<package>:<pin>``; the scheduler's leadership: ``leader:scheduler``).
+    A row counts until ``until``; its owner renews it (a lease) or deletes it when done, and a
+    row whose owner died is taken over once it expired."""
+
+    __tablename__ = "claims"
+
+    key: Mapped[str] = mapped_column(String(400), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(200))
+    since: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    until: Mapped[datetime] = mapped_column(DateTime, index=True)
 
 
 class PendingPlan(Base):

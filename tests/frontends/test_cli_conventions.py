@@ -85,7 +85,7 @@ def test_a_bare_command_group_prints_its_help_and_exits_0(args, capsys):
 @pytest.mark.parametrize("args, usage", [
     (["release", "build", "--branch", "main", "--bogus"], "usage: torchbot release build"),
     (["release", "bump-pins", "--all", "--bogus"], "usage: torchbot release bump-pins"),
-    (["release", "branch", "create", "x", "--bogus"], "usage: torchbot release branch create"),
+    (["release", "branch", "create", "pytorch-2.8-new", "--bogus"], "usage: torchbot release branch create"),
     (["catalog", "--bogus"], "usage: torchbot catalog"),
     (["ask", "--bogus"], "usage: torchbot ask"),
     (["schedule", "run"], "usage: torchbot schedule run"),
@@ -118,7 +118,7 @@ def repo(tmp_path, monkeypatch):
     ["release", "bump-pins", "--branch", "nope", "--rev", NEW],
     ["release", "build", "--branch", "nope", "--dry-run"],
     ["release", "workflow", "--commit", "--branch", "nope"],
-    ["release", "branch", "create", "x", "--pytorch", "2.8", "--pin", NEW, "--from", "nope"],
+    ["release", "branch", "create", "pytorch-2.8-new", "--pytorch", "2.8", "--pin", NEW, "--from", "nope"],
     ["release", "publish", "--branch", "nope", "--dry-run"],
 ])
 def test_an_unknown_branch_is_bad_input_in_every_command(repo, args, capsys):
@@ -208,7 +208,7 @@ def test_branches_are_completed_from_the_repository_with_the_remotes(repo):
     names = _complete("release", "build", "--branch", "")
     assert {"main", "only-on-origin"} <= set(names) and "HEAD" not in names
     assert set(_complete("release", "bump-pins", "--branch", "ma")) == {n for n in names if n.startswith("ma")}
-    assert "main" in _complete("release", "branch", "create", "x", "--from", "")
+    assert "main" in _complete("release", "branch", "create", "pytorch-2.8-new", "--from", "")
 
 
 def test_completion_without_a_repository_prints_nothing(monkeypatch):

@@ -242,6 +242,8 @@ class FakeGitHub:
 
     def _route(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
         prefix = f"/repos/{self.repo}/actions/"
+        if method == "GET" and path == f"/repos/{self.repo}":
+            return 200, {"full_name": self.repo, "private": True}, {}
         if not path.startswith(prefix) and self.upstream:
             return self._forward(req, method, body)
         if not path.startswith(prefix):

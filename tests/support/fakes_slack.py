@@ -76,6 +76,7 @@ class FakeSlack:
         self._clock = time.time()
         self.usergroups: dict[str, list[str]] = {}
         self.disabled: set[str] = set()
+        self.slow: dict[str, float] = {}  # method -> seconds it takes to answer (a slow Slack)
         self.scopes = {"chat:write", "commands", "app_mentions:read", "files:write", "usergroups:read"}
         fake = self
 
@@ -181,6 +182,8 @@ class FakeSlack:
             if isinstance(params.get(key), str):
                 with contextlib.suppress(ValueError):
                     params[key] = json.loads(params[key])
+        if self.slow.get(method):
+            time.sleep(self.slow[method])  # outside the lock: other requests are answered meanwhile
         auth = req.headers.get("Authorization", "")
         if not auth and "token" in params:
             auth = "Bearer " + str(params["token"])

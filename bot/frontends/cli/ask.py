@@ -46,7 +46,7 @@ def _ask(args, ctx) -> int:
     words = args.question
     if not words and not args.here:
         args.parser.error("ask needs a question, '-' to read it from stdin, or --here")
-    text = sys.stdin.read() if words == ["-"] else " ".join(words)
+    text = sys.stdin.buffer.read().decode("utf-8", errors="replace") if words == ["-"] else " ".join(words)
     flags_from = None
     if args.here:
         from pathlib import Path

@@ -56,6 +56,15 @@ class _Parser(argparse.ArgumentParser):
         print(f"torchbot: {message}\nRun '{self.prog} --help' for more.", file=sys.stderr)
         raise SystemExit(2)
 
+    def _get_values(self, action, arg_strings):
+        """Every value given on the command line: an empty or blank one is refused before anything
+        acts (``--channel ''`` must not mean "the default")."""
+        for value in () if isinstance(action, argparse._SubParsersAction) else arg_strings:
+            if isinstance(value, str) and not value.strip():
+                name = "/".join(action.option_strings) or action.metavar or action.dest
+                self.error(f"{name}: an empty value; give a value or leave it out")
+        return super()._get_values(action, arg_strings)
+
 
 class _Version(argparse.Action):
     """``--version``: read from the installed package's metadata only when asked (``ask`` stays light)."""

@@ -51,13 +51,14 @@ def _serve(args, ctx) -> int:
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
+    app._torchbot_workspace.learn(who)  # requests from any other workspace are refused
     said = _builds_at_start(app, ctx)
     telling = _tell_ended_runs(app, ctx)
     scheduler = None
-    if not args.no_schedule:
-        from release.schedule.jobs import start_scheduler
+    if not args.no_schedule:  # the schedule runs in one process of those sharing the state DB
+        from release.schedule.leader import Leader
 
-        scheduler = start_scheduler(ctx)
+        scheduler = Leader(ctx).start()
     try:
         if server is not None:
             _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events")
@@ -68,7 +69,7 @@ def _serve(args, ctx) -> int:
     finally:
         telling.set()
         if scheduler is not None:
-            scheduler.shutdown(wait=False)
+            scheduler.shutdown()
         app._torchbot_chat.runner.shutdown()
     return 0
 

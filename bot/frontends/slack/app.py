@@ -15,6 +15,7 @@ from slack_sdk import WebClient
 from bot.frontends.chat import Chat
 from bot.frontends.slack.deliveries import Deliveries
 from bot.frontends.slack.listeners import COMMANDS, Listeners
+from bot.frontends.slack.workspace import Workspace
 from config.setting_values import whole_seconds
 from release.context import Context
 
@@ -61,7 +62,10 @@ def create_app(ctx: Context, chat: Chat | None = None) -> App:
     app = bolt_app(ctx.settings)
     chat = chat_for(ctx, app.client, chat)
     deliveries = Deliveries(chat.store)
+    workspace = Workspace()  # learned from auth.test when serving starts
+    app.use(workspace.middleware)
     Listeners(ctx, chat, deliveries).register(app)
+    app._torchbot_workspace = workspace  # type: ignore[attr-defined]
     app._torchbot_chat = chat  # type: ignore[attr-defined]  # for tests and the console bridge
     app._torchbot_deliveries = deliveries  # type: ignore[attr-defined]  # for tests
     return app

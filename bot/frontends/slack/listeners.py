@@ -35,6 +35,10 @@ def answers_later(name: str, text: str) -> bool:
     return name in PLANNERS or (name == "torchbot" and (word in PLANNERS or word == "status"))
 
 
+def _status(name: str, text: str) -> bool:
+    return name == "torchbot" and (text.split() or [""])[0].lower() == "status"
+
+
 def _first_action(body: dict[str, Any]) -> dict[str, Any]:
     return (body.get("actions") or [{}])[0]
 
@@ -76,8 +80,8 @@ class Listeners:
             ack(response_type="ephemeral", text=out.text, blocks=out.blocks)
             return
         ack(response_type="ephemeral", text=f"Working on /{name} {quoted(text)}".rstrip() + "…")
-        try:
-            if not self.deliveries.first(command, request.headers):
+        try:  # a read-only status is answered again rather than wait on a busy store for the claim
+            if not _status(name, text) and not self.deliveries.first(command, request.headers):
                 return
             out = render(self.chat.command(name, text, user=user, channel=channel))
             respond(response_type="ephemeral", replace_original=True, text=out.text, blocks=out.blocks)

@@ -80,7 +80,8 @@ def identity(settings) -> dict:
         resp = client.auth_test()
     except (SlackApiError, SlackClientError, OSError) as err:
         raise slack_error(err, settings) from None
-    return {k: resp.get(k) or "?" for k in ("user", "user_id", "team", "team_id", "url")}
+    return {**{k: resp.get(k) or "?" for k in ("user", "user_id", "team", "team_id", "url")},
+            "enterprise_id": resp.get("enterprise_id") or None}
 
 
 def connected_line(who: dict, mode: str) -> str:

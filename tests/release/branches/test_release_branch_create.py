@@ -71,13 +71,14 @@ def test_existing_name_and_bad_input_refused(env, capsys):
         (["x", "--pytorch", "two", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "not a PyTorch version"),
         (["x..y", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW], "not a valid branch name"),
         (
-            ["x", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW, "--from", "nope"],
+            ["pytorch-2.8-python311", "--pytorch", "2.8", "--python", "3.13", "--cuda", "12.8", "--pin", NEW,
+             "--from", "nope"],
             "No branch 'nope'",
         ),
     ]:
         rc = cli(ARGS + args)
         err = capsys.readouterr().err
-        assert rc == (2 if "nope" in args else 1), args  # an unknown branch is bad input (2), as everywhere
+        assert rc == (2 if "nope" in args or "x..y" in args else 1), args  # unknown branch, bad name: bad input (2)
         assert expect in err, err
     assert refs(work) == before and not local.exists()
 
