@@ -186,7 +186,7 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     settings = ctx.settings
     delivery = opts.pop("delivery", None)  # pr | push | local: the front end's choice (None: its flags)
     if target == "all":
-        return plan_every_branch(ctx, delivery=delivery, **opts)
+        return plan_every_branch(ctx, delivery=delivery, rev=rev, **opts)
     if delivery and not opts.get("push") and not opts.get("open_pr") and not opts.get("dry_run"):
         opts["push"], opts["open_pr"] = delivery == "push", delivery == "pr"  # chat: a PR (or push), as the schedule
     repo = repo_arg(ctx, opts.pop("repo", None))

@@ -231,8 +231,9 @@ def _attempt(env: _Env, work: BranchWork, g, rev: str, recipes: dict, readme):
 
 
 def _breaks_promise(bp: BranchPlan) -> bool:
+    """The guards refused because recipes building nixpkgs' torch would leave the promised line."""
     promised, new = bp.pytorch_old, bp.torch_new
-    return bool(promised and new and vtuple(promised)[:2] != vtuple(new)[:2])
+    return bool(bp.native and promised and new and vtuple(promised)[:2] != vtuple(new)[:2])
 
 
 def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[BranchPlan | None, PinOutcome]:
