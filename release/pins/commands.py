@@ -7,6 +7,7 @@ will change; nothing is written) whose ``apply()`` performs it and returns a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from config.errors import TorchbotError
@@ -263,7 +264,9 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
                                     tracks=(lambda b: channel) if channel else tracked(s), rev=fixed,
                                     cuda=opts.get("cuda"), from_pin=opts.get("from_pin"),
                                     progress=progress))
+    others = [Path(x).resolve() for x in s.repositories()[1:]]
     for p in plans:
+        p.first = Path(p.repo_path).resolve() not in others  # a companion's PRs go to its own GitHub repository
         record_sweep_hashes(p, s)
     return SweepBump(plans, s, mode, dry_run=opts.get("dry_run", False), why_local=why)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import SimpleNamespace
 
 from config.errors import TorchbotError
@@ -127,18 +128,40 @@ def _moved(w: BranchWork, now: str | None):
     return ExternalError(f"branch '{w.branch}' moved {where} since the plan was made; nothing was changed for it")
 
 
+def github_repo(repo, settings, first: bool) -> str:
+    """``owner/name`` of a repository's pull requests: TORCHBOT_GITHUB_REPO for the first configured
+    repository, else what its remote's URL names on github.com."""
+    import re
+
+    if first:
+        return settings.github_repo
+    try:
+        url = repo.git.remote("get-url", settings.repo_remote)
+    except Exception:  # noqa: BLE001  no such remote: said below
+        url = ""
+    m = re.search(r"github\.com[:/]([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$", url.strip())
+    if not m:
+        from config.errors import RefusedError
+
+        raise RefusedError(f"no GitHub repository is known for {Path(repo.working_tree_dir or repo.git_dir).name} "
+                           f"(its remote '{settings.repo_remote}' is not on github.com), so no pull request can be "
+                           "opened; deliver it with TORCHBOT_BUMP_DELIVERY=push or local")
+    return m[1]
+
+
 def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, nix) -> Delivered:
     from release.pins.bump import pr_body
 
     prefix = f"bump/{w.branch}-"
-    existing = [p for p in gh.open_pulls(base=w.branch) if p["head"].startswith(prefix)]
+    where = github_repo(repo, settings, plan.first)
+    existing = [p for p in gh.open_pulls(base=w.branch, repo=where) if p["head"].startswith(prefix)]
     head = existing[0]["head"] if existing else bump_head(w.branch, w)
     gitops.push(repo, settings.repo_remote, [f"+{sha}:refs/heads/{head}"])
     title, body = _title(w), _body(plan, w, settings, nix, head, pr_body)
     if existing:
-        pr = gh.update_pr(existing[0]["number"], title=title, body=body)
+        pr = gh.update_pr(existing[0]["number"], title=title, body=body, repo=where)
         return Delivered(w.branch, sha, "pull request updated", pr.get("url"), head, pr.get("number"))
-    pr = gh.open_pr(head=head, base=w.branch, title=title, body=body)
+    pr = gh.open_pr(head=head, base=w.branch, title=title, body=body, repo=where)
     return Delivered(w.branch, sha, "pull request opened", pr.get("url"), head, pr.get("number"))
 
 

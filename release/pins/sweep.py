@@ -100,6 +100,7 @@ class SweepPlan:
     outcomes: list[PinOutcome] = field(default_factory=list)
     work: list[BranchWork] = field(default_factory=list)
     heads: dict[str, str] = field(default_factory=dict)  # channel -> the head it had when planned
+    first: bool = True  # the first configured repository (its pull requests go to TORCHBOT_GITHUB_REPO)
 
     @property
     def held(self) -> list[PinOutcome]:
@@ -246,7 +247,8 @@ def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[
             if bp.edit.up_to_date:
                 return None, PinOutcome(**base, kind="current", new_pin=g.pin)
             return bp, PinOutcome(**base, kind="bumped", new_pin=head, torch_old=bp.torch_old,
-                                  torch_new=bp.torch_new, reason="; ".join(bp.notes))
+                                  torch_new=bp.torch_new, reason="; ".join(n.removeprefix(f"{work.branch}: ")
+                                                                           for n in bp.notes))
         if not _breaks_promise(bp):
             return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
                                     reason=refusal)

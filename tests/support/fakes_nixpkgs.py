@@ -195,7 +195,8 @@ class FakeNixpkgs:
     def _api_commit(self, c: dict) -> dict:
         order = [h["sha"] for h in self.history]
         i = order.index(c["sha"])
-        parents = [{"sha": order[i - 1], "url": f"{self.api_url}repos/NixOS/nixpkgs/commits/{order[i - 1]}"}] if i else []
+        parent = order[i - 1] if i else None
+        parents = [{"sha": parent, "url": f"{self.api_url}repos/NixOS/nixpkgs/commits/{parent}"}] if parent else []
         return {"sha": c["sha"], "html_url": f"https://github.com/NixOS/nixpkgs/commit/{c['sha']}",
                 "commit": {"message": c["title"] + "\n\nbody text"}, "parents": parents}
 
