@@ -53,7 +53,7 @@ class GitHub:
 
     def open_pulls(self, *, base: str, repo: str | None = None) -> list[dict]:
         """Every open pull request into ``base`` (GET /repos/{repo}/pulls?state=open&base=B, 100 per
-        page, following ``Link: rel="next"``): ``[{"number", "url", "head", "title"}]``."""
+        page, following ``Link: rel="next"``): ``[{"number", "url", "head", "sha", "title"}]``."""
         repo = repo or self.settings.github_repo
         url: str | None = f"{self.settings.github_api_url}repos/{repo}/pulls"
         params: dict | None = {"state": "open", "base": base, "per_page": PER_PAGE}
@@ -66,7 +66,7 @@ class GitHub:
                 raise ExternalError(f"GitHub refused the list of pull requests into {base} (HTTP {resp.status_code}).")
             try:
                 out.extend({"number": p["number"], "url": p.get("html_url"), "head": p["head"]["ref"],
-                            "title": p.get("title", "")} for p in resp.json())
+                            "sha": p["head"].get("sha"), "title": p.get("title", "")} for p in resp.json())
             except (ValueError, KeyError, TypeError):
                 raise ExternalError("GitHub answered the list of pull requests with garbage.") from None
             url, params = resp.links.get("next", {}).get("url"), None

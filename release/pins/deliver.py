@@ -156,6 +156,9 @@ def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, 
     where = github_repo(repo, settings, plan.first)
     existing = [p for p in gh.open_pulls(base=w.branch, repo=where) if p["head"].startswith(prefix)]
     head = existing[0]["head"] if existing else bump_head(w.branch, w)
+    if existing and _same_tree(repo, existing[0].get("sha"), sha):
+        pr = existing[0]
+        return Delivered(w.branch, pr["sha"], "pull request already up to date", pr.get("url"), head, pr["number"])
     gitops.push(repo, settings.repo_remote, [f"+{sha}:refs/heads/{head}"])
     title, body = _title(w), _body(plan, w, settings, nix, head, pr_body)
     if existing:
@@ -163,6 +166,16 @@ def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, 
         return Delivered(w.branch, sha, "pull request updated", pr.get("url"), head, pr.get("number"))
     pr = gh.open_pr(head=head, base=w.branch, title=title, body=body, repo=where)
     return Delivered(w.branch, sha, "pull request opened", pr.get("url"), head, pr.get("number"))
+
+
+def _same_tree(repo, old: str | None, new: str) -> bool:
+    """Whether commit ``old`` (when this clone has it) holds exactly the files of ``new``."""
+    if not old:
+        return False
+    try:
+        return repo.git.rev_parse(f"{old}^{{tree}}") == repo.git.rev_parse(f"{new}^{{tree}}")
+    except Exception:  # noqa: BLE001  not in this clone: push and update
+        return False
 
 
 def _title(w: BranchWork) -> str:

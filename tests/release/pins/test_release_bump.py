@@ -187,7 +187,8 @@ def test_bump_all_from_channel(env, tmp_path, capsys):
     assert after["refs/heads/main"] == before["refs/heads/main"] and user_state(work) == before_user
     assert after["refs/heads/pytorch-2.8-python312"] != before["refs/heads/pytorch-2.8-python312"]
     # the three groups are three commits, one on the other, each saying which pin it moves
-    log = git(work, "log", "--format=%s", f"{before['refs/heads/pytorch-2.10-python313']}..pytorch-2.10-python313").splitlines()
+    old = before["refs/heads/pytorch-2.10-python313"]
+    log = git(work, "log", "--format=%s", f"{old}..pytorch-2.10-python313").splitlines()
     assert len(log) == 3 and all(line.startswith("nixpkgs: bump pin ") for line in log), log
     for path, text in tree_files(work, "pytorch-2.10-python313", ".").items():
         if path.endswith(".nix"):
