@@ -41,9 +41,10 @@ class Delivered:
     url: str | None = None
     head: str | None = None  # pr: the bump/ branch the pull request builds from
     number: int | None = None
+    repo: str = ""  # the repository's path
 
     def to_dict(self) -> dict:
-        return {"branch": self.branch, "commit": self.commit, "how": self.how, "url": self.url,
+        return {"repo": self.repo, "branch": self.branch, "commit": self.commit, "how": self.how, "url": self.url,
                 "head": self.head, "number": self.number}
 
     def describe(self) -> str:
@@ -78,6 +79,7 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
                 _mark(plan, w, "held", f"not delivered: {err.message}")
                 progress.finished(w.branch, "failed", err.message)
                 continue
+            d.repo = str(plan.repo_path)
             out.append(d)
             _mark(plan, w, None, d.describe())
             progress.finished(w.branch, d.how, d.url or short(d.commit), url=d.url)
