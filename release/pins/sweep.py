@@ -258,10 +258,14 @@ def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[
             return bp, PinOutcome(**base, kind="bumped", new_pin=head, torch_old=bp.torch_old,
                                   torch_new=bp.torch_new, reason="; ".join(n.removeprefix(f"{work.branch}: ")
                                                                            for n in bp.notes))
-        if not _breaks_promise(bp):
+        if not _breaks_promise(bp) or env.rev:  # a revision asked for by name is that revision or nothing
             return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
                                     reason=refusal)
-        return _keep_promise(env, work, g, recipes, readme, head, bp, base)
+        try:
+            return _keep_promise(env, work, g, recipes, readme, head, bp, base)
+        except TorchbotError as err:
+            return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
+                                    reason=f"{refusal} (no older commit keeping it could be looked for: {err.message})")
     except TorchbotError as err:  # a fact nixpkgs would not give: this group is held, the others go on
         return None, PinOutcome(**base, kind="held", reason=f"could not check it: {err.message}")
 
