@@ -275,6 +275,9 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
                                     only=only, progress=progress))
     if only and (opts.get("cuda") or opts.get("from_pin")):
         _refuse_unmatched(plans, only, opts.get("cuda"), opts.get("from_pin"))
+    revs = sorted({bp.edit.new_pin for p in plans for w in p.work for bp in w.plans})
+    if progress is not None and revs:
+        progress.note(f"hashing the nixpkgs tarball of {', '.join(r[:7] for r in revs)} (nix-prefetch-url)")
     others = [Path(x).resolve() for x in s.repositories()[1:]]
     for p in plans:
         p.first = Path(p.repo_path).resolve() not in others  # a companion's PRs go to its own GitHub repository

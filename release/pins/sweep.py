@@ -177,7 +177,7 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
         if work.plans:
             plan.work.append(work)
         kinds = sorted({o.kind for o in plan.outcomes if o.branch == name})
-        progress.finished(name, ", ".join(kinds) or "nothing")
+        progress.finished(name, "checked", ", ".join(kinds))
     progress.end()
     return plan
 
