@@ -147,8 +147,11 @@ def _job_bump(ctx, _arg) -> str:
 
     parts = [counts(result.outcomes)]
     held = [o for o in result.outcomes if o.kind == "held"]
-    if held:
-        parts.append("held: " + "; ".join(f"{o.branch} ({o.group}): {o.reason}" for o in held))
+    if held:  # grouped by reason: a delivery that failed for a whole repository is said once
+        why: dict[str, list[str]] = {}
+        for o in held:
+            why.setdefault(o.reason.rsplit("not delivered: ", 1)[-1], []).append(f"{o.repo} {o.branch} ({o.group})")
+        parts.append("held: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in why.items()))
     prs = [d for d in result.delivered if d.head]
     if prs:
         parts.append(f"{len(prs)} pull request(s): " + ", ".join(d.url or d.head for d in prs))
