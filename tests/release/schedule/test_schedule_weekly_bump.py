@@ -34,6 +34,13 @@ def test_the_weekly_job_bumps_every_branch_as_pull_requests_and_updates_them(tmp
         assert ("held: build-torchvision main (CUDA 12.8, CPU, darwin), build-torchvision pytorch-2.10 (CUDA 13.0, CPU)"
                 in first and first.count("no GitHub repository is known for build-torchvision") == 1), first
         assert not gh.dispatches  # pull requests are built at their heads, not on the old branches
+        from release.state import state_for
+
+        rows = state_for(ctx).bump_outcomes(str(pt))  # what the dashboard reads
+        assert len(rows) == 7 and {r.kind for r in rows} == {"bumped", "kept-promise", "skipped"}
+        main = next(r for r in rows if r.branch == "main")
+        assert main.kind == "kept-promise" and main.new_pin == W.K28
+        assert main.pr_url and main.head == "bump/main-1128112"
         numbers = sorted(gh.pulls.prs)
 
         nix.add_commit("beef" * 10, "git: 2.50 -> 2.51")
