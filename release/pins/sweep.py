@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Literal
 
 from config.catalog import vtuple
 from config.errors import RefusedError, TorchbotError
@@ -38,7 +39,8 @@ from release.pins.bump import BranchPlan
 from release.pins.guards import guard_branch, read_model
 from release.pins.rules import README, RECIPES_DIR, commit_message, find_groups, plan_edit
 
-KINDS = ("bumped", "kept-promise", "current", "held", "skipped")
+Kind = Literal["bumped", "kept-promise", "current", "held", "skipped"]
+KINDS: tuple[Kind, ...] = ("bumped", "kept-promise", "current", "held", "skipped")
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class PinOutcome:
     repo: str  # the repository's folder name ("build-pytorch")
     branch: str
     group: str  # what the group builds: "CUDA 12.8, CPU"
-    kind: str  # one of KINDS
+    kind: Kind
     old_pin: str | None = None
     new_pin: str | None = None
     tracks: str = ""  # the channel or nixpkgs branch the branch follows
