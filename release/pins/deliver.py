@@ -104,7 +104,7 @@ def _mark(plan: SweepPlan, w: BranchWork, kind: str | None, text: str) -> None:
 
 def _one(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, gh, nix) -> Delivered:
     remote = settings.repo_remote
-    now = all_branches(repo, remote).get(w.branch)
+    now = all_branches(repo, remote, prefer_remote=plan.prefer_remote).get(w.branch)
     if now != w.tip:
         raise _moved(w, now)
     sha, made = w.tip, []
@@ -120,7 +120,7 @@ def _one(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, gh, nix) -> 
 def _deliver(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, sha: str, gh, nix) -> Delivered:
     remote = settings.repo_remote
     if mode == "local":
-        make_local(repo, {w.branch: w.tip}, remote)
+        make_local(repo, {w.branch: w.tip}, remote)  # (planned on local tips: prefer_remote is off)
         gitops.advance_branches(repo, {w.branch: (sha, w.tip)})
         return Delivered(w.branch, sha, "committed locally")
     if mode == "push":

@@ -103,6 +103,7 @@ class SweepPlan:
     work: list[BranchWork] = field(default_factory=list)
     heads: dict[str, str] = field(default_factory=dict)  # channel -> the head it had when planned
     tips: dict[str, str] = field(default_factory=dict)  # every branch looked at -> its tip when planned
+    prefer_remote: bool = False  # planned on the remote-tracking tips (pr and push deliveries)
     first: bool = True  # the first configured repository (its pull requests go to TORCHBOT_GITHUB_REPO)
 
     @property
@@ -146,11 +147,12 @@ def tracked(settings) -> Callable[[str], str]:
 def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] = lambda b: "nixos-unstable",
                remote: str = "origin", force: bool = False, exclude=("bump/*",), rev: str | None = None,
                cuda: str | None = None, from_pin: str | None = None, only: tuple[str, ...] = (),
-               progress: Progress | None = None) -> SweepPlan:
+               prefer_remote: bool = False, progress: Progress | None = None) -> SweepPlan:
     """Plan the bump of every branch of ``repo_path`` (see the module docstring); ``tracks(branch)``
     names the channel or nixpkgs branch it follows; ``rev`` replaces every head; ``cuda`` and
     ``from_pin`` keep the groups of that CUDA version or pin; ``only``: just these branches (a named
-    one is bumped even when vLLM-certified); ``force`` includes vLLM-certified branches."""
+    one is bumped even when vLLM-certified); ``force`` includes vLLM-certified branches;
+    ``prefer_remote``: build on ``<remote>/X`` where it exists (pull requests and pushes)."""
     from fnmatch import fnmatchcase
 
     def select(g) -> bool:
@@ -158,7 +160,7 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
                 and (not from_pin or g.pin.startswith(from_pin.strip().lower())))
 
     repo = gitops.open_repo(repo_path)
-    names = all_branches(repo, remote)
+    names = all_branches(repo, remote, prefer_remote=prefer_remote)
     targets = [b for b in names if not any(fnmatchcase(b, p) for p in exclude)]
     if only:  # named branches (chat's /bump B): the same outcomes, for those branches
         missing = [b for b in only if b not in names]
@@ -168,7 +170,7 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
     targets.sort(key=lambda b: (b != "main", b))
     remote_names = remote_only(repo, targets, remote)
     env = _Env(Path(repo_path).name, client, catalog, read_model(repo_path), names, tracks, {}, rev, select)
-    plan = SweepPlan(Path(repo_path), heads=env.heads)
+    plan = SweepPlan(Path(repo_path), heads=env.heads, prefer_remote=prefer_remote)
     progress = progress or Progress(verb="checked")
     progress.begin(len(targets))
     for name in targets:
