@@ -102,6 +102,9 @@ def main() -> int:
         rc = cli(["release", "bump-pins", "--all", "--dry-run"])
         took = time.perf_counter() - start
         print(f"exit status {rc}; {took:.1f} s; {len(fake.requests)} requests to the nixpkgs stand-in")
+        # the deliberate move that ended in KeyError on a fresh clone (issue 25)
+        rc = cli(["release", "bump-pins", "--branch", "main", "--pytorch", "2.9.1", "--rev", HEAD, "--dry-run"])
+        print(f"bump-pins --branch main --pytorch 2.9.1 --rev {HEAD[:7]} --dry-run: exit status {rc}")
     return 0
 
 
