@@ -273,6 +273,14 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
             why = fetch(open_repo(path), s.repo_remote)
             if why and progress is not None:
                 progress.note(f"{path.name}: could not fetch {s.repo_remote} ({why}); using the refs it has")
+    counted = progress is not None and len(paths) > 1  # one count over every repository
+    if counted:
+        from release.adapters.git import open_repo
+        from release.adapters.gitrefs import all_branches
+        from release.pins.sweep import sweep_targets
+
+        progress.begin(sum(len(sweep_targets(all_branches(open_repo(p), s.repo_remote, prefer_remote=remote_first),
+                                             only=only, repo_path=p)) for p in paths))
     with NixpkgsClient(s) as client:
         if fixed:
             client.resolve(fixed)
@@ -281,7 +289,9 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
             plans.append(plan_sweep(path, client, catalog=catalog, remote=s.repo_remote, force=opts.get("force", False),
                                     tracks=(lambda b: channel) if channel else tracked(s), rev=fixed,
                                     cuda=opts.get("cuda"), from_pin=opts.get("from_pin"),
-                                    only=only, prefer_remote=remote_first, progress=progress))
+                                    only=only, prefer_remote=remote_first, progress=progress, counted=counted))
+    if counted:
+        progress.end()
     if only and (opts.get("cuda") or opts.get("from_pin")):
         _refuse_unmatched(plans, only, opts.get("cuda"), opts.get("from_pin"))
     revs = sorted({bp.edit.new_pin for p in plans for w in p.work for bp in w.plans})

@@ -59,12 +59,14 @@ def bump_head(branch: str, work: BranchWork) -> str:
     return f"bump/{branch}-{short(work.plans[0].edit.new_pin)}"
 
 
-def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = None) -> list[Delivered]:
+def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = None,
+            counted: bool = False) -> list[Delivered]:
     """Commit and deliver every branch of ``plan`` (see the module docstring); outcomes of
     branches that could not be delivered become held."""
     repo = gitops.open_repo(plan.repo_path)
     progress = progress or Progress(verb="bumped")
-    progress.begin(len(plan.work))
+    if not counted:  # else the caller counted every repository's branches
+        progress.begin(len(plan.work))
     out: list[Delivered] = []
     gh = nix = None
     try:
@@ -89,7 +91,8 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
         for client in (gh, nix):
             if client is not None:
                 client.close()
-        progress.end()
+        if not counted:
+            progress.end()
     return out
 
 

@@ -147,32 +147,26 @@ def tracked(settings) -> Callable[[str], str]:
 def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] = lambda b: "nixos-unstable",
                remote: str = "origin", force: bool = False, exclude=("bump/*",), rev: str | None = None,
                cuda: str | None = None, from_pin: str | None = None, only: tuple[str, ...] = (),
-               prefer_remote: bool = False, progress: Progress | None = None) -> SweepPlan:
+               prefer_remote: bool = False, progress: Progress | None = None, counted: bool = False) -> SweepPlan:
     """Plan the bump of every branch of ``repo_path`` (see the module docstring); ``tracks(branch)``
     names the channel or nixpkgs branch it follows; ``rev`` replaces every head; ``cuda`` and
     ``from_pin`` keep the groups of that CUDA version or pin; ``only``: just these branches (a named
     one is bumped even when vLLM-certified); ``force`` includes vLLM-certified branches;
-    ``prefer_remote``: build on ``<remote>/X`` where it exists (pull requests and pushes)."""
-    from fnmatch import fnmatchcase
-
+    ``prefer_remote``: build on ``<remote>/X`` where it exists (pull requests and pushes);
+    ``counted``: the caller began ``progress`` with the total of several repositories."""
     def select(g) -> bool:
         return ((not cuda or cuda in g.cuda_versions or f"CUDA {cuda}" in g.labels)
                 and (not from_pin or g.pin.startswith(from_pin.strip().lower())))
 
     repo = gitops.open_repo(repo_path)
     names = all_branches(repo, remote, prefer_remote=prefer_remote)
-    targets = [b for b in names if not any(fnmatchcase(b, p) for p in exclude)]
-    if only:  # named branches (chat's /bump B): the same outcomes, for those branches
-        missing = [b for b in only if b not in names]
-        if missing:
-            raise RefusedError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(sorted(names))}.")
-        targets = [b for b in targets if b in only]
-    targets.sort(key=lambda b: (b != "main", b))
+    targets = sweep_targets(names, exclude, only, repo_path)
     remote_names = remote_only(repo, targets, remote)
     env = _Env(Path(repo_path).name, client, catalog, read_model(repo_path), names, tracks, {}, rev, select)
     plan = SweepPlan(Path(repo_path), heads=env.heads, prefer_remote=prefer_remote)
     progress = progress or Progress(verb="checked")
-    progress.begin(len(targets))
+    if not counted:
+        progress.begin(len(targets))
     for name in targets:
         progress.started(name)
         work = BranchWork(name, names[name], name in remote_names, "")
@@ -182,8 +176,23 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
             plan.work.append(work)
         kinds = sorted({o.kind for o in plan.outcomes if o.branch == name})
         progress.finished(name, "checked", ", ".join(kinds))
-    progress.end()
+    if not counted:
+        progress.end()
     return plan
+
+
+def sweep_targets(names, exclude=("bump/*",), only=(), repo_path="") -> list[str]:
+    """The branches a sweep goes through, main first: ``names`` less ``exclude`` patterns, or the
+    ``only`` ones (RefusedError naming a missing one)."""
+    from fnmatch import fnmatchcase
+
+    targets = [b for b in names if not any(fnmatchcase(b, p) for p in exclude)]
+    if only:  # named branches (chat's /bump B): the same outcomes, for those branches
+        missing = [b for b in only if b not in names]
+        if missing:
+            raise RefusedError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(sorted(names))}.")
+        targets = [b for b in targets if b in only]
+    return sorted(targets, key=lambda b: (b != "main", b))
 
 
 def _is_vllm(name: str, catalog) -> bool:

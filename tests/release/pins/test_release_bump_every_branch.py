@@ -97,7 +97,9 @@ def test_local_delivery_makes_the_local_branches_then_holds_what_cannot_move(wor
     assert "no commit of nixos-unstable newer than the pin 1128112 keeps PyTorch 2.8" in main["reason"]
     assert by[("build-pytorch", "pytorch-2.9-python311", "CUDA 12.8, CUDA 12.9, CPU")]["outcome"] == "current"
     cli(["release", "bump-pins", "--all", "--dry-run"])
-    assert "Held: main, main-staging" in capsys.readouterr().out
+    text = capsys.readouterr()
+    assert "Held: build-pytorch main, build-pytorch main-staging, build-torchvision main" in text.out
+    assert "[8/8] checked" in text.err  # one count over both repositories (5 + 3 branches)
 
 
 def test_a_branch_may_track_its_own_channel(world, capsys, monkeypatch):
