@@ -228,5 +228,6 @@ def test_the_diff_of_a_bump_of_every_branch(world):
 
     plan = plan_bump(Context(Settings(), use_repo=False), "all", None, dry_run=True)
     diff = plan.diff()
-    assert "diff pytorch-2.10-python313: .flox/pkgs/" in diff and f"+    url = \"https://github.com/NixOS/nixpkgs/archive/{W.HEAD}" in diff
+    assert "diff pytorch-2.10-python313: .flox/pkgs/" in diff
+    assert f"+    url = \"https://github.com/NixOS/nixpkgs/archive/{W.HEAD}" in diff
     assert "(build-torchvision)" in diff
