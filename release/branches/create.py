@@ -210,14 +210,17 @@ def _on_remote(repo, remote: str, name: str, parent: str, sha: str, push: bool) 
 def _read_source(repo, repo_path: Path, name: str, from_branch: str | None, catalog, settings) -> _Source:
     """The branch to derive from (refusing a taken name or a missing source), its files and the
     reader's facts about it and the other branches."""
+    from release.adapters.gitrefs import all_branches
     from release.branches.derive import source_recipes
     from release.docs.facts import docs_from_model, skipped
     from release.recipes.reader import read_repository
 
-    heads = gitops.local_branches(repo)
-    if name not in heads:  # an existing name is refused below (or adopted: an earlier run's own branch)
+    local = gitops.local_branches(repo)
+    heads = all_branches(repo, settings.repo_remote)  # a source only on origin/* (a fresh clone) is read there
+    if name not in local:  # an existing name is refused below (or adopted: an earlier run's own branch)
         _check_name(repo, name)
-    existing = heads.pop(name, None)  # an earlier run's own work is adopted (create_branch), anything else refused
+    existing = local.get(name)  # an earlier run's own work is adopted (create_branch), anything else refused
+    heads.pop(name, None)  # on the remote only: _on_remote adopts this very work or refuses the name
     if from_branch and from_branch not in heads:
         raise NotFoundError(f"No branch '{from_branch}' to start from in {repo_path}.")
     source = from_branch or _default_source(name, heads, catalog)

@@ -15,8 +15,12 @@ def register(verbs) -> None:
     p = verbs.add_parser("docs", help="keep every branch README's cross-branch tables in line with the repository",
                          epilog=EXAMPLES)
     mode = p.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--check", action="store_true", help="print each stale row; exit 1 on drift")
-    mode.add_argument("--write", action="store_true", help="one commit per branch fixing only those tables")
+    mode.add_argument("--check", action="store_true",
+                      help="print each stale row; exit 1 on drift --write fixes, 3 when only what no write can fix "
+                           "is left (torchvision pairs that differ)")
+    mode.add_argument("--write", action="store_true",
+                      help="one commit per branch fixing only those tables (a branch only on origin/* gets its local "
+                           "branch), then check again: exit 0 when the tables match, 3 naming what no write can fix")
     p.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
     p.add_argument(
         "--torchvision",
@@ -38,7 +42,8 @@ def _docs(args, ctx) -> int:
         raise UsageError("--dry-run and --diff go with --write (--check writes nothing).")
     dry = args.dry_run or args.diff
     try:
-        result = docs_check(ctx, args.repo, args.torchvision) if args.check else docs_write(ctx, args.repo, dry)
+        result = docs_check(ctx, args.repo, args.torchvision) if args.check else docs_write(
+            ctx, args.repo, args.torchvision, dry_run=dry)
     except TorchbotError as err:
         return _refusal(err, args.json)
     if args.diff:

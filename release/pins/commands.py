@@ -7,6 +7,7 @@ will change; nothing is written) whose ``apply()`` performs it and returns a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from config.errors import TorchbotError
@@ -204,6 +205,16 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     from release.pins.bump import plan_bump as _plan
 
     settings = ctx.settings
+    delivery = opts.pop("delivery", None)  # pr | push | local: the front end's choice (None: its flags)
+    if target == "all":
+        return plan_every_branch(ctx, delivery=delivery, rev=rev, **opts)
+    if delivery and not (opts.get("pytorch") or opts.get("torch_src") or opts.get("with_companions")):
+        # chat's /bump B: the same outcomes and delivery as the schedule, for the named branches
+        names = (target,) if isinstance(target, str) else tuple(target)
+        return plan_every_branch(ctx, delivery=delivery, rev=rev, only=names, **opts)
+    if delivery and not opts.get("push") and not opts.get("open_pr") and not opts.get("dry_run"):
+        mode, _ = delivery_mode(settings, delivery=delivery)  # a move from chat: a PR or a push too
+        opts["push"], opts["open_pr"] = mode == "push", mode == "pr"
     repo = repo_arg(ctx, opts.pop("repo", None))
     progress = opts.pop("progress", None)  # config.progress.Progress for the branch checks
     names = (() if target == "all" else (target,)) if isinstance(target, str) else tuple(target)
@@ -213,7 +224,7 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     with NixpkgsClient(settings) as client:
         catalog = _catalog(ctx)
         data = _plan(repo, options, client, catalog=catalog, default_channel=settings.default_channel,
-                     docs_skip=tuple(settings.docs_skip_branches), progress=progress)
+                     docs_skip=tuple(settings.docs_skip_branches), progress=progress, remote=settings.repo_remote)
         if options.with_companions:
             from release.pins.companions import plan_companions
 
@@ -222,6 +233,119 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
         progress.note(f"hashing the nixpkgs tarball of {short(data.new_rev)} (nix-prefetch-url)")
     record_all_hashes(data, settings)
     return Plan(data, settings)
+
+
+_SWEEP_REFUSES = {"pytorch": "--pytorch", "torch_src": "--torch-src"}
+
+
+def delivery_mode(settings, *, delivery: str | None = None, push: bool = False, open_pr: bool = False
+                  ) -> tuple[str, str]:
+    """(mode, why it is local) from an explicit choice, the --push/--open-pr flags, or the setting."""
+    from config.errors import ValidationError
+
+    if push and open_pr:
+        raise ValidationError("--open-pr already pushes (to bump/<branch>-<rev>); do not combine it with --push.")
+    if delivery == "auto":  # a front end that delivers as the schedule does (chat)
+        delivery = None
+    if delivery not in (None, "pr", "push", "local"):
+        raise ValidationError(f"--delivery '{delivery}' is not pr, push or local.")
+    github = settings.github_token is not None and bool(settings.github_repo)
+    mode = delivery or ("push" if push else "pr" if open_pr else settings.bump_delivery or
+                        ("pr" if github else "local"))
+    why = "" if mode != "local" else ("TORCHBOT_BUMP_DELIVERY=local" if settings.bump_delivery == "local"
+                                      else "asked for" if delivery == "local"
+                                      else "no TORCHBOT_GITHUB_TOKEN/TORCHBOT_GITHUB_REPO, so the default is local")
+    if mode == "pr" and not github:
+        raise ValidationError("Bump delivery 'pr' needs TORCHBOT_GITHUB_TOKEN and TORCHBOT_GITHUB_REPO; set them, "
+                              "or TORCHBOT_BUMP_DELIVERY=push or local.")
+    return mode, why
+
+
+def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None, only=(), **opts):
+    """Every branch of every configured repository (or of ``repo``), every pin group, its own
+    outcome (release.pins.sweep); ``rev``/``channel`` replace each branch's tracked head,
+    ``cuda``/``from_pin`` narrow the pin groups. Returns a release.pins.weekly.SweepBump."""
+    from config.errors import ValidationError
+    from release.adapters.nixpkgs import NixpkgsClient
+    from release.pins.rules import validate_rev
+    from release.pins.sweep import plan_sweep, record_sweep_hashes, tracked
+    from release.pins.weekly import SweepBump
+
+    for key, flag in _SWEEP_REFUSES.items():
+        if opts.get(key):
+            raise ValidationError(f"{flag} says what the branches given with --branch build; not with --all.")
+    if rev and opts.get("channel"):
+        raise ValidationError("Give either --rev or --channel, not both.")
+    _check_selectors(opts.get("cuda"), opts.get("from_pin"))
+    s = ctx.settings
+    mode, why = delivery_mode(s, delivery=delivery, push=opts.get("push", False), open_pr=opts.get("open_pr", False))
+    fixed = validate_rev(rev) if rev else None
+    channel = opts.get("channel")
+    # named branches are of the repository release commands work on (the first); all: every repository
+    paths = [repo_arg(ctx, repo)] if repo or only else (s.repositories() or [repo_arg(ctx, None)])
+    plans = []
+    remote_first = mode in ("pr", "push")  # a PR or a push builds on what the remote has: fetch it first
+    if remote_first:
+        from release.adapters.git import open_repo
+        from release.adapters.gitrefs import fetch
+
+        for path in paths:
+            why = fetch(open_repo(path), s.repo_remote)
+            if why and progress is not None:
+                progress.note(f"{path.name}: could not fetch {s.repo_remote} ({why}); using the refs it has")
+    counted = progress is not None and len(paths) > 1  # one count over every repository
+    if counted:
+        from release.adapters.git import open_repo
+        from release.adapters.gitrefs import all_branches
+        from release.pins.sweep import sweep_targets
+
+        progress.begin(sum(len(sweep_targets(all_branches(open_repo(p), s.repo_remote, prefer_remote=remote_first),
+                                             only=only, repo_path=p)) for p in paths))
+    with NixpkgsClient(s) as client:
+        if fixed:
+            client.resolve(fixed)
+        catalog = _catalog(ctx)
+        for path in paths:
+            plans.append(plan_sweep(path, client, catalog=catalog, remote=s.repo_remote, force=opts.get("force", False),
+                                    tracks=(lambda b: channel) if channel else tracked(s), rev=fixed,
+                                    cuda=opts.get("cuda"), from_pin=opts.get("from_pin"),
+                                    only=only, prefer_remote=remote_first, progress=progress, counted=counted))
+    if counted:
+        progress.end()
+    if only and (opts.get("cuda") or opts.get("from_pin")):
+        _refuse_unmatched(plans, only, opts.get("cuda"), opts.get("from_pin"))
+    revs = sorted({bp.edit.new_pin for p in plans for w in p.work for bp in w.plans})
+    if progress is not None and revs:
+        progress.note(f"hashing the nixpkgs tarball of {', '.join(r[:7] for r in revs)} (nix-prefetch-url)")
+    others = [Path(x).resolve() for x in s.repositories()[1:]]
+    for p in plans:
+        p.first = Path(p.repo_path).resolve() not in others  # a companion's PRs go to its own GitHub repository
+        record_sweep_hashes(p, s)
+    return SweepBump(plans, s, mode, dry_run=opts.get("dry_run", False), why_local=why, only=only)
+
+
+def _check_selectors(cuda: str | None, from_pin: str | None) -> None:
+    """--cuda and --from-pin as the CLI's single-branch bump checks them."""
+    import re
+
+    from config.errors import ValidationError
+
+    if from_pin and not re.fullmatch(r"[0-9a-f]{4,40}", from_pin.strip().lower()):
+        raise ValidationError(f"--from-pin '{from_pin}' is not a commit id prefix (4 to 40 hex characters).")
+    if cuda and not re.fullmatch(r"\d+(?:\.\d+)?", cuda.strip()):
+        raise ValidationError(f"--cuda '{cuda}' is not a CUDA version (A.B, e.g. 12.8).")
+
+
+def _refuse_unmatched(plans, only, cuda, from_pin) -> None:
+    """A named branch none of whose pin groups --cuda/--from-pin match is refused, listing its groups."""
+    from config.errors import RefusedError
+
+    for name in only:
+        mine = [o for p in plans for o in p.outcomes if o.branch == name]
+        if mine and all(o.kind == "skipped" and "--cuda" in o.reason for o in mine):
+            what = f"recipes for CUDA {cuda}" if cuda else f"pin starting with {from_pin}"
+            groups = "; ".join(f"{(o.old_pin or '')[:7]} ({o.group})" for o in mine)
+            raise RefusedError(f"Branch '{name}' has no {what}. Its pin groups: {groups}.")
 
 
 def bump(ctx, target, rev=None, **opts) -> BumpResult:

@@ -19,6 +19,9 @@ def register(verbs) -> None:
                    help="only this catalog branch (repeatable; default: every branch)")
     p.add_argument("--dry-run", action="store_true",
                    help="render every branch and say what would be written; create and commit nothing")
+    p.add_argument("--force", action="store_true",
+                   help="write into a repository with recipes and history torchbot did not make (refused otherwise, "
+                        "saying what would be replaced)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_init)
 
@@ -38,7 +41,8 @@ def _init(args, ctx) -> int:
     if args.dry_run:
         return _init_dry_run(args)
     result = init_repository(
-        args.path, load_catalog(), args.branches, settings.git_author_name, settings.git_author_email
+        args.path, load_catalog(), args.branches, settings.git_author_name, settings.git_author_email,
+        force=args.force,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

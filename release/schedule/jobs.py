@@ -1,9 +1,11 @@
 """The release schedule (APScheduler 3, jobs persisted in the state DB).
 
 Jobs:
-- ``bump:<branch>`` on ``Settings.bump_cron`` (vLLM branches only with
-  ``bump_vllm_branches``): ``release.pins.commands.plan_bump(ctx, branch, None).apply()``,
-  then a ``--changed-only`` build with ``Settings.schedule_backend()``
+- ``bump`` on ``Settings.bump_cron``: every branch (local and ``origin/*``) and pin group of every
+  repository, each with its own outcome (vLLM branches only with ``bump_vllm_branches``):
+  ``release.pins.commands.plan_bump(ctx, "all", None).apply()``, delivered as
+  ``TORCHBOT_BUMP_DELIVERY`` says; then, for bumps on the branches themselves (push, local), a
+  ``--changed-only`` build with ``Settings.schedule_backend()``
   (``TORCHBOT_SCHEDULE_BUILD_BACKEND``: github | local | none; unset, github when a GitHub
   token and repository are configured, otherwise none: the bump is made and reported and
   nothing is built on the bot's own host) (skipped gracefully when the pins module or the
@@ -101,10 +103,8 @@ def job_specs(ctx) -> list[JobSpec]:
     s = ctx.settings
     specs: list[JobSpec] = []
     cron = _cron("TORCHBOT_BUMP_CRON", s.bump_cron)
-    for name, branch in sorted(ctx.catalog.branches.items()):
-        if branch.vllm and not s.bump_vllm_branches:
-            continue
-        specs.append(JobSpec(f"bump:{name}", "bump", name, cron, BUMP_GRACE, f"bump the nixpkgs pin of {name}"))
+    specs.append(JobSpec("bump", "bump", None, cron, BUMP_GRACE,
+                         "bump every branch and pin group of every repository (TORCHBOT_BUMP_DELIVERY)"))
     docs_cron = _cron("TORCHBOT_DOCS_CRON", s.docs_cron)
     specs.append(JobSpec("docs-check", "docs-check", None, docs_cron, BUMP_GRACE,
                          "check the README cross-branch tables; drift goes to the announce channel"))
@@ -132,27 +132,76 @@ def _spec(ctx, job_id: str) -> JobSpec:
 # Job bodies (each returns a one-line result)
 
 
-def _job_bump(ctx, branch: str) -> str:
+def _job_bump(ctx, _arg) -> str:
+    """Every branch of every repository, every pin group (release.pins.commands.plan_every_branch),
+    delivered as TORCHBOT_BUMP_DELIVERY says; then the builds of what moved. One line: the counts,
+    the held branches and why, where the bumps went."""
     try:
         from release.pins.commands import plan_bump
     except ImportError:
         return "skipped: pin bumps are not available (release.pins.commands missing)"
     if ctx.settings.repo_path is None:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    result = plan_bump(ctx, branch, None).apply()
-    line = result.text().splitlines()[0] if result.text() else "bumped"
+    result = plan_bump(ctx, "all", None, force=ctx.settings.bump_vllm_branches).apply()
+    from release.pins.weekly import counts
+
+    try:
+        _record_outcomes(ctx, result)
+    except Exception as err:  # noqa: BLE001  the bump is done; the dashboard's copy waits for the next run
+        log.warning("bump outcomes not recorded: %s", getattr(err, "message", err))
+    parts = [counts(result.outcomes)]
+    held = [o for o in result.outcomes if o.kind == "held"]
+    if held:  # grouped by reason: a delivery that failed for a whole repository is said once
+        why: dict[str, list[str]] = {}
+        for o in held:
+            why.setdefault(o.reason.rsplit("not delivered: ", 1)[-1], []).append(f"{o.repo} {o.branch} ({o.group})")
+        parts.append("held: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in why.items()))
+    prs = [d for d in result.delivered if d.head]
+    if prs:
+        parts.append(f"{len(prs)} pull request(s): " + ", ".join(d.url or d.head for d in prs))
+    elif result.plan.mode == "local" and result.delivered:
+        parts.append(f"committed locally ({result.plan.why_local}): nothing left this machine")
+    elif result.delivered:
+        parts.append(f"pushed: {', '.join(d.branch for d in result.delivered)}")
+    parts.append(_build_after_bump(ctx, result.delivered))
+    return "; ".join(parts)
+
+
+def _record_outcomes(ctx, result) -> None:
+    """The run's outcomes in the state DB (``bump_outcomes``), with the pull request each went out as."""
+    from release.state import state_for
+
+    prs = {(d.repo, d.branch): d for d in result.delivered if d.head}
+    rows = []
+    for p in result.plan.plans:
+        for o in p.outcomes:
+            d = prs.get((str(p.repo_path), o.branch))
+            rows.append({**o.to_dict(), "repo": str(p.repo_path), "pr_url": d.url if d else None,
+                         "pr_number": d.number if d else None, "head": d.head if d else None})
+    state_for(ctx).record_bump_outcomes([str(p.repo_path) for p in result.plan.plans], rows)
+
+
+def _build_after_bump(ctx, delivered) -> str:
+    """The changed-only builds of the branches the bump moved (Settings.schedule_backend()).
+    Bumps delivered as pull requests are not built here: their branch does not have them yet."""
     backend = ctx.settings.schedule_backend()
     if backend == "none":
         explicit = ctx.settings.schedule_build_backend or ctx.settings.build_backend
         why = ("TORCHBOT_SCHEDULE_BUILD_BACKEND=none" if explicit
                else "no GitHub token configured and TORCHBOT_SCHEDULE_BUILD_BACKEND unset")
-        return f"{line}; build: none ({why}: the schedule builds nothing by itself)"
+        return f"build: none ({why}: the schedule builds nothing by itself)"
+    on_branch = [d for d in delivered if not d.head]
+    if not on_branch:
+        return "build: none on the branches (pull requests are built at their heads)" if delivered else "build: none"
     from release.builds.commands import plan_build
 
-    built = plan_build(ctx, branch, None, backend=backend, changed_only=True).apply()
-    skipped = sum(1 for r in built.rows if r.get("state") == "skipped")
-    tail = f", {skipped} skipped (other platforms)" if skipped else ""
-    return f"{line}; build: {len(built.rows) - skipped} variant(s){tail}"
+    out = []
+    for d in on_branch:
+        built = plan_build(ctx, d.branch, None, repo=d.repo or None, backend=backend, changed_only=True).apply()
+        skipped = sum(1 for r in built.rows if r.get("state") == "skipped")
+        tail = f", {skipped} skipped (other platforms)" if skipped else ""
+        out.append(f"{d.branch} {len(built.rows) - skipped} variant(s){tail}")
+    return "build: " + ", ".join(out)
 
 
 def _job_poll(ctx, _arg) -> str:

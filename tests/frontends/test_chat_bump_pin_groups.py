@@ -33,12 +33,15 @@ def chat(tmp_path, monkeypatch):
         yield Chat(ctx), repo
 
 
-def test_bump_without_a_pin_group_says_how_to_choose(chat):
+def test_bump_without_a_pin_group_plans_every_group_of_the_branch_with_its_own_outcome(chat):
     bot, repo = chat
     before = refs(repo.path)
     r = bot.command("bump", f"{B} {NEW}")
-    assert not isinstance(r, PlanReply) and "carries 3 nixpkgs pins" in r.text() and "--cuda" in r.text()
-    assert refs(repo.path) == before
+    assert isinstance(r, PlanReply), r.text()
+    lines = [x for x in r.text().splitlines() if x.strip().startswith(B + " (CUDA")]
+    assert len(lines) == 3 and all(f"-> {NEW[:7]}" in x for x in lines), r.text()
+    assert "nothing leaves this machine" in r.text()
+    assert refs(repo.path) == before  # a plan: nothing moved until Confirm
 
 
 @pytest.mark.parametrize("flag", [["--cuda", "13.1"], [f"--from-pin={PIN_13_1[:7]}"]])

@@ -118,7 +118,7 @@ def test_bump_in_words_in_the_console_shows_its_diff_before_confirm(tmp_path, mo
             out = io.StringIO()
             assert run(ctx, io.StringIO(f"bump main to {NEW}\ndiff\ncancel\n"), out) == 0
     text = out.getvalue()
-    assert f"Plan for /bump main {NEW}: nixpkgs 0123abc (--rev)" in text
+    assert f"Plan for /bump main {NEW}: Bump of main: 1 bumped." in text and f"bumped fe5e41d -> {NEW[:7]}" in text
     assert "'diff' shows the files it would change" in text
     assert "diff main: .flox/pkgs/" in text and f"+    url = \"https://github.com/NixOS/nixpkgs/archive/{NEW}" in text
     assert "Cancelled /bump main" in text and refs(work) == before

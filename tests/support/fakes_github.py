@@ -41,6 +41,8 @@ backend, paging and rate-limiting the way GitHub documents it.
   client in the middle of a poll). A wrong bearer token answers 401. ``upstream``: every path
   outside the repository's Actions API is forwarded there (a FakeNixpkgs ``api_url``), so one
   GitHub API base serves both.
+- Pull requests (``/repos/{repo}/pulls``) are served here, not forwarded: ``pulls``
+  (tests/support/fakes_github_pulls.py; ``git_dir``: the bare origin their branches live in).
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class FakeGitHub:
                  durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
                  limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None,
-                 startup_failure: bool = False):
+                 startup_failure: bool = False, git_dir=None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
@@ -97,6 +99,9 @@ class FakeGitHub:
         self._used = 0
         self._throttle: list[tuple[int, float | None, bool]] = []
         self._pauses: list[tuple[Callable[[str, str, dict], bool], threading.Event, threading.Event]] = []
+        from tests.support.fakes_github_pulls import Pulls
+
+        self.pulls = Pulls(self, git_dir)  # pull requests (tests/support/fakes_github_pulls.py)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -108,6 +113,9 @@ class FakeGitHub:
 
             def do_POST(self):
                 fake._handle(self, "POST")
+
+            def do_PATCH(self):
+                fake._handle(self, "PATCH")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -244,6 +252,10 @@ class FakeGitHub:
         prefix = f"/repos/{self.repo}/actions/"
         if method == "GET" and path == f"/repos/{self.repo}":
             return 200, {"full_name": self.repo, "private": True}, {}
+        pulls = f"/repos/{self.repo}/pulls"
+        if path == pulls or path.startswith(pulls + "/"):
+            return self.pulls.route(req, method, path[len(pulls):].strip("/").split("/") if path != pulls else [],
+                                    query, body)
         if not path.startswith(prefix) and self.upstream:
             return self._forward(req, method, body)
         if not path.startswith(prefix):
