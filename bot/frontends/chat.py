@@ -330,6 +330,30 @@ class Chat:
         self._audit(user, row.channel, f"cancel /{row.command} {' '.join(args)}")
         return MessageResult(f"Cancelled /{row.command} {' '.join(args)}. Nothing was changed.")
 
+    def diff(self, pending_id: str, user: str):
+        """The unified diff of the files a shown plan would write, made again from the plan's
+        arguments (as a Confirm would); for its asker or an admin, while it is pending."""
+        try:
+            row = self.state.plan(pending_id)
+        except StateStoreNotAnswering as err:
+            return MessageResult(f"No diff: {err.message}", ok=False)
+        if row is None or row.state != "pending":
+            return MessageResult(self._refusal("unknown" if row is None else "handled", row), ok=False)
+        if row.user != user and not self._is_admin(user):
+            return MessageResult(f"Only the admin who asked ({row.user}) or another admin can see this diff.", ok=False)
+        args, replay = json.loads(row.args), json.loads(row.replay)
+        try:
+            plan = self._make_plan(row.command, replay)
+        except TorchbotError as err:
+            return MessageResult(err.message, ok=False)
+        if not hasattr(plan, "diff"):
+            return MessageResult(f"/{row.command} writes no files in the repository: there is no diff.")
+        changes = plans.moved(json.loads(row.expected), plans.expected_refs(row.command, plan.to_dict()))
+        if changes:
+            return MessageResult(plans.refused_moved(row.command, args, changes).replace("Refused", "No diff for"),
+                                 ok=False)
+        return plans.DiffResult(row.command, args, plan.diff() or "(no file would change)", plans.cli_diff(replay))
+
     # -- helpers -----------------------------------------------------------------------
 
     def _refusal(self, outcome: str, row) -> str:
