@@ -59,6 +59,19 @@ def local_branches(repo) -> dict[str, str]:
     return result
 
 
+def remote_branches(repo, remote: str = "origin") -> dict[str, str]:
+    """Branch name -> tip SHA of the remote-tracking branches of ``remote`` (its HEAD left out)."""
+    out = repo.git.for_each_ref("--format=%(refname) %(objectname)", f"refs/remotes/{remote}/")
+    prefix = f"refs/remotes/{remote}/"
+    result = {}
+    for line in out.splitlines():
+        ref, _, sha = line.rpartition(" ")
+        name = ref[len(prefix):]
+        if name and name != "HEAD":
+            result[name] = sha
+    return result
+
+
 def read_files(repo, rev: str, prefix: str, extra: tuple[str, ...] = ()) -> dict[str, str]:
     """Text of the files under ``prefix`` (one level) and of ``extra`` paths at ``rev``."""
     listing = repo.git.ls_tree(rev, "--", prefix + "/", *extra)

@@ -97,6 +97,7 @@ class BumpPlanData:
     options: BumpOptions = field(default_factory=BumpOptions)
     companions: list[BumpPlanData] = field(default_factory=list)  # paired build-torchvision bumps
     docs: list[DocsEdit] = field(default_factory=list)  # other branches' README rows about a moved PyTorch
+    created: set[str] = field(default_factory=set)  # only on the remote: committed as a new local branch
 
     @property
     def to_commit(self) -> list[BranchPlan]:
@@ -128,7 +129,8 @@ def _is_vllm(name: str, catalog) -> bool:
 
 
 def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_channel="nixos-unstable",
-              docs_skip=("*-staging", "bump/*"), progress: Progress | None = None) -> BumpPlanData:
+              docs_skip=("*-staging", "bump/*"), progress: Progress | None = None,
+              remote: str = "origin") -> BumpPlanData:
     move = parse_move(opts.pytorch, opts.torch_src)
     if not opts.all and not opts.branches:
         raise ValidationError("Name the branches to bump with --branch B (repeatable) or use --all.")
@@ -139,13 +141,20 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
                               "not with --all.")
     repo = gitops.open_repo(repo_path)
     heads = gitops.local_branches(repo)
+    created: dict[str, str] = {}
     if opts.all:
         targets = [b for b in heads if not b.startswith("bump/")]
     else:
         targets = list(dict.fromkeys(opts.branches))
-        missing = [b for b in targets if b not in heads]
+        # A fresh clone has only its default branch locally: a branch named that exists on the
+        # remote is bumped from the remote's tip onto a new local branch (as `git switch` would).
+        theirs = gitops.remote_branches(repo, remote) if any(b not in heads for b in targets) else {}
+        created = {b: theirs[b] for b in targets if b not in heads and b in theirs}
+        missing = [b for b in targets if b not in heads and b not in created]
         if missing:
-            raise NotFoundError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(heads)}.")
+            known = ", ".join(dict.fromkeys([*heads, *theirs]))
+            raise NotFoundError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {known}.")
+        heads = {**heads, **created}
     skipped: list[tuple[str, str]] = []
     chosen = _choose_groups(repo, heads, targets, opts, catalog, skipped)
     if move and move.torch_src and not opts.rev and not opts.channel:  # a source move on the current pin
@@ -156,7 +165,7 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         new_rev, source = (pins.pop() if pins else ""), "current pin"
     else:
         new_rev, source = resolve_rev(client, opts, default_channel)
-    data = BumpPlanData(Path(repo_path), new_rev, source, skipped=skipped, options=opts)
+    data = BumpPlanData(Path(repo_path), new_rev, source, skipped=skipped, options=opts, created=set(created))
     texts: dict[str, tuple[dict[str, str], str | None]] = {}
     for name, files, recipes, group in chosen:
         edit = plan_edit(name, group, new_rev, recipes, files.get(README), branches=heads)
@@ -178,6 +187,9 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         recipes, readme = texts[bp.branch]
         bp.notes.extend(guard_branch(bp, recipes, readme, client, new_rev, catalog, model=model, move=move))
         bp.message = commit_message(g.pin, new_rev, bp.torch_new, g.cuda_attrs)
+        if bp.branch in data.created:
+            bp.notes.append(f"no local branch {bp.branch}: the commit goes on a new one, at {remote}/{bp.branch} "
+                            f"({short(bp.tip)}) plus the bump")
         progress.finished(bp.branch, "checked")
     progress.end()
     if move:
@@ -237,7 +249,7 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     heads = gitops.local_branches(repo)
     docs = [] if opts.open_pr else plan.docs  # a PR carries its own branch only: `release docs --write` after merging
     for name, tip in [(bp.branch, bp.tip) for bp in work] + [(d.branch, d.tip) for d in docs]:
-        if heads.get(name) != tip:
+        if heads.get(name, tip if name in plan.created else None) != tip:
             raise ExternalError(f"Branch '{name}' moved since the plan was made; nothing was changed. "
                                 "Run the bump again.")
     shas = gitops.make_commits(
@@ -282,7 +294,7 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
                                  "run `release docs --write` after merging.")
         return outcome
     new.update(docs_new)
-    moves = {b: (sha, heads[b]) for b, sha in new.items()}
+    moves = {b: (sha, heads.get(b) or gitops.ZERO) for b, sha in new.items()}  # ZERO: a new local branch
     checked = gitops.check_checkouts(repo, moves)  # a dirty checked-out branch: refused before any push
     if opts.push:
         gitops.push(repo, remote, [f"{new[b]}:refs/heads/{b}" for b in new])

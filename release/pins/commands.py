@@ -213,7 +213,7 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     with NixpkgsClient(settings) as client:
         catalog = _catalog(ctx)
         data = _plan(repo, options, client, catalog=catalog, default_channel=settings.default_channel,
-                     docs_skip=tuple(settings.docs_skip_branches), progress=progress)
+                     docs_skip=tuple(settings.docs_skip_branches), progress=progress, remote=settings.repo_remote)
         if options.with_companions:
             from release.pins.companions import plan_companions
 
