@@ -73,7 +73,11 @@ class DocsResult:
             if self.pairing:
                 lines.append(f"{len(self.pairing)} torchvision branches differ from their build-pytorch branch:")
                 lines.extend("  " + m.text() for m in self.pairing)
-            lines.append("Run `torchbot release docs --write` to bring the tables in line.")
+            if self.stale:
+                lines.append("Run `torchbot release docs --write` to bring the tables in line.")
+            if self.pairing:
+                lines.append("`docs --write` does not change pins: `release bump-pins` (with --with-companions) "
+                             "brings a pair to one pin.")
         elif self.dry_run:
             by = {}
             for s in self.stale:
@@ -172,7 +176,10 @@ def docs_write(ctx, repo=None, dry_run: bool = False) -> DocsResult:
     specs, names = [], []
     for name, c in work.items():
         bm = model.branches[name]
-        if bm.ref != f"refs/heads/{name}":
+        if bm.ref.startswith("refs/remotes/") and name not in heads:  # a fresh clone: as `git switch` would
+            result.notes.append(f"No local branch {name}: the commit went on a new one, "
+                                f"at {bm.ref[13:]} plus the tables.")
+        elif bm.ref != f"refs/heads/{name}":
             raise UsageError(
                 f"Branch '{name}' exists only as {bm.ref}; create a local branch (git branch {name} {bm.ref}) "
                 "so torchbot can commit to it. Nothing was changed."
@@ -183,7 +190,7 @@ def docs_write(ctx, repo=None, dry_run: bool = False) -> DocsResult:
     shas = gitops.make_commits(repo_obj, specs, ctx.settings.git_author_name, ctx.settings.git_author_email)
     moves = {}
     for name, sha in zip(names, shas, strict=True):
-        moves[name] = (sha, heads[name])
+        moves[name] = (sha, heads.get(name) or gitops.ZERO)  # ZERO: a new local branch
         old_text = gitops.read_paths(path, [f"{model.branches[name].tip}:{README}"])
         old = next(iter(old_text.values())) or ""
         a, b = old.splitlines(), work[name].text.splitlines()
