@@ -56,7 +56,9 @@ def plan_companions(data, client, ctx, default_channel: str) -> list:
     opts = data.options
     paired = paired_branches(data.repo_path, model)
     repo = gitops.open_repo(vision)
-    heads = gitops.local_branches(repo)
+    remote = ctx.settings.repo_remote
+    # local branches, else the remote's (a fresh clone): plan_bump puts those on new local branches
+    heads = {**gitops.remote_branches(repo, remote), **gitops.local_branches(repo)}
     plans = []
     for bp in data.branches:
         if bp.edit.up_to_date and not bp.pytorch_new:
@@ -85,7 +87,7 @@ def plan_companions(data, client, ctx, default_channel: str) -> list:
             copts = BumpOptions(branches=(tvb,), rev=None if keep_pin else data.new_rev, cuda=cuda,
                                 from_pin=from_pin, force=True, push=opts.push,
                                 dry_run=opts.dry_run, pytorch=opts.pytorch, torch_src=opts.torch_src)
-            cplan = plan_bump(vision, copts, client, catalog=None, default_channel=default_channel)
+            cplan = plan_bump(vision, copts, client, catalog=None, default_channel=default_channel, remote=remote)
             cplan.source = f"{data.source}, companion of {bp.branch}"
             plans.append(cplan)
     if not plans:
