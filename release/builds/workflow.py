@@ -76,9 +76,10 @@ def write_workflow(ctx, repo=None, commit: bool = False, branch: str | None = No
         return target, None
     if not branch:
         raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
-    heads = gitops.local_branches(gitops.open_repo(path))
-    if branch not in heads:
-        raise NotFoundError(f"No local branch '{branch}' in {path}; nothing was committed.")
+    heads = _heads(ctx, path, branch)
+    repo_obj = gitops.open_repo(path)
+    if branch not in gitops.local_branches(repo_obj):  # only on the remote (a fresh clone): as `git switch` would
+        gitops.move_refs(repo_obj, {branch: (heads[branch], gitops.ZERO)})
     s = ctx.settings
     sha = gitops.commit_changes(path, branch, {rel: text}, "torchbot: GitHub Actions build workflow",
                                 s.git_author_name, s.git_author_email)
@@ -99,8 +100,15 @@ def workflow_changes(ctx, repo=None, commit: bool = False, branch: str | None = 
         return [FileChange("working tree", rel, target.read_text() if target.is_file() else None, text)]
     if not branch:
         raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
-    heads = gitops.local_branches(gitops.open_repo(path))
-    if branch not in heads:
-        raise NotFoundError(f"No local branch '{branch}' in {path}; nothing was committed.")
+    heads = _heads(ctx, path, branch)
     return planned([(branch, heads[branch], {rel: text})], lambda names: gitops.read_paths(path, names))
 
+
+
+def _heads(ctx, path: Path, branch: str) -> dict[str, str]:
+    """Branch -> tip: the local branches, else the remote's (a fresh clone has one local branch)."""
+    repo_obj = gitops.open_repo(path)
+    heads = {**gitops.remote_branches(repo_obj, ctx.settings.repo_remote), **gitops.local_branches(repo_obj)}
+    if branch not in heads:
+        raise NotFoundError(f"No branch '{branch}' in {path}; nothing was committed.")
+    return heads
