@@ -153,21 +153,24 @@ class PinsResult:
 
     def text(self) -> str:
         lead = []
-        if len(self.data["branches"]) == 1:
-            b = self.data["branches"][0]
+        torch = [b for b in self.data["branches"] if b.get("kind") != "build-torchvision"]
+        if len(torch) == 1:
+            b = torch[0]
             lead = [f"{b['branch']} is pinned to nixpkgs {' and '.join(b['pins']) or 'nothing'} "
                     f"(PyTorch {b['pytorch']}, Python {b['python']})."]
         rows = [("branch", "pytorch", "cuda", "python", "pin", "next bump")]
         for b in self.data["branches"]:
+            vision = b.get("kind") == "build-torchvision"  # same names as build-pytorch's: said apart
             scheduled = self.vllm or b["purpose"] != "vllm-certified"
             rows.append(
                 (
-                    b["branch"],
+                    f"{b['branch']} (torchvision)" if vision else b["branch"],
                     b["pytorch"],
                     "/".join(b["cuda"]) or "-",
                     b["python"],
                     ",".join(p[:7] for p in b["pins"]),
-                    f"cron '{self.cron}'" if scheduled else "manual (vLLM pin)",
+                    "with its pair (/bump --with-companions)" if vision
+                    else f"cron '{self.cron}'" if scheduled else "manual (vLLM pin)",
                 )
             )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
