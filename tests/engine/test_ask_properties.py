@@ -72,7 +72,7 @@ CORRECTIONS = [
     "replaced the {a} with an {b}",
 ]
 MIXED = ["an {a} and an {b}", "{n}x {a} plus {k}x {b}", "{a} + {b}", "a box with an {a} and an {b} in it",
-         "{n}x {a}, {k}x {b}"]
+         "{n}x {a}, {k}x {b}", "I had an {a} but now I also have an {b}", "an {a} - sorry, I also have an {b}"]
 PAIRS = st.tuples(st.sampled_from(GPUS), st.sampled_from(GPUS)).filter(
     lambda p: p[0].lower() not in p[1].lower() and p[1].lower() not in p[0].lower()
 )
