@@ -166,12 +166,12 @@ def plan_blocks(reply: PlanReply) -> list[dict[str, Any]]:
 
 
 def diff_blocks(d: DiffResult, can_attach: bool) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
-    """A plan's diff, to its asker: a line saying what it is, then the diff as code; one that
-    does not fit in a message is a file in the channel where it can go (``can_attach``), else
-    its first pages and the CLI command that prints it all."""
+    """A plan's diff, to its asker: a line saying what it is, then the diff as code; a long one
+    (more than ``ATTACH_OVER`` pages, as for every long output) is a file in the channel where it
+    can go (``can_attach``), else its first pages and the CLI command that prints it all."""
     head = _section(escape(d.text().partition("\n")[0]))
     name = f"{d.command}-{'-'.join(d.args[:1]) or 'plan'}.diff"
-    if can_attach and len(pages(d.diff)) > MAX_PAGES:
+    if can_attach and len(pages(d.diff)) > ATTACH_OVER:
         lines = d.diff.count("\n") + 1
         return [head, _section(f"_The whole diff ({lines} lines) is posted in this channel as `{name}`._")], \
             (name, d.diff)

@@ -125,8 +125,8 @@ class Listeners:
         self._button(ack, body, request, respond, "Cancel", answer)
 
     def on_diff(self, ack, body, respond, client, request):
-        """A plan's "Show diff": the diff to the asker alone; one too long for a message goes as a
-        file in the plan's channel (said as theirs), else its first pages and the CLI command."""
+        """A plan's "Show diff": the diff to the asker alone; a long one goes as a file in the
+        plan's channel (said as theirs), else as pages in the reply (``blocks.diff_blocks``)."""
         def answer():
             user = body.get("user", {}).get("id", "")
             channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")

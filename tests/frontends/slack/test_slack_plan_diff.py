@@ -1,6 +1,7 @@
 """A Slack plan's "Show diff": the same command-layer diff as the console's `diff` and
 `bump-pins --diff` (``Plan.diff``), shown to the asker alone, over real HTTP against a real git
-repository; a diff too long for a message is a file, or its first pages and the CLI command."""
+repository; a long diff is a file in the plan's channel, else pages in the reply (past what one
+message holds, its first pages and the CLI command)."""
 
 from __future__ import annotations
 
@@ -28,12 +29,26 @@ def test_show_diff_gives_the_asker_the_unified_diff_and_writes_nothing(world):  
     posts = world["slack"].wait_for(lambda p, b: p == "/response/2" and "Diff of the plan" in b.get("text", ""))
     reply = next(b for p, b in posts if p == "/response/2")
     assert reply["response_type"] == "ephemeral" and reply["replace_original"] is False
-    blob = json.dumps(reply["blocks"])
-    assert "+++ " in blob and NEW in blob  # the new pin, in the files the bump would write
+    # longer than a few pages: a file in the plan's channel, said as the asker's
+    assert "posted in this channel as `bump-main.diff`" in json.dumps(reply["blocks"])
+    (f,) = world["slack"].files.values()
+    assert f["channel"] == "CREL" and f["name"] == "bump-main.diff" and "<@UADMIN>" in f["initial_comment"]
+    assert f["content"].count("\n+++ ") >= 10 and NEW in f["content"]  # the new pin, in the files it would write
     assert refs(world["work"]) == before
     # the plan is still pending: Confirm applies it afterwards
     click(world, "confirm_plan", pid, n=3)
     world["slack"].wait_for(lambda p, b: p == "/response/3" and "Confirmed /bump main" in b.get("text", ""))
+
+
+def test_where_no_file_can_go_the_diff_is_in_the_reply(world):  # noqa: F811
+    slash(world, "/bump", "main")
+    pid = _plan_id(world)
+    world["slack"].fail(1, error="not_in_channel")  # the upload's first call
+    click(world, "show_diff", pid, n=2)
+    posts = world["slack"].wait_for(lambda p, b: p == "/response/2" and "Diff of the plan" in b.get("text", ""))
+    blob = json.dumps(next(b for p, b in posts if p == "/response/2")["blocks"])
+    assert "+++ " in blob and NEW in blob
+    assert not world["slack"].files
 
 
 def test_show_diff_is_for_the_asker_or_an_admin(world):  # noqa: F811
@@ -68,3 +83,5 @@ def test_cli_diff_keeps_the_plans_options_and_bump_explains_diff():
         assert "Show diff" in err.message
     else:
         raise AssertionError("/bump main --diff was taken")
+
+
