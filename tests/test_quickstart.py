@@ -108,11 +108,18 @@ def environment(tmp_path: Path, fake: FakeNixpkgs) -> dict[str, str]:
     return env
 
 
-def test_every_quick_start_command_succeeds_as_written(tmp_path, nixpkgs):
+@pytest.mark.parametrize("clones", ["every branch local", "plain git clones"])
+def test_every_quick_start_command_succeeds_as_written(tmp_path, nixpkgs, clones):
     work = tmp_path / "src"
     work.mkdir()
     pt, tv = make_repos(work)
     assert (pt.path, tv.path) == (work / "build-pytorch", work / "build-torchvision")
+    if clones == "plain git clones":  # what a newcomer has: one local branch, the rest on origin
+        work = tmp_path / "fresh"
+        work.mkdir()
+        for fx in (pt, tv):
+            subprocess.run(["git", "clone", "-q", "-b", "main", str(fx.origin), str(work / fx.path.name)], check=True)
+            fx.path = work / fx.path.name
     cmds = commands(SECTIONS[0]) + commands(SECTIONS[1])
     r = subprocess.run(["bash", "-c", script(cmds)], cwd=work, env=environment(tmp_path, nixpkgs),
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900, check=False)

@@ -157,21 +157,24 @@ class PinsResult:
 
     def text(self) -> str:
         lead = []
-        if len(self.data["branches"]) == 1:
-            b = self.data["branches"][0]
+        torch = [b for b in self.data["branches"] if b.get("kind") != "build-torchvision"]
+        if len(torch) == 1:
+            b = torch[0]
             lead = [f"{b['branch']} is pinned to nixpkgs {' and '.join(b['pins']) or 'nothing'} "
                     f"(PyTorch {b['pytorch']}, Python {b['python']})."]
         rows = [("branch", "pytorch", "cuda", "python", "pin", "next bump")]
         for b in self.data["branches"]:
+            vision = b.get("kind") == "build-torchvision"  # same names as build-pytorch's: said apart
             scheduled = self.vllm or b["purpose"] != "vllm-certified"
             rows.append(
                 (
-                    b["branch"],
+                    f"{b['branch']} (torchvision)" if vision else b["branch"],
                     b["pytorch"],
                     "/".join(b["cuda"]) or "-",
                     b["python"],
                     ",".join(p[:7] for p in b["pins"]),
-                    f"cron '{self.cron}'" if scheduled else "manual (vLLM pin)",
+                    "with its pair (/bump --with-companions)" if vision
+                    else f"cron '{self.cron}'" if scheduled else "manual (vLLM pin)",
                 )
             )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -333,6 +336,30 @@ class Chat:
         args = json.loads(row.args)
         self._audit(user, row.channel, f"cancel /{row.command} {' '.join(args)}")
         return MessageResult(f"Cancelled /{row.command} {' '.join(args)}. Nothing was changed.")
+
+    def diff(self, pending_id: str, user: str):
+        """The unified diff of the files a shown plan would write, made again from the plan's
+        arguments (as a Confirm would); for its asker or an admin, while it is pending."""
+        try:
+            row = self.state.plan(pending_id)
+        except StateStoreNotAnswering as err:
+            return MessageResult(f"No diff: {err.message}", ok=False)
+        if row is None or row.state != "pending":
+            return MessageResult(self._refusal("unknown" if row is None else "handled", row), ok=False)
+        if row.user != user and not self._is_admin(user):
+            return MessageResult(f"Only the admin who asked ({row.user}) or another admin can see this diff.", ok=False)
+        args, replay = json.loads(row.args), json.loads(row.replay)
+        try:
+            plan = self._make_plan(row.command, replay)
+        except TorchbotError as err:
+            return MessageResult(err.message, ok=False)
+        if not hasattr(plan, "diff"):
+            return MessageResult(f"/{row.command} writes no files in the repository: there is no diff.")
+        changes = plans.moved(json.loads(row.expected), plans.expected_refs(row.command, plan.to_dict()))
+        if changes:
+            return MessageResult(plans.refused_moved(row.command, args, changes).replace("Refused", "No diff for"),
+                                 ok=False)
+        return plans.DiffResult(row.command, args, plan.diff() or "(no file would change)", plans.cli_diff(replay))
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ what to say when a Confirm cannot apply it. Pure functions over a plan's ``to_di
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from config.errors import UsageError
@@ -52,6 +53,9 @@ def bump_options(args: list[str]) -> tuple[list[str], dict]:
             if not value or value.startswith("--"):
                 raise UsageError(f"/bump {flag} needs a value ({what}).")
             opts[key] = value
+        elif word == "--diff":
+            raise UsageError("/bump shows its plan first: the plan's Show diff button (`diff` in the console) "
+                             "shows the unified diff of the files it would write.")
         elif word.startswith("--"):
             known = ", ".join([*_BUMP_SWITCHES, *_BUMP_VALUE_FLAGS])
             raise UsageError(f"/bump does not take {word}; it takes {known}.")
@@ -130,3 +134,35 @@ def nothing_to_do(command: str, plan: dict) -> bool:
     if command == "publish":
         return not plan.get("publish")
     return False
+
+
+def cli_diff(args: list[str]) -> str:
+    """The CLI command that prints the whole diff of a /bump plan made from ``args`` (its replay
+    arguments, so the nixpkgs revision it resolved)."""
+    rest, opts = bump_options(args)
+    words = ["torchbot", "release", "bump-pins"]
+    words += ["--all"] if rest[:1] == ["all"] else ["--branch", rest[0] if rest else "BRANCH"]
+    words += ["--rev", rest[1]] if len(rest) > 1 else []
+    words += ["--with-companions"] if opts.get("with_companions") else []
+    words += [w for flag, key in _BUMP_VALUE_FLAGS.items() if key in opts for w in (flag, opts[key])]
+    return " ".join([*words, "--diff"])
+
+
+@dataclass
+class DiffResult:
+    """The unified diff of the files a shown plan would write (Slack's "Show diff")."""
+
+    command: str
+    args: list[str]
+    diff: str
+    cli: str  # the CLI command that prints all of it
+
+    ok = True
+    exit_code = 0
+
+    def to_dict(self) -> dict:
+        return {"command": self.command, "args": self.args, "diff": self.diff, "cli": self.cli}
+
+    def text(self) -> str:
+        files = self.diff.count("\n+++ ") + self.diff.startswith("+++ ")
+        return f"Diff of the plan for /{self.command} {' '.join(self.args)}: {files} file(s).\n{self.diff}"

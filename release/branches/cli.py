@@ -24,20 +24,24 @@ def register(verbs) -> None:
                     "one commit, the checkout untouched, checked against nixpkgs first.", epilog=EXAMPLES)
     c.add_argument("name", help="the new branch's name (e.g. pytorch-2.9-python312)")
     c.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
-    c.add_argument("--from", dest="from_branch",
+    c.add_argument("--from", dest="from_branch", metavar="BRANCH",
                    help="the branch to derive from (default: one of the name's PyTorch line, else the recommended one)")
     c.add_argument(
-        "--pytorch", required=True, help="PyTorch version X.Y[.Z] the branch builds (checked against nixpkgs)"
+        "--pytorch", required=True, metavar="X.Y[.Z]",
+        help="PyTorch version X.Y[.Z] the branch builds (checked against nixpkgs)"
     )
-    c.add_argument("--python", help="Python version 3.NN (default: the source's)")
-    c.add_argument("--cuda", type=_csv, help="CUDA versions A.B[,C.D] (default: the source's)")
-    c.add_argument("--pin", required=True, help="nixpkgs commit (40 hex characters; must exist in nixpkgs)")
+    c.add_argument("--python", metavar="3.NN", help="Python version 3.NN (default: the source's)")
+    c.add_argument("--cuda", type=_csv, metavar="A.B[,C.D]", help="CUDA versions A.B[,C.D] (default: the source's)")
+    c.add_argument("--pin", required=True, metavar="REV",
+                   help="nixpkgs commit (40 hex characters; must exist in nixpkgs)")
     c.add_argument("--torch-src", dest="torch_src", metavar="REV,HASH",
                    help="build PyTorch from this source (git tag or commit, SRI hash) in the source override")
     c.add_argument(
-        "--gpu", type=_csv, help="GPU architectures smNN,... among those the source builds (default: all of them)"
+        "--gpu", type=_csv, metavar="smNN,...",
+        help="GPU architectures smNN,... among those the source builds (default: all of them)"
     )
-    c.add_argument("--cpu", type=_csv, help="CPU ISAs isa,... among the source's (default: all of them)")
+    c.add_argument("--cpu", type=_csv, metavar="ISA,...",
+                   help="CPU ISAs isa,... among the source's (default: all of them)")
     c.add_argument("--purpose", help="the branch's purpose for the catalog (default: python-variant on the source's "
                                      "PyTorch line, else bleeding-edge)")
     c.add_argument("--summary", help="one line for the README's branch list and tables (default: the source's)")

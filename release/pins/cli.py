@@ -25,10 +25,11 @@ def register(verbs) -> None:
                        help="every branch (local and origin/*) of every configured repository, every pin group: "
                             "each bumped, moved keeping its promise, current or held (exit 1 when some are held)")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--rev", help="the nixpkgs commit (40 hex characters)")
+    src.add_argument("--rev", metavar="REV", help="the nixpkgs commit (40 hex characters)")
     src.add_argument("--channel", help="take the head of this nixpkgs channel (default: TORCHBOT_DEFAULT_CHANNEL)")
-    p.add_argument("--cuda", help="on a branch with several pins, bump the group of this CUDA version (A.B)")
-    p.add_argument("--from-pin", dest="from_pin", help="on a branch with several pins, bump the group on this pin")
+    p.add_argument("--cuda", metavar="A.B", help="on a branch with several pins, bump the group of this CUDA version")
+    p.add_argument("--from-pin", dest="from_pin", metavar="OLD",
+                   help="on a branch with several pins, bump the group on this pin (its nixpkgs commit)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and a diff summary; write nothing")
     p.add_argument("--diff", action="store_true",
                    help="also print the unified diff of every file the bump would write (implies --dry-run)")

@@ -58,7 +58,8 @@ def plan_companions(data, client, ctx, default_channel: str) -> list:
     repo = gitops.open_repo(vision)
     from release.adapters.gitrefs import all_branches
 
-    heads = all_branches(repo, ctx.settings.repo_remote)  # a fresh clone's origin/* too
+    remote = ctx.settings.repo_remote
+    heads = all_branches(repo, remote)  # a fresh clone's origin/* too: plan_bump puts those on new local branches
     plans = []
     for bp in data.branches:
         if bp.edit.up_to_date and not bp.pytorch_new:
@@ -87,7 +88,7 @@ def plan_companions(data, client, ctx, default_channel: str) -> list:
             copts = BumpOptions(branches=(tvb,), rev=None if keep_pin else data.new_rev, cuda=cuda,
                                 from_pin=from_pin, force=True, push=opts.push,
                                 dry_run=opts.dry_run, pytorch=opts.pytorch, torch_src=opts.torch_src)
-            cplan = plan_bump(vision, copts, client, catalog=None, default_channel=default_channel)
+            cplan = plan_bump(vision, copts, client, catalog=None, default_channel=default_channel, remote=remote)
             cplan.source = f"{data.source}, companion of {bp.branch}"
             plans.append(cplan)
     if not plans:

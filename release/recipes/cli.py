@@ -10,6 +10,11 @@ INIT_EXAMPLES = """examples:
   torchbot release init ./build-pytorch --dry-run          the branches and files it would write
   torchbot release init ./build-pytorch --branch main      create (or bring up to date) main only"""
 
+RENDER_EXAMPLES = """examples:
+  torchbot release render main                                         the files main would have
+  torchbot release render main pytorch-python313-cuda12_8-sm90-avx512  one generated recipe
+  torchbot release render main --out /tmp/main --dry-run               what --out would write"""
+
 
 def register(verbs) -> None:
     p = verbs.add_parser("init", help="create the multi-branch build-pytorch repository from the catalog",
@@ -25,10 +30,11 @@ def register(verbs) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_init)
 
-    r = verbs.add_parser("render", help="print the generated recipe of a package, or write a branch's files")
+    r = verbs.add_parser("render", help="print the generated recipe of a package, or write a branch's files",
+                         epilog=RENDER_EXAMPLES)
     r.add_argument("branch", help="catalog branch")
     r.add_argument("package", nargs="?", help="package to print (default: list the branch's files)")
-    r.add_argument("--out", help="write every file of the branch under this directory")
+    r.add_argument("--out", metavar="DIR", help="write every file of the branch under this directory")
     r.add_argument("--dry-run", action="store_true", help="with --out: list the files it would write; write nothing")
     r.set_defaults(func=_render)
 

@@ -124,6 +124,11 @@ class State:
         with self.session() as s:
             s.add(plan)
 
+    def plan(self, plan_id: str) -> PendingPlan | None:
+        """A plan's row as it is, read only (a Slack "Show diff" makes the plan again from it)."""
+        with self.session() as s:
+            return s.get(PendingPlan, plan_id)
+
     def take_plan(self, plan_id: str, user: str, action: str = "confirmed",
                   others_may: bool = False) -> tuple[str, PendingPlan | None]:
         """Claim a pending plan for ``action`` (confirmed | cancelled) by ``user`` (only its asker

@@ -68,9 +68,11 @@ CORRECTIONS = [
     "it's an {a}, actually it's an {b}",
     "not an {a} but an {b}", "sorry, {b} not {a}", "correction: an {b}, not an {a}", "{n}x {a}, no wait, {n}x {b}",
     "{a} - sorry, {b}", "an {b} instead of an {a}", "my bad, {b} rather than {a}", "{a} oops I mean {b}",
+    "I had an {a} but now I have an {b}", "we upgraded from an {a} to an {b}", "I wrote {a} but it's really an {b}",
+    "replaced the {a} with an {b}",
 ]
 MIXED = ["an {a} and an {b}", "{n}x {a} plus {k}x {b}", "{a} + {b}", "a box with an {a} and an {b} in it",
-         "{n}x {a}, {k}x {b}"]
+         "{n}x {a}, {k}x {b}", "I had an {a} but now I also have an {b}", "an {a} - sorry, I also have an {b}"]
 PAIRS = st.tuples(st.sampled_from(GPUS), st.sampled_from(GPUS)).filter(
     lambda p: p[0].lower() not in p[1].lower() and p[1].lower() not in p[0].lower()
 )

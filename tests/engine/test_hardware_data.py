@@ -32,10 +32,10 @@ SHAPES = {
     "BM.GPU.MI300X.8": ("MI300X", "sapphirerapids"),
     "VM.GPU3.2": ("sm70", "skylake_sp"),
     # Lambda
-    "gpu_8x_h100_sxm5": ("sm90", "sapphirerapids"),
-    "gpu_1x_h100_pcie": ("sm90", "sapphirerapids"),
-    "gpu_8x_a100_80gb_sxm4": ("sm80", "zen3"),
-    "gpu_1x_a10": ("sm86", "icelake"),
+    "gpu_8x_h100_sxm5": ("sm90", None),
+    "gpu_1x_h100_pcie": ("sm90", None),
+    "gpu_8x_a100_80gb_sxm4": ("sm80", None),
+    "gpu_1x_a10": ("sm86", None),
     "gpu_1x_gh200": ("sm90", "neoverse_v2"),
     "gpu_8x_b200_sxm6": ("sm100", None),
     # CoreWeave

@@ -55,6 +55,7 @@ def test_every_option_and_positional_has_help_and_every_help_the_exit_codes(path
     assert out.startswith(f"usage: torchbot {' '.join(path)}".rstrip())
     assert "exit status:\n  0  ok\n  1  done, with problems" in out and "2  usage or settings" in out
     assert "_command" not in out  # no internal dest name (release_command, branch_command) leaks
+    assert parser.description, f"torchbot {' '.join(path)} --help does not say what the command does"
     if path in WRITERS or path == ():
         assert "examples:\n  torchbot " in out, f"torchbot {' '.join(path)} --help has no examples"
 

@@ -109,14 +109,14 @@ def _taken(n: Named, cut: list[tuple[Named, Named]]) -> bool:
 
 def _back(named: list[Named], cut: list, low: str, mk: re.Match) -> tuple[Named, Named] | None:
     """"X, no wait, Y": the last part before the phrase of the kind named first after it."""
-    keep = _keep()
-    if keep is not None and keep.match(low, mk.end()):
-        return None  # "actually also an A100": an addition
     after = [n for n in named if n.start >= mk.end()]
     if not after:
         return None
     meant = after[0]
     gap = low[mk.end() : meant.start]
+    keep = _keep()
+    if keep is not None and keep.search(gap):
+        return None  # "actually also an A100", "but now I also have an H100": an addition
     if len(gap) > WINDOW or "?" in gap or "\n" in gap:
         return None  # "sorry for the basic question, ... an H100": a courtesy, not a correction
     keep_after = _keep(after=True)

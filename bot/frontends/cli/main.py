@@ -147,6 +147,10 @@ def finish(parser: argparse.ArgumentParser) -> None:
         for action in p._actions:
             if isinstance(action, argparse._SubParsersAction):
                 action.metavar, action.required = action.metavar or "COMMAND", False
+                for listed in action._choices_actions:  # `torchbot ask --help` starts by saying what ask does
+                    child = action.choices[listed.dest]
+                    if child.description is None and listed.help:
+                        child.description = listed.help[0].upper() + listed.help[1:] + "."
                 action.help = action.help or "one of these (each has its own --help):"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from bot.engine.answer import Answer
 from bot.frontends.chat import JobReply, PlanReply
+from bot.frontends.pending import DiffResult
 from bot.frontends.slack.text import escape, excerpt, quoted
 
 MAX_TEXT = 2900  # a section's text limit is 3000 characters
@@ -79,8 +80,13 @@ def pages(text: str, limit: int = MAX_TEXT - 2 * len(FENCE)) -> list[str]:
     return out
 
 
-def paged(text: str, can_attach: bool, name: str) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
-    """Code sections for ``text``, or a note and a file when it is too long for a message."""
+CLI_SAME = "The same command in the CLI (`torchbot release …`)"
+
+
+def paged(text: str, can_attach: bool, name: str,
+          cli: str = CLI_SAME) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+    """Code sections for ``text``, or a note and a file when it is too long for a message;
+    without a file, the note names ``cli``, which prints all of it."""
     parts = pages(text)
     if can_attach and len(parts) > ATTACH_OVER:
         lines = text.count("\n") + 1
@@ -91,7 +97,7 @@ def paged(text: str, can_attach: bool, name: str) -> tuple[list[dict[str, Any]],
     shown_lines = sum(p.count("\n") + 1 for p in shown)
     total = text.count("\n") + 1
     note = (f"_Showing lines 1-{shown_lines} of {total}: the rest does not fit in one Slack message. "
-            "The same command in the CLI (`torchbot release …`) prints all of it._")
+            f"{cli} prints all of it._")
     return [_section(_code(p)) for p in shown] + [_section(note)], None
 
 
@@ -153,8 +159,24 @@ def plan_blocks(reply: PlanReply) -> list[dict[str, Any]]:
              "text": {"type": "plain_text", "text": "Confirm"}},
             {"type": "button", "style": "danger", "action_id": "cancel_plan", "value": p.id,
              "text": {"type": "plain_text", "text": "Cancel"}},
+            *([{"type": "button", "action_id": "show_diff", "value": p.id,
+                "text": {"type": "plain_text", "text": "Show diff"}}] if hasattr(p.plan, "diff") else []),
         ]},
     ]
+
+
+def diff_blocks(d: DiffResult, can_attach: bool) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+    """A plan's diff, to its asker: a line saying what it is, then the diff as code; a long one
+    (more than ``ATTACH_OVER`` pages, as for every long output) is a file in the channel where it
+    can go (``can_attach``), else its first pages and the CLI command that prints it all."""
+    head = _section(escape(d.text().partition("\n")[0]))
+    name = f"{d.command}-{'-'.join(d.args[:1]) or 'plan'}.diff"
+    if can_attach and len(pages(d.diff)) > ATTACH_OVER:
+        lines = d.diff.count("\n") + 1
+        return [head, _section(f"_The whole diff ({lines} lines) is posted in this channel as `{name}`._")], \
+            (name, d.diff)
+    body, _ = paged(d.diff, False, name, cli=f"`{escape(d.cli)}`")
+    return [head, *body], None
 
 
 def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.txt", *,
@@ -170,6 +192,9 @@ def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.t
         head = p.plan.text().split("\n", 1)[0]
         return Rendered(f"Plan for /{p.command} {quoted(' '.join(p.args))}: {escape(excerpt(head, 300))} "
                         "(Confirm or Cancel)", plan_blocks(result))
+    if isinstance(result, DiffResult):
+        blocks, file = diff_blocks(result, can_attach)
+        return Rendered(escape(result.text().partition("\n")[0]), blocks, file)
     if isinstance(result, JobReply):
         return Rendered(escape(result.text()), [_section(escape(result.text()))])
     summary, failures = summary_of(result)

@@ -52,6 +52,7 @@ class Listeners:
         app.command(re.compile(r".*"))(self.on_unknown_command)
         app.action("confirm_plan")(self.on_confirm)
         app.action("cancel_plan")(self.on_cancel)
+        app.action("show_diff")(self.on_diff)
         app.action("share_answer")(self.on_share)
         app.action(re.compile(r".*"))(self.on_unknown_action)
         app.event("app_mention")(self.on_mention)
@@ -126,6 +127,31 @@ class Listeners:
             respond(replace_original=True, text=escape(result.text()))
 
         self._button(ack, body, request, respond, "Cancel", answer)
+
+    def on_diff(self, ack, body, respond, client, request):
+        """A plan's "Show diff": the diff to the asker alone; a long one goes as a file in the
+        plan's channel (said as theirs), else as pages in the reply (``blocks.diff_blocks``)."""
+        def answer():
+            user = body.get("user", {}).get("id", "")
+            channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")
+            result = self.chat.diff(_first_action(body).get("value", ""), user)
+            out = render(result, can_attach=bool(channel))
+            if out.file is not None and not self._upload(client, channel, out.file, f"<@{user}>: {out.text}"):
+                out = render(result, can_attach=False)
+            respond(replace_original=False, response_type="ephemeral", text=out.text, blocks=out.blocks)
+
+        self._button(ack, body, request, respond, "Show diff", answer)
+
+    @staticmethod
+    def _upload(client, channel: str, file: tuple[str, str], comment: str) -> bool:
+        name, content = file
+        try:
+            client.files_upload_v2(channel=channel, content=content, filename=name, title=name,
+                                   initial_comment=comment)
+            return True
+        except Exception as err:  # noqa: BLE001  (not in the channel, or files:write missing: the pages instead)
+            log.warning("could not upload %s to %s: %s", name, channel, err)
+            return False
 
     def on_share(self, ack, body, respond, request):
         def answer():

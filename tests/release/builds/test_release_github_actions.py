@@ -241,6 +241,19 @@ def test_workflow_commit_goes_to_the_named_branch_without_touching_the_checkout(
     assert "No branch 'nope'" in capsys.readouterr().err
     assert builds.git(repo, "rev-parse", fx.BRANCH).strip() == sha
 
+    # a fresh clone has one local branch: the commit goes on a new local branch at origin's tip
+    import subprocess
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(repo), str(clone)], check=True)
+    assert builds.git(clone, "branch", "--list", fx.BRANCH).strip() == ""
+    assert cli.main(["release", "workflow", "--repo", str(clone), "--commit", "--branch", fx.BRANCH, "--dry-run"]) == 0
+    assert builds.git(clone, "branch", "--list", fx.BRANCH).strip() == ""  # a dry run makes no branch
+    capsys.readouterr()
+    builds.git(clone, "update-ref", f"refs/remotes/origin/{fx.BRANCH}", f"{sha}~1")  # origin before the workflow
+    path, new = write_workflow(ctx, clone, commit=True, branch=fx.BRANCH)
+    assert builds.git(clone, "rev-parse", f"{new}~1").strip() == builds.git(repo, "rev-parse", f"{sha}~1").strip()
+
 
 def test_github_builds_are_recorded_as_published_by_the_workflow(tmp_path: Path) -> None:
     from release.publishing import publish

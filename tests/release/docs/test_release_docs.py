@@ -103,3 +103,24 @@ def test_weekly_check_posts_drift_to_the_announce_channel(pt, tmp_path):
         assert cli(docs("--write")) == 0
         assert "clean" in schedule.run_now(Context(ctx.settings, use_repo=False), "docs-check")["result"]
         assert len(slack.messages("C0RELEASES")) == 1
+
+
+def test_write_on_a_fresh_clone_commits_the_branches_that_are_only_on_the_remote(pt, tmp_path, monkeypatch, capsys):
+    """The README's `docs --check || docs --write` on a plain `git clone` (one local branch): each
+    other branch's commit goes on a new local branch at origin's tip, as `git switch` makes one."""
+    import subprocess
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(pt.path), str(clone)], check=True)
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", str(clone))
+    before = refs(clone)
+    assert f"refs/heads/{MULTI}" not in before
+    rc = cli(docs("--write", "--json"))
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    assert sorted(out["commits"]) == sorted(DOCUMENTED)
+    for b in DOCUMENTED:
+        assert git(clone, "rev-parse", f"{out['commits'][b]}~1").strip() == before.get(
+            f"refs/heads/{b}", before.get(f"refs/remotes/origin/{b}"))
+    assert any(f"No local branch {MULTI}" in n for n in out["notes"])
+    assert cli(docs("--check")) == 0

@@ -589,3 +589,31 @@ def test_real_shape_recipes_all_get_the_hash_and_a_fixture_hash_is_replaced(fake
         assert f"archive/{NEW}.tar.gz" in text and text.count("sha256 = ") == 1 and f'sha256 = "{sha}";' in text
         assert PIN_SHA256 not in text
     parse_ok([files[p] for p in moved], tmp_path)
+
+
+def test_a_fresh_clone_bumps_a_branch_that_is_only_on_the_remote(env, repo, fake, tmp_path, monkeypatch, capsys):
+    """`git clone` leaves one local branch; the README's quick start bumps others: the commit goes
+    on a new local branch at origin's tip (as `git switch` makes one), and a dry run makes none."""
+    _, origin = repo
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", str(clone))
+    tip = git(clone, "rev-parse", "origin/pytorch-2.8-python312").strip()
+    before = refs(clone)
+    assert "refs/heads/pytorch-2.8-python312" not in before
+
+    rc = cli(["release", "bump-pins", "--branch", "pytorch-2.8-python312", "--rev", NEW, "--dry-run"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "no local branch pytorch-2.8-python312" in out and "nothing was written" in out
+    assert refs(clone) == before
+
+    rc = cli(["release", "bump-pins", "--branch", "pytorch-2.8-python312", "--rev", NEW])
+    assert rc == 0, capsys.readouterr()
+    after = refs(clone)
+    assert {r for r in after if after[r] != before.get(r)} == {"refs/heads/pytorch-2.8-python312"}
+    assert git(clone, "rev-parse", "pytorch-2.8-python312~1").strip() == tip
+    assert NEW in git(clone, "show", "pytorch-2.8-python312:README.md")
+
+    rc = cli(["release", "bump-pins", "--branch", "no-such-branch", "--rev", NEW])
+    err = capsys.readouterr().err
+    assert rc == 2 and "No branch no-such-branch" in err and "pytorch-2.9-vllm-0.15.1" in err  # origin's too

@@ -138,3 +138,25 @@ def test_companion_recipes_get_the_same_tarball_sha256(repos, tmp_path):
     assert own.returncode == 0, own.stderr
     moved = [t for repo, branch in ((pt, PT), (tv, TV)) for t in tree_files(repo.path, branch).values() if NEW in t]
     assert len(moved) >= 2 and all(t.count(f'sha256 = "{own.stdout.strip()}";') == 1 for t in moved)
+
+
+def test_with_companions_on_fresh_clones_bumps_branches_that_are_only_on_the_remotes(repos, tmp_path, monkeypatch,
+                                                                                     capsys):
+    """The README's quick start on plain `git clone`s: both the build-pytorch branch and its
+    build-torchvision pair exist only as origin/..., and both get their commit on a new local branch."""
+    import subprocess
+
+    pt, tv = repos
+    clones = []
+    for src, name in ((pt.path, "pt"), (tv.path, "tv")):
+        dst = tmp_path / f"clone-{name}"
+        subprocess.run(["git", "clone", "-q", str(src), str(dst)], check=True)
+        clones.append(dst)
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", ",".join(map(str, clones)))
+    assert f"refs/heads/{TV}" not in refs(clones[1]) and f"refs/heads/{PT}" not in refs(clones[0])
+    rc = cli(["release", "bump-pins", "--branch", PT, "--cuda", "13.1", "--rev", NEW, "--with-companions", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    assert list(out["commits"]) == [PT] and list(out["companions"][0]["commits"]) == [TV]
+    assert git(clones[1], "rev-parse", f"{TV}~1").strip() == git(clones[1], "rev-parse", f"origin/{TV}").strip()
+    assert git(clones[0], "rev-parse", f"{PT}~1").strip() == git(clones[0], "rev-parse", f"origin/{PT}").strip()
