@@ -143,8 +143,8 @@ def cli_diff(args: list[str]) -> str:
     words = ["torchbot", "release", "bump-pins"]
     words += ["--all"] if rest[:1] == ["all"] else ["--branch", rest[0] if rest else "BRANCH"]
     words += ["--rev", rest[1]] if len(rest) > 1 else []
-    words += ["--with-companions"] if opts.get("with_companions") else []
-    words += [w for flag, key in _BUMP_VALUE_FLAGS.items() if key in opts for w in (flag, opts[key])]
+    words += [flag for flag, key in _BUMP_SWITCHES.items() if opts.get(key)]
+    words += [w for flag, (key, _what) in _BUMP_VALUE_FLAGS.items() if key in opts for w in (flag, opts[key])]
     return " ".join([*words, "--diff"])
 
 

@@ -604,7 +604,7 @@ def test_a_fresh_clone_bumps_a_branch_that_is_only_on_the_remote(env, repo, fake
 
     rc = cli(["release", "bump-pins", "--branch", "pytorch-2.8-python312", "--rev", NEW, "--dry-run"])
     out = capsys.readouterr().out
-    assert rc == 0 and "no local branch pytorch-2.8-python312" in out and "nothing was written" in out
+    assert rc == 0 and "pytorch-2.8-python312: fe5e41d -> 0123abc" in out and "nothing was written" in out
     assert refs(clone) == before
 
     rc = cli(["release", "bump-pins", "--branch", "pytorch-2.8-python312", "--rev", NEW])
