@@ -113,8 +113,8 @@ class Operation:
     def parameters(self, where: str) -> dict[str, dict]:
         """name -> resolved parameter object, for ``in: where``."""
         found = {}
-        for p in self.op.get("parameters", []):
-            p = resolve(p)
+        for param in self.op.get("parameters", []):
+            p = resolve(param)
             if p.get("in") == where:
                 found[p["name"]] = p
         return found

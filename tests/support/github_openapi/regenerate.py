@@ -134,10 +134,7 @@ def trim(full: dict) -> dict:
 
 def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        if argv[:1] == ["--from"]:
-            source = Path(argv[1])
-        else:
-            source = fetch(argv[0] if argv else None, Path(tmp))
+        source = Path(argv[1]) if argv[:1] == ["--from"] else fetch(argv[0] if argv else None, Path(tmp))
         full = json.loads(source.read_text())
     trimmed = trim(full)
     OUT.write_text(json.dumps(trimmed, indent=1, sort_keys=False) + "\n")
