@@ -224,8 +224,8 @@ class HttpClient:
                  sleep: Callable[[float], None] = time.sleep):
         self.policy = policy or RetryPolicy.from_settings(settings)
         self.sleep = sleep  # how it waits between attempts (tenacity's ``sleep``; a test records the waits)
-        self.client = client or httpx.Client(timeout=settings.http_timeout, headers=headers or {},
-                                             follow_redirects=follow_redirects)
+        self.client = client or httpx.Client(timeout=settings.http_timeout, follow_redirects=follow_redirects)
+        self.client.headers.update(headers or {})  # a given client (a test's, with event hooks) sends them too
         self.requests = 0
         self.rate: RateLimit | None = None
 
