@@ -2,9 +2,12 @@
 
 The stand-ins (``fakes_github.FakeGitHub``, ``fakes_nixpkgs.FakeNixpkgs``) call :func:`record`
 with each GitHub API request they receive and the answer they give, before they send it. The
-exchange is checked at once (:func:`problems_of`) and what is wrong goes to ``PROBLEMS``;
-``tests/conftest.py`` fails the test during which a problem appeared, and the session if any
-is left (so the whole suite's GitHub traffic is checked, whichever test sends it).
+exchange is checked at once (:func:`problems_of`) and what is wrong goes to ``PROBLEMS``.
+This module is also a pytest plugin (``tests/conftest.py`` takes its hooks; ``-p
+tests.support.github_conformance`` elsewhere): it fails the test during which a problem
+appeared, and the session if any is left, and its terminal summary says how many exchanges
+were checked over which operations (so the whole suite's GitHub traffic is checked, whichever
+test sends it).
 
 What is checked, against ``github_openapi/api.github.com.trimmed.json``:
 
@@ -31,6 +34,8 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
+
+import pytest
 
 from tests.support import github_spec as gs
 
@@ -224,5 +229,31 @@ def _response_problems(op: gs.Operation, ex: Exchange) -> list[str]:
 
 def summary() -> str:
     n = sum(SEEN.values())
+    ops = ", ".join(f"{op} {k}" for op, k in sorted(SEEN.items()))
     return (f"GitHub conformance: {n} exchanges with the stand-ins checked against @octokit/openapi "
-            f"{gs.spec()['info']['version']} over {len(SEEN)} operations; {len(PROBLEMS)} problems")
+            f"{gs.spec()['info']['version']} over {len(SEEN)} operations; {len(PROBLEMS)} problems\n  ({ops})")
+
+
+# -- the pytest plugin ------------------------------------------------------------------------
+
+def pytest_sessionfinish(session, exitstatus):
+    if PROBLEMS and session.exitstatus == 0:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SEEN or PROBLEMS:
+        terminalreporter.write_line(summary())
+        for problem in PROBLEMS[:20]:
+            terminalreporter.write_line("  " + problem)
+
+
+@pytest.fixture(autouse=True)
+def github_conformance_check():
+    """Fail the test during which a GitHub stand-in saw or gave an exchange off GitHub's spec."""
+    start = len(PROBLEMS)
+    yield
+    found = PROBLEMS[start:]
+    if found:
+        pytest.fail("GitHub exchanges off GitHub's OpenAPI description (tests/support/github_conformance.py):\n"
+                    + "\n".join(found[:10]), pytrace=False)

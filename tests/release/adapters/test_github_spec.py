@@ -218,3 +218,43 @@ def test_the_trimmed_spec_holds_exactly_the_operations_regenerate_lists() -> Non
     trimmed = {(m, p) for p, ops in spec.spec()["paths"].items() for m in ops}
     assert trimmed == set(regenerate.OPERATIONS)
     assert spec.spec()["info"]["version"] == "23.0.2" and "@octokit/openapi@23.0.2" in spec.spec()["info"]["x-source"]
+
+
+INNER = '''
+import httpx
+from tests.support.fakes_github import FakeGitHub
+
+
+def test_sends_a_request_github_does_not_define():
+    with FakeGitHub() as gh:
+        r = httpx.get(f"{gh.url}repos/{gh.repo}/actions/runs/1/jobs", params={"colour": "red"},
+                      headers={"Authorization": f"Bearer {gh.token}", "Accept": "application/vnd.github+json"})
+    assert r.status_code == 404
+
+
+def test_sends_nothing():
+    assert True
+'''
+
+
+def test_the_check_fails_the_test_and_the_run(tmp_path) -> None:
+    """The plugin (what tests/conftest.py takes) fails the test during which an exchange was off
+    the spec, fails the run, and says what was checked."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    (tmp_path / "test_inner.py").write_text(INNER)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                           "tests.support.github_conformance", "--rootdir", str(tmp_path), "test_inner.py"],
+                          check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    out = done.stdout
+    assert done.returncode == 1, out
+    assert "2 passed, 1 error" in out  # the offending test errs at its teardown; the other is untouched
+    assert "ERROR test_inner.py::test_sends_a_request_github_does_not_define" in out
+    assert "query parameter 'colour' is not defined by actions/list-jobs-for-workflow-run" in out
+    assert "request: no X-GitHub-Api-Version: 2022-11-28 header" in out
+    assert "GitHub conformance: 1 exchanges" in out and "2 problems" in out
