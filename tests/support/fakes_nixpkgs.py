@@ -174,7 +174,7 @@ class FakeNixpkgs:
         auth = req.headers.get("Authorization")
         with self._lock:
             self._used += 1
-            rate = self._rate(auth is not None)
+            rate = self._rate(auth == f"Bearer {self.token}")  # a bad token is served as anonymous: 60
         if auth is not None and auth != f"Bearer {self.token}":
             return 401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}, rate
         if parts[0] != "repos" or len(parts) < 4:
@@ -223,14 +223,16 @@ class FakeNixpkgs:
         order = [c["sha"] for c in self.history]
         if old not in order or new not in order:
             return 404, _error("Not Found", 404), rate
-        between = self.history[order.index(old) + 1: order.index(new) + 1]
+        i, j = order.index(old), order.index(new)
+        between = self.history[i + 1: j + 1]  # first-parent history: one side is always empty
         window, links = self._page(req, path, query, len(between))
         shaped = spec.example("get", "/repos/{owner}/{repo}/compare/{basehead}")
         shaped.update({
             "url": f"https://api.github.com/repos/{REPO}/compare/{old}...{new}",
             "html_url": f"https://github.com/{REPO}/compare/{old}...{new}",
             "permalink_url": f"https://github.com/{REPO}/compare/{old}...{new}",
-            "status": "ahead" if between else "identical", "ahead_by": len(between), "behind_by": 0,
+            "status": "identical" if i == j else "ahead" if j > i else "behind",
+            "ahead_by": max(0, j - i), "behind_by": max(0, i - j),
             "total_commits": len(between), "commits": [self._api_commit(c) for c in between[window]],
             "base_commit": self._api_commit(self.history[order.index(old)]),
             "merge_base_commit": self._api_commit(self.history[order.index(old)]), "files": []})
@@ -238,6 +240,7 @@ class FakeNixpkgs:
 
     def _commits(self, req, path: str, query: dict, rate: dict) -> tuple[int, object, dict]:
         head, touched = query.get("sha", ""), query.get("path", "")
+        head = self.branches.get(head, head)
         order = [c["sha"] for c in self.history]
         if head not in order:
             return 404, _error(f"No commit found for SHA: {head}", 404), rate
@@ -328,6 +331,10 @@ class FakeNixpkgs:
         else:
             shaped = spec.example("get", "/repos/{owner}/{repo}/commits")[0]
         sha = c["sha"]
+        order = [h["sha"] for h in self.history]
+        parent = order[order.index(sha) - 1] if sha in order and order.index(sha) else None
+        shaped["parents"] = [{"sha": parent, "url": f"https://api.github.com/repos/{REPO}/commits/{parent}",
+                              "html_url": f"https://github.com/{REPO}/commit/{parent}"}] if parent else []
         shaped.update({"sha": sha, "node_id": f"C_{sha[:12]}", "html_url": f"https://github.com/{REPO}/commit/{sha}",
                        "url": f"https://api.github.com/repos/{REPO}/commits/{sha}",
                        "comments_url": f"https://api.github.com/repos/{REPO}/commits/{sha}/comments"})

@@ -133,7 +133,7 @@ def test_fake_nixpkgs_checks_the_token(nix) -> None:
     wrong = httpx.get(url, headers={**GITHUB, "Authorization": "Bearer ghp-wrong"})
     anonymous = httpx.get(url, headers=GITHUB)
     assert wrong.status_code == 401 and wrong.json()["message"] == "Bad credentials"
-    assert wrong.headers["x-ratelimit-limit"] == "5000"
+    assert wrong.headers["x-ratelimit-limit"] == "60"
     assert anonymous.status_code == 200 and anonymous.headers["x-ratelimit-limit"] == "60"
 
 
