@@ -231,8 +231,7 @@ class FakeGitHub:
             body = json.loads(raw) if raw else {}
         except ValueError:
             body = None  # GitHub: 400 "Problems parsing JSON"
-        forwarded = self.upstream and not path.startswith(f"/repos/{self.repo}/actions/")
-        exchange = None if forwarded else conformance.Exchange(
+        exchange = conformance.Exchange(
             "FakeGitHub", method, path, url.query, {k.lower(): v for k, v in req.headers.items()}, raw, 0)
         entry = Logged(time.monotonic(), method, path, query)
         with self.lock:
@@ -250,12 +249,14 @@ class FakeGitHub:
                 if lost is None:
                     entry.status = -1
                     req.close_connection = True
-                    if exchange is not None:  # the request is still checked
+                    if not getattr(req, "forwarded", False):  # the request is still checked
                         exchange.off_spec = "no answer (connection closed)"
                         conformance.record(exchange)
                     return
                 status, payload, headers = lost, {"message": "Server Error"}, self._rate_headers(time.monotonic())
             entry.status = status
+        if getattr(req, "forwarded", False):
+            exchange = None  # the upstream stand-in checked it
         self._send(req, status, payload, headers, exchange)
 
     def _answer(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
@@ -326,6 +327,7 @@ class FakeGitHub:
     def _forward(self, req, method: str, body: dict) -> tuple[int, bytes, dict]:
         """Anything but Actions goes to ``upstream`` (another fake: nixpkgs commits, pulls), with
         the request's headers (that fake checks the exchange against the spec)."""
+        req.forwarded = True
         data = json.dumps(body).encode() if method in ("POST", "PATCH", "PUT") else None
         headers = {k: v for k, v in req.headers.items() if k.lower() not in ("host", "content-length")}
         fwd = urllib.request.Request(self.upstream.rstrip("/") + req.path, data=data, method=method, headers=headers)

@@ -44,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from tests.support import github_conformance as conformance
+from tests.support import github_shapes as shapes
 from tests.support import github_spec as spec
 
 TORCH_FILE = "pkgs/development/python-modules/torch/source/default.nix"
@@ -298,11 +299,10 @@ class FakeNixpkgs:
             return 422, {"message": "Validation Failed", "errors": errors, "documentation_url": DOCS, "status": "422"}
         self.pulls.append({"repo": repo, **payload})
         n = len(self.pulls)
-        shaped = spec.example("post", "/repos/{owner}/{repo}/pulls", status=201)
-        shaped.update({"number": n, "id": n, "html_url": f"https://github.test/pr/{n}", "state": "open",
-                       "url": f"https://api.github.com/repos/{repo}/pulls/{n}", "title": payload.get("title", ""),
-                       "body": payload.get("body"), "requested_teams": [], "draft": bool(payload.get("draft"))})
-        shaped["head"]["ref"], shaped["base"]["ref"] = payload["head"], payload["base"]
+        shaped = shapes.pull_request(repo, n, title=payload.get("title", ""), body=payload.get("body"),
+                                     head=payload["head"].split(":")[-1], head_sha="0" * 40, base=payload["base"],
+                                     base_sha="1" * 40, draft=bool(payload.get("draft")))
+        shaped["html_url"] = f"https://github.test/pr/{n}"
         return 201, shaped
 
     @property

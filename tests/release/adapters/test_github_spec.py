@@ -23,6 +23,7 @@ from config.settings import Settings
 from release.adapters.github import Actions
 from release.adapters.nixpkgs import NixpkgsClient
 from tests.support import github_conformance as conformance
+from tests.support import github_shapes as shapes
 from tests.support import github_spec as spec
 from tests.support.fakes_github import FakeGitHub
 from tests.support.fakes_nixpkgs import FakeNixpkgs
@@ -258,3 +259,32 @@ def test_the_check_fails_the_test_and_the_run(tmp_path) -> None:
     assert "query parameter 'colour' is not defined by actions/list-jobs-for-workflow-run" in out
     assert "request: no X-GitHub-Api-Version: 2022-11-28 header" in out
     assert "GitHub conformance: 1 exchanges" in out and "2 problems" in out
+
+
+R, A, B = "acme/build-pytorch", "a" * 40, "b" * 40
+_STATUS = shapes.commit_status(R, A, 1, state="success", context="torchbot/builds")
+
+
+@pytest.mark.parametrize(("schema", "shaped"), [
+    ("pull-request", shapes.pull_request(R, 1, title="t", head="bump/main", head_sha=A, base="main", base_sha=B)),
+    ("pull-request", shapes.pull_request(R, 2, title="t", head="h", head_sha=A, base="main", base_sha=B,
+                                         state="closed", merged_at=shapes.now(), merge_commit_sha=B)),
+    ("pull-request-simple", shapes.pull_request_simple(R, 1, title="t", head="h", head_sha=A, base="main",
+                                                       base_sha=B)),
+    ("pull-request-merge-result", shapes.merge_result(A)),
+    ("issue", shapes.issue(R, 3, title="torchbot dashboard", body="- [ ] x", labels=["torchbot"])),
+    ("issue-comment", shapes.issue_comment(R, 3, 9, "done")),
+    ("status", _STATUS),
+    ("combined-commit-status", shapes.combined_status(R, A, [_STATUS])),
+    ("git-ref", shapes.git_ref(R, "refs/heads/main", A)),
+    ("validation-error", shapes.validation_failed({"resource": "Issue", "field": "title", "code": "missing_field"})),
+    ("basic-error", shapes.error(404, "Not Found")),
+])
+def test_the_shapes_the_stand_ins_give_are_valid_github_objects(schema, shaped) -> None:
+    assert conformance._errors(spec.pointer("components", "schemas", schema), shaped) == []
+
+
+def test_an_issue_is_not_a_pull_request() -> None:
+    """GitHub's example issue is a pull request's; an issue built from it must not be one
+    (the issues listing tells them apart by ``pull_request``)."""
+    assert "pull_request" not in shapes.issue(R, 1, title="t")

@@ -51,6 +51,7 @@ OPERATIONS: list[tuple[str, str]] = [
     # commit statuses and check runs: build results on a commit
     ("post", "/repos/{owner}/{repo}/statuses/{sha}"),
     ("get", "/repos/{owner}/{repo}/commits/{ref}/status"),
+    ("get", "/repos/{owner}/{repo}/commits/{ref}/statuses"),
     ("post", "/repos/{owner}/{repo}/check-runs"),
     ("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}"),
     # issues and their comments: the dashboard
