@@ -10,7 +10,11 @@ and ``pulls`` (PR payloads received).
 ``history`` is nixpkgs' first-parent history, oldest first: ``add_commit(sha, title,
 files)`` appends one (and makes it known); the compare API (``/compare/A...B``, paged with
 ``per_page``/``page``) and the commits API with ``path`` (newest first, paged) answer from it.
-``cuda_default`` (rev -> ``cudaPackages_X_Y``) adds the plain ``cudaPackages`` alias.
+``cuda_default`` (rev -> ``cudaPackages_X_Y``) adds the plain ``cudaPackages`` alias. A commit
+of ``history`` without its own ``torch``/``cuda_sets``/``cuda_default`` entry has those of the
+newest commit before it that has one (a file keeps its content until a commit changes it;
+``add_commit(..., torch=, cuda_sets=)`` sets them); ``dates`` (sha -> ISO date) is each commit's
+author and committer date in the commits API.
 
 It also serves each known commit's source tarball at ``.tarball_url`` + ``<rev>.tar.gz``: a
 small real ``.tar.gz`` (``nixpkgs-<rev>/default.nix``, deterministic bytes, different per
@@ -84,6 +88,7 @@ class FakeNixpkgs:
         self.tarballs = True
         self.history: list[dict] = []
         self.cuda_default: dict[str, str] = {}
+        self.dates: dict[str, str] = {}  # sha -> committer date (ISO); unset: 2025-01-01T00:00:00Z
         self.tarball_gets: list[str] = []
         self._used = 0
         self._lock = threading.Lock()
@@ -275,13 +280,27 @@ class FakeNixpkgs:
                        "content": base64.b64encode(text.encode()).decode(), "encoding": "base64"})
         return 200, shaped, None
 
+    def _inherited(self, table: dict, ref: str):
+        """``table[ref]``, else (a commit of ``history``) the value of the newest commit before it
+        that has one: a file keeps its content until a commit changes it."""
+        if ref in table:
+            return table[ref]
+        order = [c["sha"] for c in self.history]
+        if ref not in order:
+            return None
+        for c in reversed(self.history[: order.index(ref)]):
+            if c["sha"] in table:
+                return table[c["sha"]]
+        return None
+
     def _file(self, path: str, ref: str) -> str | None:
-        if path == TORCH_FILE and ref in self.torch:
+        torch = self._inherited(self.torch, ref)
+        if path == TORCH_FILE and torch is not None:
             return ("{ buildPythonPackage, ... }:\nbuildPythonPackage rec {\n"
-                    f'  pname = "torch";\n  version = "{self.torch[ref]}";\n  pyproject = true;\n}}\n')
+                    f'  pname = "torch";\n  version = "{torch}";\n  pyproject = true;\n}}\n')
         if path == CUDA_FILE:
-            sets = sorted(self.cuda_sets.get(ref, set()))
-            alias = self.cuda_default.get(ref)
+            sets = sorted(self._inherited(self.cuda_sets, ref) or set())
+            alias = self._inherited(self.cuda_default, ref)
             return ("{\n" + (f"  cudaPackages = {alias};\n" if alias else "")
                     + "".join(f"  {s} = callPackage ./cuda-packages.nix "
                               f'{{ cudaMajorMinorVersion = "{s[13:].replace("_", ".")}"; }};\n' for s in sets)
@@ -339,10 +358,20 @@ class FakeNixpkgs:
                        "url": f"https://api.github.com/repos/{REPO}/commits/{sha}",
                        "comments_url": f"https://api.github.com/repos/{REPO}/commits/{sha}/comments"})
         shaped["commit"]["message"] = c["title"] + "\n\nbody text"
+        when = self.dates.get(sha, "2025-01-01T00:00:00Z")
+        shaped["commit"]["author"]["date"] = shaped["commit"]["committer"]["date"] = when
         return shaped
 
-    def add_commit(self, sha: str, title: str = "misc: update", files=("README.md",)) -> None:
+    def add_commit(self, sha: str, title: str = "misc: update", files=("README.md",), *, torch: str | None = None,
+                   cuda_sets=None) -> None:
+        """Append a commit to ``history``; ``torch``: the version its torch file says from then on
+        (the file is then among ``files``), ``cuda_sets``: the CUDA sets defined from then on."""
         self.commits.add(sha)
+        if torch is not None:
+            self.torch[sha] = torch
+            files = (*files, TORCH_FILE) if TORCH_FILE not in files else files
+        if cuda_sets is not None:
+            self.cuda_sets[sha] = set(cuda_sets)
         self.history.append({"sha": sha, "title": title, "files": list(files)})
 
     def add_rev(self, rev: str, torch: str, cuda_sets=()) -> None:

@@ -288,3 +288,15 @@ def test_an_issue_is_not_a_pull_request() -> None:
     """GitHub's example issue is a pull request's; an issue built from it must not be one
     (the issues listing tells them apart by ``pull_request``)."""
     assert "pull_request" not in shapes.issue(R, 1, title="t")
+
+
+def test_fake_nixpkgs_history_keeps_a_file_until_a_commit_changes_it(nix) -> None:
+    nix.add_commit("1" * 40, torch="2.9.1", cuda_sets={"cudaPackages_12_9"})
+    nix.add_commit("2" * 40)
+    nix.add_commit("3" * 40, torch="2.10.0")
+    nix.dates["2" * 40] = "2026-01-02T03:04:05Z"
+    with _client(nix) as c:
+        assert [c.torch_version(r * 40) for r in "123"] == ["2.9.1", "2.9.1", "2.10.0"]
+        assert c.cuda_sets("3" * 40) == ["cudaPackages_12_9"]
+    got = httpx.get(f"{nix.api_url}repos/NixOS/nixpkgs/commits/{'2' * 40}", headers=GITHUB).json()
+    assert got["commit"]["committer"]["date"] == "2026-01-02T03:04:05Z" and got["parents"][0]["sha"] == "1" * 40
