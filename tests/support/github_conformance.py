@@ -230,8 +230,11 @@ def _response_problems(op: gs.Operation, ex: Exchange) -> list[str]:
 def summary() -> str:
     n = sum(SEEN.values())
     ops = ", ".join(f"{op} {k}" for op, k in sorted(SEEN.items()))
+    unused = sorted({op.get("operationId", "") for path in gs.spec()["paths"].values() for op in path.values()}
+                    - set(SEEN))
     return (f"GitHub conformance: {n} exchanges with the stand-ins checked against @octokit/openapi "
-            f"{gs.spec()['info']['version']} over {len(SEEN)} operations; {len(PROBLEMS)} problems\n  ({ops})")
+            f"{gs.spec()['info']['version']} over {len(SEEN)} operations; {len(PROBLEMS)} problems\n  ({ops})\n"
+            f"  not exercised by these tests: {', '.join(unused) or 'none'}")
 
 
 # -- the pytest plugin ------------------------------------------------------------------------
