@@ -46,6 +46,8 @@ from config.paths import (
     default_log_dir,
     default_state_db,
 )
+from config.setting_sources import BlankIsUnset as _BlankIsUnset
+from config.setting_sources import unreadable as _unreadable
 from config.setting_values import (
     CHANNEL_ID,
     CONSOLE_USER,
@@ -436,25 +438,6 @@ class Settings(BaseSettings):
         )
 
 
-BLANK_IS_UNSET = ("state_db", "audit_log", "log_dir", "cache_dir", "local_branches")
-
-
-class _BlankIsUnset(PydanticBaseSettingsSource):
-    """A settings source less the path settings it gives blank: ``TORCHBOT_LOG_DIR=`` means
-    unset (the next source, else the default), never the working directory ("" is ".")."""
-
-    def __init__(self, source: PydanticBaseSettingsSource):
-        super().__init__(source.settings_cls)
-        self._source = source
-
-    def get_field_value(self, field, field_name):  # unused: __call__ asks the wrapped source
-        return None, field_name, False
-
-    def __call__(self) -> dict:
-        return {k: v for k, v in self._source().items()
-                if not (k in BLANK_IS_UNSET and isinstance(v, str) and not v.strip())}
-
-
 def _secret(value: str | None) -> SecretStr | None:
     return None if value is None else SecretStr(value)
 
@@ -488,16 +471,3 @@ def load_settings(**overrides: object) -> Settings:
         raise ConfigError(f"{config_file()[0]} (TORCHBOT_CONFIG) is not valid TOML: {err}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(_unreadable(overrides.get("_env_file", ".env"), err)) from None
-
-
-def _unreadable(env_file: object, err: BaseException) -> str:
-    """Which settings file could not be read, and why: the ``.env`` or the TOML file."""
-    named = [(Path(str(env_file)).resolve(), "the .env file")] if env_file else []
-    for path, what in [*named, (config_file()[0], "TORCHBOT_CONFIG")]:
-        try:
-            path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as why:
-            return f"{path} ({what}) cannot be read: {why}"
-    return f"a settings file cannot be read: {err}"

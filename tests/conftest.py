@@ -8,6 +8,10 @@
   processes tests start), so no test reads or writes the user's; the cache has its own
   temporary directory; repositories are re-checked on every call (a test that moves a branch
   sees it at once); what one test's CLI run chose as its paths does not leak into the next.
+- GitHub conformance: every exchange with a GitHub stand-in is checked against GitHub's
+  OpenAPI description as it happens (tests/support/github_conformance.py); a test during which
+  one was off the spec fails, and so does the session if any problem is left; the terminal
+  summary says how many exchanges were checked.
 """
 
 import os
@@ -19,6 +23,11 @@ import pytest
 from config.catalog_data import load_catalog
 from config.settings import Settings
 from release.context import Context
+from tests.support.github_conformance import (  # noqa: F401  (the GitHub conformance check's hooks)
+    github_conformance_check,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 
 XDG = ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 _saved: dict[str, str | None] = {}

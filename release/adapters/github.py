@@ -18,7 +18,7 @@ import httpx
 
 from config.errors import ExternalError, UsageError
 from config.settings import Settings
-from release.adapters.http import HttpClient, RateLimit, Refused
+from release.adapters.http import HttpClient, RateLimit, Refused, github_headers, github_message
 
 PER_PAGE = 100  # GitHub's maximum page size
 WHY = {
@@ -48,10 +48,7 @@ MAX_PAGES = 1000  # a guard against a server whose "next" never ends
 class GitHub:
     def __init__(self, settings: Settings, client: httpx.Client | None = None):
         self.settings = settings
-        headers = {"User-Agent": "torchbot", "Accept": "application/vnd.github+json"}
-        if settings.github_token is not None:
-            headers["Authorization"] = f"Bearer {settings.github_token.get_secret_value()}"
-        self.http = HttpClient(settings, headers=headers, client=client)
+        self.http = HttpClient(settings, headers=github_headers(settings), client=client)
 
     def close(self) -> None:
         self.http.close()
@@ -127,12 +124,7 @@ class Actions:
         self.s = settings
         self.repo = settings.github_repo
         self.base = f"{settings.github_api_url}repos/{self.repo}/actions/"
-        self.http = HttpClient(settings, client=client, headers={
-            "Authorization": f"Bearer {settings.github_token.get_secret_value()}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28",
-            "User-Agent": "torchbot",
-        })
+        self.http = HttpClient(settings, client=client, headers=github_headers(settings))
 
     @property
     def requests(self) -> int:
@@ -153,7 +145,9 @@ class Actions:
             raise AccessRefused(f"GitHub refused {what} ({_said(resp)}): "
                                 + WHY[resp.status_code].format(repo=self.repo) + ".", resp.status_code)
         if resp.status_code >= 400:
-            raise Refused(f"GitHub refused {what} (HTTP {resp.status_code}).", resp.status_code)
+            said = github_message(resp).splitlines()
+            said = f": {said[-1][:200]}" if said else ""
+            raise Refused(f"GitHub refused {what} (HTTP {resp.status_code}{said}).", resp.status_code)
         return resp
 
     def check_access(self) -> None:
@@ -189,12 +183,23 @@ class Actions:
                 break
         return items
 
-    def dispatch(self, inputs: dict, ref: str) -> None:
+    def dispatch(self, inputs: dict, ref: str) -> dict | None:
         """workflow_dispatch of the build workflow at ``ref`` (the branch being built: the
-        workflow file and the checkout both come from it). Sent once: a 5xx or a timeout after
-        it was sent raises Unavailable with ``may_have_acted`` (the run may exist)."""
+        workflow file and the checkout both come from it), asking GitHub for the run it made
+        (``return_run_details``): ``{"id", "html_url"}`` when it answers 200 with them, None when
+        it answers 204 (a GitHub that does not offer them: the run is then found by its title).
+        Sent once: a 5xx or a timeout after it was sent raises Unavailable with
+        ``may_have_acted`` (the run may exist)."""
         path = f"workflows/{self.s.github_workflow_file}/dispatches"
-        self._send("POST", self.base + path, f"POST {path}", json={"ref": ref, "inputs": inputs})
+        resp = self._send("POST", self.base + path, f"POST {path}",
+                          json={"ref": ref, "inputs": inputs, "return_run_details": True})
+        if resp.status_code != 200 or not resp.content:
+            return None
+        data = self._json(resp, f"POST {path}")
+        run_id = data.get("workflow_run_id")
+        if not isinstance(run_id, int) or isinstance(run_id, bool):
+            return None  # not what GitHub gives: fall back to finding the run by its title
+        return {"id": run_id, "html_url": data.get("html_url")}
 
     def find_runs(self, request_ids: set[str], since: datetime) -> dict[str, dict]:
         """request id -> its run, for the dispatch runs created since ``since`` (naive UTC)

@@ -54,6 +54,34 @@ MAX_BACKOFF = 30.0  # seconds: the longest wait the backoff alone ever asks for
 IDEMPOTENT = ("GET", "HEAD", "OPTIONS", "PUT", "DELETE")
 SECONDARY_WAIT = 60.0  # seconds: GitHub's "wait at least one minute" for a secondary limit that names no time
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)  # the request never left
+GITHUB_API_VERSION = "2022-11-28"  # the REST API version every GitHub request names
+GITHUB_JSON = "application/vnd.github+json"
+
+
+def github_headers(settings, accept: str = GITHUB_JSON) -> dict[str, str]:
+    """The headers of every GitHub REST request: the media type, the API version, the token
+    (when set)."""
+    headers = {"Accept": accept, "X-GitHub-Api-Version": GITHUB_API_VERSION, "User-Agent": "torchbot"}
+    if settings.github_token is not None:
+        headers["Authorization"] = f"Bearer {settings.github_token.get_secret_value()}"
+    return headers
+
+
+def github_message(response: httpx.Response) -> str:
+    """GitHub's ``message`` of an error answer ("" when it has none)."""
+    try:
+        data = response.json()
+    except ValueError:
+        return ""
+    return str(data.get("message") or "").strip() if isinstance(data, dict) else ""
+
+
+def no_such_commit(response: httpx.Response) -> bool:
+    """GitHub's answer for a ref it does not know: 404, or 422 ``No commit found for SHA: ...``
+    (what ``GET /repos/{owner}/{repo}/commits/{ref}`` gives for an unknown branch or sha)."""
+    if response.status_code == 404:
+        return True
+    return response.status_code == 422 and github_message(response).lower().startswith("no commit found")
 
 
 class Unavailable(ExternalError):
@@ -196,8 +224,8 @@ class HttpClient:
                  sleep: Callable[[float], None] = time.sleep):
         self.policy = policy or RetryPolicy.from_settings(settings)
         self.sleep = sleep  # how it waits between attempts (tenacity's ``sleep``; a test records the waits)
-        self.client = client or httpx.Client(timeout=settings.http_timeout, headers=headers or {},
-                                             follow_redirects=follow_redirects)
+        self.client = client or httpx.Client(timeout=settings.http_timeout, follow_redirects=follow_redirects)
+        self.client.headers.update(headers or {})  # a given client (a test's, with event hooks) sends them too
         self.requests = 0
         self.rate: RateLimit | None = None
 

@@ -7,6 +7,13 @@ Base URLs come from settings (``channels_url``, ``github_api_url``) so tests poi
 (``release.adapters.http``: backoff with jitter, ``Retry-After`` and ``x-ratelimit-reset``
 honoured, bounded total time); anything that is not a clear answer raises
 :class:`ExternalError` (nothing has been changed by then).
+
+GitHub requests carry GitHub's headers (``X-GitHub-Api-Version``, the token; the token goes to
+the GitHub API only, never to the channel endpoint) and ask for no more than is read: a ref is
+resolved with the ``application/vnd.github.sha`` media type (the bare sha, not the commit and
+its files), a file with ``application/vnd.github.raw+json``. A ref GitHub does not know is
+answered 404, or 422 ``No commit found for SHA: ...`` (the commits API): both mean "no such
+commit" here.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import httpx
 from config.errors import ExternalError, RefusedError
 from config.naming import REV_RE, short
 from config.settings import Settings
-from release.adapters.http import HttpClient
+from release.adapters.http import GITHUB_JSON, HttpClient, github_headers, no_such_commit
 
 # Files that define python3Packages.torch, newest layout first.
 TORCH_FILES = (
@@ -45,11 +52,7 @@ class NixpkgsClient:
     def __init__(self, settings: Settings, client: httpx.Client | None = None):
         self.settings = settings
         self.repo = settings.nixpkgs_repo
-        headers = {"User-Agent": "torchbot"}
-        token = settings.github_token
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token.get_secret_value()}"
-        self.http = HttpClient(settings, headers=headers, follow_redirects=True, client=client)
+        self.http = HttpClient(settings, headers={"User-Agent": "torchbot"}, follow_redirects=True, client=client)
         self._files: dict[tuple[str, str], str | None] = {}
 
     def close(self) -> None:
@@ -63,9 +66,10 @@ class NixpkgsClient:
 
     # -- transport ------------------------------------------------------------------------
     def _get(self, url: str, what: str, *, accept: str | None = None) -> httpx.Response:
-        resp = self.http.request("GET", url, headers={"Accept": accept} if accept else None,
+        """GET ``url``; with ``accept`` a GitHub API request (GitHub's headers, the token)."""
+        resp = self.http.request("GET", url, headers=github_headers(self.settings, accept) if accept else None,
                                  failure=f"Could not get {what}", then="nothing was changed")
-        if resp.status_code == 404:
+        if no_such_commit(resp) if accept else resp.status_code == 404:
             raise _NotFound(url)
         if resp.status_code >= 400:
             raise ExternalError(f"Could not get {what}: the server answered HTTP {resp.status_code}.")
@@ -98,23 +102,21 @@ class NixpkgsClient:
         return rev
 
     def resolve(self, ref: str) -> str:
-        """A ref (branch, tag or SHA) of nixpkgs resolved through the GitHub commits API."""
+        """A ref (branch, tag or SHA) of nixpkgs resolved through the GitHub commits API, asking
+        for the sha alone."""
         what = f"nixpkgs commit {ref}"
         try:
-            resp = self._get(self._api(f"repos/{self.repo}/commits/{ref}"), what, accept="application/vnd.github+json")
+            resp = self._get(self._api(f"repos/{self.repo}/commits/{ref}"), what, accept="application/vnd.github.sha")
         except _NotFound:
             raise RefusedError(f"nixpkgs has no commit {ref}; nothing was changed.") from None
-        try:
-            sha = resp.json()["sha"]
-        except (ValueError, KeyError, TypeError):
-            raise ExternalError(f"The GitHub API returned garbage for {what}; nothing was changed.") from None
-        if not isinstance(sha, str) or not REV_RE.match(sha):
+        sha = resp.text.strip()
+        if not REV_RE.match(sha):
             raise ExternalError(f"The GitHub API returned garbage for {what}; nothing was changed.")
         return sha
 
     def _json(self, path: str, what: str):
         try:
-            return self._get(self._api(path), what, accept="application/vnd.github+json").json()
+            return self._get(self._api(path), what, accept=GITHUB_JSON).json()
         except _NotFound:
             raise ExternalError(f"GitHub knows no {what}.") from None
         except ValueError:

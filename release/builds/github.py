@@ -159,8 +159,8 @@ def _dispatch_one(ctx, st, gh: Actions, plan, torch: list[dict], comps: list[dic
                   for i in (by_name[e["package"]] for e in torch + comps))
     _follow([request_id])
     try:
-        gh.dispatch({"branch": plan.branch, "pytorch": _encode(torch), "companions": _encode(comps),
-                     "request_id": request_id}, ref=plan.ref)
+        made = gh.dispatch({"branch": plan.branch, "pytorch": _encode(torch), "companions": _encode(comps),
+                            "request_id": request_id}, ref=plan.ref)
     except ExternalError as err:
         if not refused(err):
             _answer_lost(st, request_id, err)
@@ -172,6 +172,11 @@ def _dispatch_one(ctx, st, gh: Actions, plan, torch: list[dict], comps: list[dic
         raise
     with st.session() as s:
         s.query(GithubRun).filter(GithubRun.request_id == request_id).update({"status": "dispatched"})
+        if made:  # GitHub named its run (return_run_details): no lookup by title
+            s.query(GithubRun).filter(GithubRun.request_id == request_id).update(
+                {"run_id": str(made["id"]), "html_url": made.get("html_url")})
+            s.query(Build).filter(Build.run_key == request_id).update(
+                {"external_id": str(made["id"]), "log": made.get("html_url")})
     return request_id
 
 

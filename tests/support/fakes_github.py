@@ -38,9 +38,18 @@ backend, paging and rate-limiting the way GitHub documents it.
   when its job starts.
 - ``log`` keeps every request (monotonic time, method, path, query, status); ``requests`` every
   (method, path). ``pause(predicate)`` holds a matching request until released (to stop a
-  client in the middle of a poll). A wrong bearer token answers 401. ``upstream``: every path
-  outside the repository's Actions API is forwarded there (a FakeNixpkgs ``api_url``), so one
-  GitHub API base serves both.
+  client in the middle of a poll). A wrong bearer token answers 401 (GitHub's ``Bad
+  credentials``). ``upstream``: every path outside the repository's Actions API is forwarded
+  there (a FakeNixpkgs ``api_url``) with its headers, so one GitHub API base serves both.
+- Shapes are GitHub's: every run and job starts from the example of its operation in GitHub's
+  OpenAPI description (``tests/support/github_spec``) with what the test drives set on it, so
+  every field the spec requires is there; ``jobs[].started_at`` is always a string (the
+  job's creation time until it starts, as GitHub gives). The dispatch body is checked as
+  GitHub does (422 for a missing ``ref``, ``inputs`` that is not an object of strings, or
+  more than 25 inputs); with ``return_run_details: true`` it answers 200 with the run's id
+  and URLs (``run_details=False``: 204 always, a GitHub that does not offer them).
+- Every exchange it answers itself is handed to ``tests/support/github_conformance`` and
+  checked against the spec (request and answer); a test fails when one is off the spec.
 - Pull requests (``/repos/{repo}/pulls``) are served here, not forwarded: ``pulls``
   (tests/support/fakes_github_pulls.py; ``git_dir``: the bare origin their branches live in).
 """
@@ -59,8 +68,17 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
+from tests.support import github_conformance as conformance
+from tests.support import github_shapes as shapes
+from tests.support import github_spec as spec
+
 MAX_PER_PAGE = 100
 DEFAULT_PER_PAGE = 30
+MAX_INPUTS = 25  # GitHub's limit on a workflow_dispatch's inputs
+RUN_T = "/repos/{owner}/{repo}/actions/runs/{run_id}"
+JOBS_T = "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"
+DISPATCH_T = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches"
+DOCS = "https://docs.github.com/rest"
 
 
 @dataclass
@@ -81,13 +99,14 @@ class FakeGitHub:
                  durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
                  limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None,
-                 startup_failure: bool = False, git_dir=None):
+                 startup_failure: bool = False, run_details: bool = True, git_dir=None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
         self.upstream = upstream
         self.no_job = set(no_job or ())
         self.startup_failure = startup_failure
+        self.run_details = run_details
         self._hold: tuple[str, str | None] | None = None  # (run status, job status) of runs dispatched now
         self._after: list[int | None] = []  # answer_after: statuses (None: no answer) for processed requests
         self.lock = threading.Lock()
@@ -116,6 +135,9 @@ class FakeGitHub:
 
             def do_PATCH(self):
                 fake._handle(self, "PATCH")
+
+            def do_PUT(self):
+                fake._handle(self, "PUT")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -183,13 +205,18 @@ class FakeGitHub:
 
     # -- HTTP -----------------------------------------------------------------------------
 
-    def _send(self, req, status, payload=None, headers: dict | None = None):
+    def _send(self, req, status, payload=None, headers: dict | None = None, exchange=None):
         data = payload if isinstance(payload, bytes) else b"" if payload is None else json.dumps(payload).encode()
+        headers = dict(headers or {})
+        if data and "Content-Type" not in headers:
+            headers["Content-Type"] = "application/json; charset=utf-8"
+        if exchange is not None:  # checked before it is sent: the client never sees an unchecked answer
+            exchange.status, exchange.response_body = status, data
+            exchange.response_headers = {k.lower(): v for k, v in headers.items()}
+            conformance.record(exchange)
         req.send_response(status)
-        if "Content-Type" not in (headers or {}):
-            req.send_header("Content-Type", "application/json")
         req.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
+        for k, v in headers.items():
             req.send_header(k, v)
         req.end_headers()
         req.wfile.write(data)
@@ -205,7 +232,13 @@ class FakeGitHub:
         url = urlparse(req.path)
         path, query = url.path, {k: v[-1] for k, v in parse_qs(url.query).items()}
         length = int(req.headers.get("Content-Length") or 0)
-        body = json.loads(req.rfile.read(length)) if length else {}
+        raw = req.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = None  # GitHub: 400 "Problems parsing JSON"
+        exchange = conformance.Exchange(
+            "FakeGitHub", method, path, url.query, {k.lower(): v for k, v in req.headers.items()}, raw, 0)
         entry = Logged(time.monotonic(), method, path, query)
         with self.lock:
             self.requests.append((method, path))
@@ -222,15 +255,21 @@ class FakeGitHub:
                 if lost is None:
                     entry.status = -1
                     req.close_connection = True
+                    if not getattr(req, "forwarded", False):  # the request is still checked
+                        exchange.off_spec = "no answer (connection closed)"
+                        conformance.record(exchange)
                     return
-                status, payload, headers = lost, {"message": "Server Error"}, {}
+                status, payload, headers = lost, {"message": "Server Error"}, self._rate_headers(time.monotonic())
             entry.status = status
-        self._send(req, status, payload, headers)
+        if getattr(req, "forwarded", False):
+            exchange = None  # the upstream stand-in checked it
+        self._send(req, status, payload, headers, exchange)
 
     def _answer(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
-        if req.headers.get("Authorization") != f"Bearer {self.token}":
-            return 401, {"message": "Bad credentials"}, {}
         now = time.monotonic()
+        if req.headers.get("Authorization") != f"Bearer {self.token}":
+            return 401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}, {
+                **self._rate_headers(now), "x-ratelimit-limit": "60", "x-ratelimit-remaining": "59"}
         if self._window_start is None or now >= self._window_start + self.window:
             self._window_start, self._used = now, 0
         if self._throttle:
@@ -239,7 +278,7 @@ class FakeGitHub:
                 return status, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes "
                                            "before you try again."}, {}
             if after is None:
-                return status, {"message": "Server Error"}, {}
+                return status, {"message": "Server Error"}, self._rate_headers(now)
             return status, {"message": "You have exceeded a secondary rate limit."}, {
                 "Retry-After": f"{after:g}", **self._rate_headers(now)}
         if self._used >= self.rate_limit:
@@ -250,8 +289,8 @@ class FakeGitHub:
 
     def _route(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
         prefix = f"/repos/{self.repo}/actions/"
-        if method == "GET" and path == f"/repos/{self.repo}":
-            return 200, {"full_name": self.repo, "private": True}, {}
+        if method == "GET" and path == f"/repos/{self.repo}":  # the token still reaches the repository
+            return 200, shapes.repository(self.repo), {}
         pulls = f"/repos/{self.repo}/pulls"
         if path == pulls or path.startswith(pulls + "/"):
             return self.pulls.route(req, method, path[len(pulls):].strip("/").split("/") if path != pulls else [],
@@ -261,8 +300,17 @@ class FakeGitHub:
         if not path.startswith(prefix):
             return 404, {"message": "Not Found"}, {}
         rest = path[len(prefix):].split("/")
+        if body is None:
+            return 400, {"message": "Problems parsing JSON", "documentation_url": DOCS, "status": "400"}, {}
         if method == "POST" and rest[0] == "workflows" and rest[2:] == ["dispatches"]:
-            self._dispatch(rest[1], body)
+            invalid = _invalid_dispatch(body)
+            if invalid:
+                return 422, {"message": f"Invalid request.\n\n{invalid}", "documentation_url": DOCS,
+                             "status": "422"}, {}
+            run = self._dispatch(rest[1], body)
+            if body.get("return_run_details") is True and self.run_details:
+                return 200, {"workflow_run_id": run["id"], "run_url": self._api_url(req, f"runs/{run['id']}"),
+                             "html_url": f"https://github.com/{self.repo}/actions/runs/{run['id']}"}, {}
             return 204, None, {}
         if method == "GET" and rest[0] == "workflows" and rest[2:] == ["runs"]:
             runs = [r for r in reversed(self.runs.values()) if r["workflow"] == rest[1]]
@@ -289,15 +337,22 @@ class FakeGitHub:
         return 404, {"message": "Not Found"}, {}
 
     def _forward(self, req, method: str, body: dict) -> tuple[int, bytes, dict]:
-        """Anything but Actions goes to ``upstream`` (another fake: nixpkgs commits, pulls)."""
-        data = json.dumps(body).encode() if method == "POST" else None
-        fwd = urllib.request.Request(self.upstream.rstrip("/") + req.path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        """Anything but Actions goes to ``upstream`` (another fake: nixpkgs commits, pulls), with
+        the request's headers (that fake checks the exchange against the spec)."""
+        req.forwarded = True
+        data = json.dumps(body).encode() if method in ("POST", "PATCH", "PUT") else None
+        headers = {k: v for k, v in req.headers.items() if k.lower() not in ("host", "content-length")}
+        fwd = urllib.request.Request(self.upstream.rstrip("/") + req.path, data=data, method=method, headers=headers)
+        keep = ("content-type", "link", *conformance.RATE_HEADERS)
         try:
             with urllib.request.urlopen(fwd, timeout=10) as resp:
-                return resp.status, resp.read(), {"Content-Type": resp.headers.get("Content-Type", "")}
+                return resp.status, resp.read(), {k: v for k, v in resp.headers.items() if k.lower() in keep}
         except urllib.error.HTTPError as err:
-            return err.code, err.read(), {"Content-Type": err.headers.get("Content-Type", "")}
+            return err.code, err.read(), {k: v for k, v in err.headers.items() if k.lower() in keep}
+
+    def _api_url(self, req, rest: str) -> str:
+        host = req.headers.get("Host") or self.url.split("//", 1)[1].rstrip("/")
+        return f"http://{host}/repos/{self.repo}/actions/{rest}"
 
     def _page(self, req, path: str, query: dict, total: int) -> tuple[slice, dict]:
         """The slice of one page and its Link header, as GitHub pages (per_page <= 100)."""
@@ -325,7 +380,7 @@ class FakeGitHub:
         d = self.durations
         return float(d(pkg) if callable(d) else d.get(pkg, 0.0))
 
-    def _dispatch(self, workflow: str, body: dict) -> None:
+    def _dispatch(self, workflow: str, body: dict) -> dict:
         self.dispatches.append((workflow, body))
         inputs = body.get("inputs", {})
         rid = 1000 + len(self.runs)
@@ -333,6 +388,7 @@ class FakeGitHub:
         comps = [e["package"] if isinstance(e, dict) else e for e in json.loads(inputs.get("companions", "[]"))]
         run = {"id": rid, "step": 0, "packages": torch + comps, "torch": torch, "companions": comps,
                "workflow": workflow, "ref": body.get("ref"), "created": time.time(), "t0": time.monotonic(),
+               "sha": f"{rid:040x}",
                "name": f"torchbot {inputs.get('branch')} {inputs.get('request_id')}", "requested": True}
         if self._hold is not None:
             run["held"] = self._hold
@@ -341,6 +397,7 @@ class FakeGitHub:
         if self.durations is not None:
             run["times"] = self._schedule(run)
         self.runs[rid] = run
+        return run
 
     def _schedule(self, run: dict) -> dict[str, tuple[float, float]]:
         """package -> (start, end) in seconds after dispatch: queue, then run, at most
@@ -391,12 +448,20 @@ class FakeGitHub:
             idx = index[pkg]
             status, began, ended = self._state(run, pkg)
             job_id = run["id"] * 1000 + idx
-            out.append({
-                "id": job_id, "run_id": run["id"], "name": pkg, "status": status,
+            job = spec.example("get", JOBS_T)["jobs"][0]  # GitHub's example job, then this one's facts
+            api = f"https://api.github.com/repos/{self.repo}"
+            job.update({
+                "id": job_id, "node_id": f"CR_{job_id}", "run_id": run["id"],
+                "run_url": f"{api}/actions/runs/{run['id']}",
+                "url": f"{api}/actions/jobs/{job_id}", "head_branch": run["ref"], "head_sha": run["sha"],
+                "workflow_name": "torchbot build", "name": pkg, "status": status, "steps": [],
                 "conclusion": ("failure" if pkg in self.fail else "success") if status == "completed" else None,
-                "created_at": _iso(run["created"]), "started_at": _iso(began) if began else None,
+                "created_at": _iso(run["created"]),
+                "started_at": _iso(began if began else run["created"]),  # a string even before it starts
                 "completed_at": _iso(ended) if ended else None,
+                "check_run_url": f"{api}/check-runs/{job_id}",
                 "html_url": f"https://github.com/{self.repo}/actions/runs/{run['id']}/job/{job_id}"})
+            out.append(job)
         return out
 
     def _run(self, run: dict) -> dict:
@@ -416,6 +481,33 @@ class FakeGitHub:
             status = "in_progress"
         if status == "completed" and concl is None:
             concl = "failure" if self.fail & set(run["packages"]) else "success"
-        return {"id": run["id"], "name": "torchbot build", "display_title": run["name"], "status": status,
-                "conclusion": concl, "event": "workflow_dispatch", "created_at": _iso(run["created"]),
-                "html_url": f"https://github.com/{self.repo}/actions/runs/{run['id']}"}
+        shaped = spec.example("get", RUN_T)  # GitHub's example run, then this one's facts
+        api = f"https://api.github.com/repos/{self.repo}"
+        shaped.update({
+            "id": run["id"], "node_id": f"WFR_{run['id']}", "name": "torchbot build", "display_title": run["name"],
+            "run_number": run["id"] - 999, "run_attempt": 1, "head_branch": run["ref"], "head_sha": run["sha"],
+            "path": f".github/workflows/{run['workflow']}", "status": status, "conclusion": concl,
+            "event": "workflow_dispatch", "created_at": _iso(run["created"]), "updated_at": _iso(time.time()),
+            "run_started_at": _iso(run["created"]), "url": f"{api}/actions/runs/{run['id']}",
+            "html_url": f"https://github.com/{self.repo}/actions/runs/{run['id']}",
+            "jobs_url": f"{api}/actions/runs/{run['id']}/jobs", "pull_requests": []})
+        return shaped
+
+
+def _invalid_dispatch(body) -> str | None:
+    """What GitHub finds wrong with a workflow_dispatch body (it answers 422), or None."""
+    if not isinstance(body, dict):
+        return "The body is not a JSON object."
+    if not isinstance(body.get("ref"), str) or not body["ref"]:
+        return "\"ref\" wasn't supplied."
+    inputs = body.get("inputs", {})
+    if not isinstance(inputs, dict):
+        return "For 'properties/inputs', it is not an object."
+    if len(inputs) > MAX_INPUTS:
+        return f"For 'properties/inputs', {len(inputs)} properties is more than the maximum of {MAX_INPUTS}."
+    wrong = [k for k, v in inputs.items() if not isinstance(v, str)]
+    if wrong:
+        return f"For 'properties/{wrong[0]}', {json.dumps(inputs[wrong[0]])} is not a string."
+    if "return_run_details" in body and not isinstance(body["return_run_details"], bool):
+        return "For 'properties/return_run_details', it is not a boolean."
+    return None

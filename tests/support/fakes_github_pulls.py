@@ -23,6 +23,8 @@ from __future__ import annotations
 import subprocess
 from datetime import UTC, datetime
 
+from tests.support import github_shapes as shapes
+
 ACCOUNT = {"login": "torchbot", "id": 1, "node_id": "U_1", "type": "Bot", "site_admin": False}
 
 
@@ -90,25 +92,10 @@ class Pulls:
             if pr["state"] == "open" and pr["head"]["ref"] == head and pr["base"]["ref"] == base:
                 return self._invalid("head", message=f"A pull request already exists for {self.owner}:{head}.")
         n = max(self.prs, default=0) + 1
-        api = f"{self.fake.url}repos/{self.fake.repo}"
-        now = _now()
-        pr = {
-            "url": f"{api}/pulls/{n}", "id": 1000 + n, "node_id": f"PR_{n}",
-            "html_url": f"https://github.test/{self.fake.repo}/pull/{n}",
-            "diff_url": f"https://github.test/{self.fake.repo}/pull/{n}.diff",
-            "patch_url": f"https://github.test/{self.fake.repo}/pull/{n}.patch",
-            "issue_url": f"{api}/issues/{n}", "commits_url": f"{api}/pulls/{n}/commits",
-            "review_comments_url": f"{api}/pulls/{n}/comments",
-            "review_comment_url": f"{api}/pulls/comments{{/number}}", "comments_url": f"{api}/issues/{n}/comments",
-            "statuses_url": f"{api}/statuses/{head_sha}",
-            "number": n, "state": "open", "locked": False, "title": body["title"], "user": ACCOUNT,
-            "body": body.get("body"), "labels": [], "milestone": None, "active_lock_reason": None,
-            "created_at": now, "updated_at": now, "closed_at": None, "merged_at": None, "merge_commit_sha": None,
-            "assignee": None, "assignees": [], "requested_reviewers": [], "requested_teams": [],
-            "head": self._ref(head, head_sha), "base": self._ref(base, base_sha),
-            "_links": {"self": {"href": f"{api}/pulls/{n}"}, "html": {"href": f"https://github.test/pull/{n}"}},
-            "author_association": "NONE", "auto_merge": None, "draft": bool(body.get("draft", False)),
-        }
+        pr = shapes.pull_request(self.fake.repo, n, title=body["title"], body=body.get("body"), head=head,
+                                 head_sha=head_sha, base=base, base_sha=base_sha,
+                                 draft=bool(body.get("draft", False)))
+        pr["html_url"] = f"https://github.test/{self.fake.repo}/pull/{n}"
         self.prs[n] = pr
         return 201, pr, {"Location": pr["url"]}
 
@@ -136,7 +123,8 @@ class Pulls:
             if field in body:
                 pr[field] = body[field]
         if "base" in body:
-            pr["base"] = self._ref(body["base"], self._sha(body["base"]))
+            pr["base"].update({"ref": body["base"], "sha": self._sha(body["base"]),
+                               "label": f"{self.owner}:{body['base']}"})
         sha = self._sha(pr["head"]["ref"])
         if sha:
             pr["head"]["sha"] = sha

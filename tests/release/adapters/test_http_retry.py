@@ -142,9 +142,10 @@ def test_a_dispatch_refused_by_a_rate_limit_is_sent_again_after_the_wait() -> No
     with FakeGitHub() as gh:
         gh.throttle(1, status=429, retry_after=0.2)  # refused unread: safe to send again
         actions = Actions(_settings(gh))
-        actions.dispatch(INPUTS, ref="b")
+        made = actions.dispatch(INPUTS, ref="b")
         first, second = gh.log
-    assert (first.status, second.status) == (429, 204) and second.t - first.t >= 0.15 and len(gh.runs) == 1
+    assert (first.status, second.status) == (429, 200) and second.t - first.t >= 0.15 and len(gh.runs) == 1
+    assert made == {"id": 1000, "html_url": "https://github.com/acme/build-pytorch/actions/runs/1000"}
 
 
 def test_a_dispatch_that_never_left_is_sent_again() -> None:

@@ -56,6 +56,26 @@ def test_a_run_github_holds_before_it_starts_is_followed_until_it_ends(tmp_path:
     assert _runs(ctx)[key]["status"] == "completed"
 
 
+@pytest.mark.parametrize("run_details", [True, False])
+def test_the_run_github_names_on_dispatch_is_followed_without_a_lookup(tmp_path: Path, run_details) -> None:
+    """GitHub answers the dispatch with its run (``return_run_details``): recorded at once, no
+    runs listing; a GitHub that answers 204 instead: the run is found by its title."""
+    repo = fx.make_repo(tmp_path, packages=fx.OK)
+    with FakeGitHub(run_details=run_details) as gh:
+        ctx = _ctx(tmp_path, gh)
+        plan = builds.prepare(ctx, fx.BRANCH, repo=repo, backend="github")
+        github_actions.dispatch_build(ctx, plan, wait=False)
+        (run,) = _runs(ctx).values()
+        listings = [r for r in gh.log if r.path.endswith("/runs") and r.method == "GET"]
+        github_actions.follow(ctx, [run["request_id"]], Actions(ctx.settings))
+        (dispatch, *_) = gh.log
+    assert dispatch.status == (200 if run_details else 204)
+    assert run["run_id"] == "1000" and run["html_url"] == f"https://github.com/{gh.repo}/actions/runs/1000"
+    assert len(listings) == (0 if run_details else 1)
+    assert set(_states(ctx).values()) == {"succeeded"}
+    assert all(b["log"].startswith(run["html_url"] + "/job/") for b in builds.status(ctx, fx.BRANCH))
+
+
 def test_a_run_first_seen_completed_records_every_build_as_failed_saying_why(tmp_path: Path) -> None:
     repo = fx.make_repo(tmp_path, packages=fx.OK)
     with FakeGitHub(startup_failure=True) as gh:  # a broken workflow file: completed at once, no job

@@ -40,7 +40,8 @@ def _duration(pkg: str) -> float:
 
 def test_the_fake_pages_and_counts_as_github_documents(tmp_path: Path) -> None:
     with FakeGitHub() as gh:
-        auth = {"Authorization": f"Bearer {gh.token}"}
+        auth = {"Authorization": f"Bearer {gh.token}", "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28"}
         base = f"{gh.url}repos/{gh.repo}/actions/"
         entries = json.dumps([{"package": p} for p in VARIANTS])
         httpx.post(base + "workflows/torchbot-build.yml/dispatches", headers=auth,
@@ -88,7 +89,7 @@ def test_237_jobs_run_through_the_release_flow_and_every_result_is_recorded(tmp_
 def test_a_variant_the_run_made_no_job_for_is_failed_once_the_run_has_ended(tmp_path: Path) -> None:
     repo = fx.make_repo(tmp_path, packages=fx.OK)
     lost, kept = fx.OK
-    with FakeGitHub(no_job={lost}) as gh:
+    with FakeGitHub(no_job={lost}, run_details=False) as gh:  # found by its title: the listing reads it first
         ctx = _ctx(tmp_path, gh)
         rows = {r["package"]: r for r in builds.build(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo,
                                                                            backend="github"))}
@@ -213,7 +214,7 @@ def test_polling_waits_for_the_rate_limit_reset_and_still_records_everything(tmp
 
 def test_rate_limit_past_the_retry_bound_is_noted_and_paces_the_next_poll(tmp_path: Path) -> None:
     repo = fx.make_repo(tmp_path, packages=fx.OK)
-    with FakeGitHub(rate_limit=3, window=60.0) as gh:
+    with FakeGitHub(rate_limit=3, window=60.0, run_details=False) as gh:  # the run found by a listing
         ctx = _ctx(tmp_path, gh, http_retry_seconds=1)
         plan = builds.prepare(ctx, fx.BRANCH, repo=repo, backend="github")
         github_actions.dispatch_build(ctx, plan, wait=False)  # dispatch + runs listing: 2 requests

@@ -270,7 +270,8 @@ def test_multi_pin_from_pin_and_dry_run(env, fake, tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "case",
-    ["minor", "cuda", "vllm", "badrev", "unknownrev", "down", "garbage", "channel-garbage"],
+    ["minor", "cuda", "vllm", "badrev", "unknownrev", "unknownrev-404", "misspelt-channel", "down", "garbage",
+     "channel-garbage"],
 )
 def test_refusals_change_nothing(env, fake, case, capsys):
     work = env
@@ -289,9 +290,16 @@ def test_refusals_change_nothing(env, fake, case, capsys):
     elif case == "badrev":
         args[-1] = "not-a-sha"
         expect = "40-character"
-    elif case == "unknownrev":
+    elif case == "unknownrev":  # GitHub's 422 "No commit found for SHA: ..."
         args[-1] = "f" * 40
-        expect = "no commit"
+        expect = f"nixpkgs has no commit {'f' * 40}"
+    elif case == "unknownrev-404":  # the other answer GitHub documents for it
+        fake.unknown_ref_status = 404
+        args[-1] = "f" * 40
+        expect = f"nixpkgs has no commit {'f' * 40}"
+    elif case == "misspelt-channel":  # not a channel; GitHub answers 422 for it as a branch
+        args = [*args[:-2], "--channel", "nixos-unstabel"]
+        expect = "Channel 'nixos-unstabel' does not exist"
     elif case == "down":
         fake.mode = "down"
         expect = "after 2 attempts"

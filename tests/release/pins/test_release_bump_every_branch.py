@@ -161,7 +161,8 @@ def test_the_stand_in_refuses_a_second_pull_request_for_one_head_and_pages(world
 
     with FakeGitHub() as gh:
         api = f"{gh.url}repos/{gh.repo}/pulls"
-        auth = {"Authorization": f"Bearer {gh.token}"}
+        auth = {"Authorization": f"Bearer {gh.token}", "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28"}
         body = {"title": "t", "head": "acme:bump/main-1", "base": "main"}
         assert httpx.post(api, json=body, headers=auth).status_code == 201
         dup = httpx.post(api, json=body, headers=auth)
