@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from config.errors import ExternalError
 from release.adapters.github import Actions, github_time
 from release.adapters.http import RateLimit, RateLimited, Refused
+from release.builds import pr_status
 
 log = logging.getLogger("torchbot.builds.github")
 FINAL = ("succeeded", "failed", "interrupted")
@@ -114,6 +115,8 @@ def poll_once(ctx, gh: Actions, keys: list[str] | None = None, force: bool = Fal
             report.runs += 1
     except RateLimited as err:
         _note_error(st, runs, str(err), datetime.fromtimestamp(err.until, UTC).replace(tzinfo=None))
+    if report.changed and runs:
+        pr_status.report(ctx, gh, [r.request_id for r in runs])  # a pull request's head shows its builds
     report.requests = gh.requests - before
     report.changed += _give_up_stale(ctx, st, keys)
     report.wait = poll_wait(base, gh.rate, report.requests)

@@ -41,6 +41,9 @@ backend, paging and rate-limiting the way GitHub documents it.
   client in the middle of a poll). A wrong bearer token answers 401. ``upstream``: every path
   outside the repository's Actions API is forwarded there (a FakeNixpkgs ``api_url``), so one
   GitHub API base serves both.
+- ``origin``: a bare git repository standing for the GitHub repository; pull requests (open,
+  list, update, merge) and commit statuses are then served from it
+  (``tests.support.fakes_github_pulls``; ``pulls_api`` holds what they received).
 """
 
 from __future__ import annotations
@@ -79,13 +82,15 @@ class FakeGitHub:
                  durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
                  limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None,
-                 startup_failure: bool = False):
+                 startup_failure: bool = False, origin=None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
         self.upstream = upstream
         self.no_job = set(no_job or ())
         self.startup_failure = startup_failure
+        self.origin = origin  # a bare git repository standing for the GitHub one: pulls and statuses
+        self.pulls_api = None
         self._hold: tuple[str, str | None] | None = None  # (run status, job status) of runs dispatched now
         self._after: list[int | None] = []  # answer_after: statuses (None: no answer) for processed requests
         self.lock = threading.Lock()
@@ -109,10 +114,20 @@ class FakeGitHub:
             def do_POST(self):
                 fake._handle(self, "POST")
 
+            def do_PUT(self):
+                fake._handle(self, "PUT")
+
+            def do_PATCH(self):
+                fake._handle(self, "PATCH")
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        if origin is not None:
+            from tests.support.fakes_github_pulls import PullsApi
+
+            self.pulls_api = PullsApi(repo, origin, self.url)
 
     def __enter__(self):
         self._thread.start()
@@ -242,6 +257,10 @@ class FakeGitHub:
 
     def _route(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
         prefix = f"/repos/{self.repo}/actions/"
+        if self.pulls_api is not None and path.startswith(f"/repos/{self.repo}/") and not path.startswith(prefix):
+            answer = self.pulls_api.route(method, path[len(f"/repos/{self.repo}/"):].split("/"), query, body)
+            if answer is not None:
+                return answer
         if not path.startswith(prefix) and self.upstream:
             return self._forward(req, method, body)
         if not path.startswith(prefix):
@@ -276,7 +295,7 @@ class FakeGitHub:
 
     def _forward(self, req, method: str, body: dict) -> tuple[int, bytes, dict]:
         """Anything but Actions goes to ``upstream`` (another fake: nixpkgs commits, pulls)."""
-        data = json.dumps(body).encode() if method == "POST" else None
+        data = json.dumps(body).encode() if method in ("POST", "PUT", "PATCH") else None
         fwd = urllib.request.Request(self.upstream.rstrip("/") + req.path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
         try:
