@@ -3,7 +3,8 @@
 Jobs:
 - ``bump:<branch>`` on ``Settings.bump_cron`` (vLLM branches only with
   ``bump_vllm_branches``): ``release.pins.commands.plan_bump(ctx, branch, None).apply()``,
-  then a ``--changed-only`` build with ``Settings.schedule_backend()``
+  then a ``--changed-only`` build of the bump as it was delivered (``release.schedule.delivered``:
+  a pull request's head, the pushed branch, or a local build) with ``Settings.schedule_backend()``
   (``TORCHBOT_SCHEDULE_BUILD_BACKEND``: github | local | none; unset, github when a GitHub
   token and repository are configured, otherwise none: the bump is made and reported and
   nothing is built on the bot's own host) (skipped gracefully when the pins module or the
@@ -147,12 +148,9 @@ def _job_bump(ctx, branch: str) -> str:
         why = ("TORCHBOT_SCHEDULE_BUILD_BACKEND=none" if explicit
                else "no GitHub token configured and TORCHBOT_SCHEDULE_BUILD_BACKEND unset")
         return f"{line}; build: none ({why}: the schedule builds nothing by itself)"
-    from release.builds.commands import plan_build
+    from release.schedule.delivered import build_after_bump
 
-    built = plan_build(ctx, branch, None, backend=backend, changed_only=True).apply()
-    skipped = sum(1 for r in built.rows if r.get("state") == "skipped")
-    tail = f", {skipped} skipped (other platforms)" if skipped else ""
-    return f"{line}; build: {len(built.rows) - skipped} variant(s){tail}"
+    return f"{line}; " + "; ".join(build_after_bump(ctx, result.to_dict(), [branch], backend))
 
 
 def _job_poll(ctx, _arg) -> str:

@@ -50,7 +50,7 @@ class PullsApi:
 
     def _git(self, *args: str, check: bool = True) -> str | None:
         proc = subprocess.run(["git", "-C", str(self.origin), *args], capture_output=True, text=True,
-                              env={**os.environ, **_ENV})
+                              env={**os.environ, **_ENV}, check=False)
         if proc.returncode != 0:
             if check:
                 raise RuntimeError(proc.stderr)
