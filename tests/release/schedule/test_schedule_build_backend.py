@@ -4,7 +4,6 @@ and the bot's own host builds nothing."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,10 @@ from release.publishing import publish
 from release.schedule import delivered
 from release.schedule import jobs as schedule
 from tests.support import fixtures_builds as fx
+from tests.support import fixtures_pins as pins
 from tests.support.fakes_github import FakeGitHub
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 
-from tests.support import fixtures_pins as pins
 BRANCH = "pytorch-2.8-python312"
 
 
