@@ -53,7 +53,8 @@ def test_a_failed_local_build_says_why_in_the_terminal_and_in_slack(tmp_path: Pa
     ctx = fx.context(tmp_path)  # a real nix-build; the failing recipe's builder exits 1
     out = io.StringIO()
     progress = Progress(TerminalProgress(out, live=False), verb="built")
-    rows = {r["package"]: r for r in builds.run_local(ctx, builds.prepare(ctx, fx.BRANCH, repo=repo), progress=progress)}
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo)
+    rows = {r["package"]: r for r in builds.run_local(ctx, plan, progress=progress)}
     bad = rows[fx.FAILING]
     assert bad["state"] == "failed"
     message = bad["message"]
