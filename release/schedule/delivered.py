@@ -31,9 +31,13 @@ class Target:
 def targets(result: dict, branches: list[str]) -> list[Target]:
     """The builds a bump result asks for, one per bumped branch of ``branches`` (the branches
     the job is about); a branch the bump left as it was is ``current`` (pure)."""
-    prs = {p["branch"]: p for p in result.get("pull_requests") or [] if p.get("branch")}
+    prs = {p["branch"]: p for p in result.get("pull_requests") or [] if p.get("branch") and p.get("head")}
     pushed = set(result.get("pushed") or [])
-    commits = result.get("commits") or {}
+    commits = dict(result.get("commits") or {})
+    for d in result.get("delivered") or []:  # a bump of every branch: where each one went
+        if d.get("how") == "pushed":
+            pushed.add(d["branch"])
+        commits.setdefault(d["branch"], d.get("commit"))
     out = []
     for name in branches:
         if name in prs:
