@@ -43,7 +43,8 @@ backend, paging and rate-limiting the way GitHub documents it.
   GitHub API base serves both.
 - ``origin``: a bare git repository standing for the GitHub repository; pull requests (open,
   list, update, merge) and commit statuses are then served from it
-  (``tests.support.fakes_github_pulls``; ``pulls_api`` holds what they received).
+  (``tests.support.fakes_github_pulls``; ``pulls_api`` holds what they received), and a
+  dispatch at a ref that repository does not have is refused 422, as GitHub does.
 """
 
 from __future__ import annotations
@@ -267,6 +268,8 @@ class FakeGitHub:
             return 404, {"message": "Not Found"}, {}
         rest = path[len(prefix):].split("/")
         if method == "POST" and rest[0] == "workflows" and rest[2:] == ["dispatches"]:
+            if self.pulls_api is not None and self.pulls_api.branch_sha(str(body.get("ref"))) is None:
+                return 422, {"message": f"No ref found for: {body.get('ref')}"}, {}  # GitHub builds what it has
             self._dispatch(rest[1], body)
             return 204, None, {}
         if method == "GET" and rest[0] == "workflows" and rest[2:] == ["runs"]:
