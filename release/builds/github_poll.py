@@ -116,10 +116,10 @@ def poll_once(ctx, gh: Actions, keys: list[str] | None = None, force: bool = Fal
             report.runs += 1
     except RateLimited as err:
         _note_error(st, runs, str(err), datetime.fromtimestamp(err.until, UTC).replace(tzinfo=None))
+    report.changed += _give_up_stale(ctx, st, keys)
     if report.changed and runs:
         pr_status.report(ctx, gh, [r.request_id for r in runs])  # a pull request's head shows its builds
     report.requests = gh.requests - before
-    report.changed += _give_up_stale(ctx, st, keys)
     report.wait = poll_wait(base, gh.rate, report.requests)
     _pace(st, keys, base, report)
     return report

@@ -173,11 +173,14 @@ def _job_poll(ctx, _arg) -> str:
 def _job_publish(ctx, _arg) -> str:
     if ctx.settings.repo_path is None:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    from release.publishing.publish import publish_pending
+    from release.publishing.publish import held, publish_pending
 
     rows = publish_pending(ctx, None)
     ok = sum(r["state"] == "published" for r in rows)
-    return f"{ok} published, {len(rows) - ok} failed"
+    waiting = len(held(ctx, None))
+    return f"{ok} published, {len(rows) - ok} failed" + (
+        f", {waiting} not on their branch yet (an open pull request's builds, or recipes changed since)"
+        if waiting else "")
 
 
 def _job_flush(ctx, _arg) -> str:
