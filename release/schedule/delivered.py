@@ -1,14 +1,18 @@
-"""What the schedule builds after a bump: the bump as it was delivered, never the old code.
+"""What the schedule builds after the weekly bump: each bump as it was delivered, never the old
+code (``release.pins.deliver.Delivered``, one per bumped branch).
 
 - delivered as a pull request: a GitHub build of the PR's head branch (``bump/<branch>-<rev>``),
   whose results the PR shows as the ``torchbot/builds`` status; never published until merged;
 - pushed to the branch: a GitHub build of the branch's remote head, published by the workflow;
 - left on this machine (committed locally): a local build when the schedule builds locally;
-  with GitHub, nothing (GitHub would build the old pin) and the line says why;
-- nothing bumped (already current): a ``--changed-only`` build of the branch, as before.
+  with GitHub, nothing (GitHub would build the old pin) and the line says why.
 
-``targets`` reads a bump result (pure); ``build_after_bump`` runs the builds and returns one
-line per target for the job's result.
+GitHub builds run in ``TORCHBOT_GITHUB_REPO``'s workflow, so only bumps of the configured
+repository (``TORCHBOT_REPO_PATH``) are built there; a companion repository's bump is reported
+and left to its own CI.
+
+``targets`` sorts the deliveries (pure); ``build_after_bump`` runs the builds and returns one
+line per delivery for the job's result.
 
 May import: config, release.builds.
 """
@@ -16,6 +20,7 @@ May import: config, release.builds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from config.errors import TorchbotError
 
@@ -24,39 +29,44 @@ from config.errors import TorchbotError
 class Target:
     branch: str
     head: str | None  # the PR's head branch; None: the branch itself
-    how: str  # "pull request" | "pushed" | "local" | "current"
-    number: int | None = None  # the PR's number
+    how: str  # "pull request" | "pushed" | "local"
+    repo: str = ""  # the repository's path ('' : the configured one)
 
 
-def targets(result: dict, branches: list[str]) -> list[Target]:
-    """The builds a bump result asks for, one per bumped branch of ``branches`` (the branches
-    the job is about); a branch the bump left as it was is ``current`` (pure)."""
-    prs = {p["branch"]: p for p in result.get("pull_requests") or [] if p.get("branch") and p.get("head")}
-    pushed = set(result.get("pushed") or [])
-    commits = dict(result.get("commits") or {})
-    for d in result.get("delivered") or []:  # a bump of every branch: where each one went
-        if d.get("how") == "pushed":
-            pushed.add(d["branch"])
-        commits.setdefault(d["branch"], d.get("commit"))
+def targets(delivered) -> list[Target]:
+    """One build target per delivery (``Delivered`` objects or their ``to_dict()``) (pure)."""
     out = []
-    for name in branches:
-        if name in prs:
-            out.append(Target(name, prs[name].get("head"), "pull request", prs[name].get("number")))
-        elif name in pushed:
-            out.append(Target(name, None, "pushed"))
-        elif name in commits:
-            out.append(Target(name, None, "local"))
+    for item in delivered:
+        d = item if isinstance(item, dict) else item.to_dict()
+        if d.get("head"):
+            how = "pull request"
+        elif d.get("how") == "pushed":
+            how = "pushed"
         else:
-            out.append(Target(name, None, "current"))
+            how = "local"
+        out.append(Target(d["branch"], d.get("head"), how, d.get("repo") or ""))
     return out
 
 
-def build_after_bump(ctx, result: dict, branches: list[str], backend: str) -> list[str]:
-    """Run the build each target asks for with ``backend`` (github | local); one line each."""
+def _same(a: str, b) -> bool:
+    if not a or b is None:
+        return True
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def build_after_bump(ctx, delivered, backend: str) -> list[str]:
+    """Run the build each delivery asks for with ``backend`` (github | local); one line each."""
     from release.builds.commands import plan_build
 
     lines = []
-    for t in targets(result, branches):
+    for t in targets(delivered):
+        if backend == "github" and not _same(t.repo, ctx.settings.repo_path):
+            lines.append(f"{t.branch} ({Path(t.repo).name}): build: none (GitHub builds run in "
+                         f"{ctx.settings.github_repo}'s workflow)")
+            continue
         if t.how == "pull request" and backend == "local":
             lines.append(f"{t.branch}: build: none (the bump is on {t.head}, a pull request; local builds "
                          "build local branches)")
@@ -67,7 +77,7 @@ def build_after_bump(ctx, result: dict, branches: list[str], backend: str) -> li
             continue
         where = f" of {t.head}" if t.head else ""
         try:
-            built = plan_build(ctx, t.branch, None, backend=backend, changed_only=True,
+            built = plan_build(ctx, t.branch, None, repo=t.repo or None, backend=backend, changed_only=True,
                                head=t.head).apply()
         except TorchbotError as err:
             lines.append(f"{t.branch}: build{where}: not started ({err.message})")

@@ -41,10 +41,11 @@ backend, paging and rate-limiting the way GitHub documents it.
   client in the middle of a poll). A wrong bearer token answers 401. ``upstream``: every path
   outside the repository's Actions API is forwarded there (a FakeNixpkgs ``api_url``), so one
   GitHub API base serves both.
-- ``origin``: a bare git repository standing for the GitHub repository; pull requests (open,
-  list, update, merge) and commit statuses are then served from it
-  (``tests.support.fakes_github_pulls``; ``pulls_api`` holds what they received), and a
-  dispatch at a ref that repository does not have is refused 422, as GitHub does.
+- Pull requests (``/repos/{repo}/pulls``) are served here, not forwarded: ``pulls``
+  (tests/support/fakes_github_pulls.py; ``git_dir``: the bare origin their branches live in),
+  merges included. Commit statuses (``/repos/{repo}/statuses/{sha}``, ``commits/{ref}/status(es)``)
+  too: ``statuses`` (tests/support/fakes_github_statuses.py). With ``git_dir``, a dispatch at a ref
+  the repository does not have is refused 422 ("No ref found for: …"), as GitHub does.
 """
 
 from __future__ import annotations
@@ -83,15 +84,13 @@ class FakeGitHub:
                  durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
                  limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None,
-                 startup_failure: bool = False, origin=None):
+                 startup_failure: bool = False, git_dir=None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
         self.upstream = upstream
         self.no_job = set(no_job or ())
         self.startup_failure = startup_failure
-        self.origin = origin  # a bare git repository standing for the GitHub one: pulls and statuses
-        self.pulls_api = None
         self._hold: tuple[str, str | None] | None = None  # (run status, job status) of runs dispatched now
         self._after: list[int | None] = []  # answer_after: statuses (None: no answer) for processed requests
         self.lock = threading.Lock()
@@ -103,6 +102,12 @@ class FakeGitHub:
         self._used = 0
         self._throttle: list[tuple[int, float | None, bool]] = []
         self._pauses: list[tuple[Callable[[str, str, dict], bool], threading.Event, threading.Event]] = []
+        from tests.support.fakes_github_pulls import Pulls
+
+        self.pulls = Pulls(self, git_dir)  # pull requests (tests/support/fakes_github_pulls.py)
+        from tests.support.fakes_github_statuses import Statuses
+
+        self.statuses = Statuses(self, git_dir)  # commit statuses (tests/support/fakes_github_statuses.py)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -115,20 +120,16 @@ class FakeGitHub:
             def do_POST(self):
                 fake._handle(self, "POST")
 
-            def do_PUT(self):
-                fake._handle(self, "PUT")
-
             def do_PATCH(self):
                 fake._handle(self, "PATCH")
+
+            def do_PUT(self):
+                fake._handle(self, "PUT")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        if origin is not None:
-            from tests.support.fakes_github_pulls import PullsApi
-
-            self.pulls_api = PullsApi(repo, origin, self.url)
 
     def __enter__(self):
         self._thread.start()
@@ -258,17 +259,21 @@ class FakeGitHub:
 
     def _route(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
         prefix = f"/repos/{self.repo}/actions/"
-        if self.pulls_api is not None and path.startswith(f"/repos/{self.repo}/") and not path.startswith(prefix):
-            answer = self.pulls_api.route(method, path[len(f"/repos/{self.repo}/"):].split("/"), query, body)
-            if answer is not None:
-                return answer
+        pulls = f"/repos/{self.repo}/pulls"
+        if path == pulls or path.startswith(pulls + "/"):
+            return self.pulls.route(req, method, path[len(pulls):].strip("/").split("/") if path != pulls else [],
+                                    query, body)
+        statuses = self.statuses.route(method, path[len(f"/repos/{self.repo}/"):].split("/"), body) \
+            if path.startswith(f"/repos/{self.repo}/") else None
+        if statuses is not None:
+            return statuses
         if not path.startswith(prefix) and self.upstream:
             return self._forward(req, method, body)
         if not path.startswith(prefix):
             return 404, {"message": "Not Found"}, {}
         rest = path[len(prefix):].split("/")
         if method == "POST" and rest[0] == "workflows" and rest[2:] == ["dispatches"]:
-            if self.pulls_api is not None and self.pulls_api.branch_sha(str(body.get("ref"))) is None:
+            if self.pulls.git_dir is not None and self.pulls._sha(str(body.get("ref"))) is None:
                 return 422, {"message": f"No ref found for: {body.get('ref')}"}, {}  # GitHub builds what it has
             self._dispatch(rest[1], body)
             return 204, None, {}

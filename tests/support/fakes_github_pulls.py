@@ -1,222 +1,185 @@
-"""Pull requests and commit statuses of the fake GitHub (``FakeGitHub(origin=...)``), backed by
-a real bare git repository that stands for the GitHub repository: a pull request's head and
-base are branches of it, a merge writes a real merge commit onto the base branch, a status
-needs a commit the repository has. Shapes and status codes follow GitHub's REST reference
-(OpenAPI ``pull-request``, ``pull-request-simple``, ``status``, ``combined-commit-status``,
-``pull-request-merge-result``): required fields are present, unknown input is refused.
+"""Pull requests for :class:`tests.support.fakes_github.FakeGitHub`, as strict as GitHub's REST API
+(``/repos/{owner}/{repo}/pulls``):
 
-- ``POST /repos/{o}/{r}/pulls`` (201): ``head``/``base`` must be branches (422 otherwise); a
-  second open pull request for the same head and base is refused 422 ("A pull request already
-  exists for o:head."), as GitHub does.
-- ``GET /repos/{o}/{r}/pulls`` with ``state`` (open | closed | all), ``head`` (``owner:branch``)
-  and ``base`` filters; ``GET``/``PATCH .../pulls/{n}`` (title, body, state, base).
-- ``PUT .../pulls/{n}/merge`` (``sha``, ``merge_method`` merge | squash | rebase,
-  ``commit_title``, ``commit_message``): 200 ``{"sha", "merged": true, "message"}``; 405 when the
-  pull request is closed or its branches conflict; 409 when ``sha`` is not the head's commit
-  ("Head branch was modified. Review and try the merge again."). ``merges`` keeps each merge.
-- ``POST /repos/{o}/{r}/statuses/{sha}`` (201): ``state`` one of error | failure | pending |
-  success, optional ``target_url``, ``description`` (at most 140 characters), ``context``
-  (default "default"); 422 for an unknown commit or a bad state. ``GET .../commits/{ref}/statuses``
-  (newest first) and ``GET .../commits/{ref}/status`` (combined: the latest per context).
+- ``POST .../pulls`` needs ``title``, ``head`` and ``base`` (422 otherwise); ``head`` is ``branch``
+  or ``owner:branch``. With ``git_dir`` (the bare origin the bumps push to) the head and base
+  branches must exist there (422 "head/base invalid"), and the PR's ``head.sha`` is read from it.
+  A second open PR for the same head and base answers 422 "A pull request already exists for
+  owner:branch.", as GitHub does.
+- ``GET .../pulls`` filters ``state`` (open by default; closed; all), ``head`` (``owner:branch``) and
+  ``base``, newest first, paged: ``per_page`` defaults to 30 and is capped at 100, ``Link`` headers
+  carry next/last/prev/first.
+- ``GET .../pulls/{n}``; ``PATCH .../pulls/{n}`` edits ``title``, ``body``, ``state``, ``base``
+  (422 on another field's bad value), and re-reads ``head.sha`` from ``git_dir``.
+- ``PUT .../pulls/{n}/merge`` (needs ``git_dir``; ``sha``, ``merge_method`` merge | squash |
+  rebase, ``commit_title``, ``commit_message``): writes a real merge (or squash) commit onto the
+  base branch and answers 200 ``{"sha", "merged": true, "message"}``; 405 when the pull request is
+  closed or its branches conflict; 409 when ``sha`` is not the head's commit ("Head branch was
+  modified. Review and try the merge again."). ``merges`` keeps each merge.
+
+Objects carry the pull-request schema's required fields (``url``, ``id``, ``node_id``,
+``html_url``, ``number``, ``state``, ``locked``, ``title``, ``user``, ``body``, ``labels``, ``head``
+and ``base`` with ``label``/``ref``/``sha``/``repo``/``user``, ``created_at``, ``updated_at``, ...).
+``prs`` holds them by number; ``edits`` every PATCH received.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import time
 from datetime import UTC, datetime
-from pathlib import Path
 
-STATES = ("error", "failure", "pending", "success")
-MERGE_METHODS = ("merge", "squash", "rebase")
-_ENV = {"GIT_AUTHOR_NAME": "GitHub", "GIT_AUTHOR_EMAIL": "noreply@github.com", "GIT_COMMITTER_NAME": "GitHub",
-        "GIT_COMMITTER_EMAIL": "noreply@github.com"}
+ACCOUNT = {"login": "torchbot", "id": 1, "node_id": "U_1", "type": "Bot", "site_admin": False}
 
 
-def _iso() -> str:
+def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class PullsApi:
-    def __init__(self, repo: str, origin: Path, api_url: str):
-        self.repo, self.origin, self.api = repo, Path(origin), api_url.rstrip("/")
-        self.owner = repo.split("/", 1)[0]
-        self.pulls: dict[int, dict] = {}
-        self.statuses: list[dict] = []  # every status posted, oldest first
+class Pulls:
+    def __init__(self, fake, git_dir=None):
+        self.fake = fake
+        self.git_dir = git_dir
+        self.prs: dict[int, dict] = {}
+        self.edits: list[tuple[int, dict]] = []
         self.merges: list[dict] = []  # {"number", "sha", "method"}
 
-    # -- git ------------------------------------------------------------------------------
+    @property
+    def owner(self) -> str:
+        return self.fake.repo.split("/")[0]
 
-    def _git(self, *args: str, check: bool = True) -> str | None:
-        proc = subprocess.run(["git", "-C", str(self.origin), *args], capture_output=True, text=True,
-                              env={**os.environ, **_ENV}, check=False)
-        if proc.returncode != 0:
-            if check:
-                raise RuntimeError(proc.stderr)
-            return None
-        return proc.stdout.strip()
+    def _sha(self, branch: str) -> str | None:
+        if self.git_dir is None:
+            return "0" * 40
+        r = subprocess.run(["git", f"--git-dir={self.git_dir}", "rev-parse", "--verify", "--quiet",
+                            f"refs/heads/{branch}^{{commit}}"], capture_output=True, text=True, check=False)
+        return r.stdout.strip() if r.returncode == 0 else None
 
-    def branch_sha(self, branch: str) -> str | None:
-        return self._git("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False)
+    def _ref(self, branch: str, sha: str) -> dict:
+        repo = {"id": 2, "node_id": "R_2", "name": self.fake.repo.split("/")[1], "full_name": self.fake.repo,
+                "private": False, "owner": ACCOUNT, "html_url": f"https://github.test/{self.fake.repo}"}
+        return {"label": f"{self.owner}:{branch}", "ref": branch, "sha": sha, "user": ACCOUNT, "repo": repo}
 
-    def commit_sha(self, ref: str) -> str | None:
-        return self.branch_sha(ref) or self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    def route(self, req, method: str, rest: list[str], query: dict, body: dict) -> tuple[int, object, dict]:
+        if not rest and method == "POST":
+            return self._create(body)
+        if not rest and method == "GET":
+            return self._list(req, query)
+        if len(rest) == 1 and rest[0].isdigit() and int(rest[0]) in self.prs:
+            pr = self.prs[int(rest[0])]
+            if method == "GET":
+                return 200, pr, {}
+            if method == "PATCH":
+                return self._edit(pr, body)
+        if len(rest) == 2 and rest[0].isdigit() and int(rest[0]) in self.prs and rest[1] == "merge" and method == "PUT":
+            return self._merge(self.prs[int(rest[0])], body)
+        return 404, {"message": "Not Found"}, {}
 
-    # -- routing --------------------------------------------------------------------------
-
-    def route(self, method: str, rest: list[str], query: dict, body: dict) -> tuple[int, object, dict] | None:
-        """The answer to ``/repos/{repo}/<rest>``, or None when it is not a pulls/statuses path."""
-        if rest[:1] == ["pulls"]:
-            if len(rest) == 1:
-                return self._create(body) if method == "POST" else self._list(query) if method == "GET" else None
-            if not rest[1].isdigit() or int(rest[1]) not in self.pulls:
-                return 404, {"message": "Not Found"}, {}
-            pr = self.pulls[int(rest[1])]
-            if len(rest) == 2:
-                return (200, self._full(pr), {}) if method == "GET" else self._patch(pr, body) if method == "PATCH" \
-                    else None
-            if rest[2:] == ["merge"] and method == "PUT":
-                return self._merge(pr, body)
-            return None
-        if rest[:1] == ["statuses"] and len(rest) == 2 and method == "POST":
-            return self._post_status(rest[1], body)
-        if rest[:1] == ["commits"] and len(rest) == 3 and method == "GET" and rest[2] in ("statuses", "status"):
-            sha = self.commit_sha(rest[1])
-            if sha is None:
-                return 422, {"message": f"No commit found for SHA: {rest[1]}"}, {}
-            mine = [s for s in reversed(self.statuses) if s["sha"] == sha]
-            if rest[2] == "statuses":
-                return 200, [s["status"] for s in mine], {}
-            return 200, self._combined(sha, mine), {}
-        return None
-
-    # -- pull requests --------------------------------------------------------------------
-
-    def _ref(self, branch: str) -> dict:
-        return {"label": f"{self.owner}:{branch}", "ref": branch, "sha": self.branch_sha(branch) or "",
-                "user": {"login": self.owner, "id": 1, "type": "Organization"},
-                "repo": {"id": 1, "name": self.repo.split("/", 1)[1], "full_name": self.repo}}
-
-    def _simple(self, pr: dict) -> dict:
-        n = pr["number"]
-        return {"url": f"{self.api}/repos/{self.repo}/pulls/{n}", "id": 9000 + n, "node_id": f"PR_{n}",
-                "html_url": f"https://github.com/{self.repo}/pull/{n}", "number": n, "state": pr["state"],
-                "locked": False, "title": pr["title"], "body": pr["body"], "draft": pr["draft"],
-                "user": {"login": "torchbot", "id": 2, "type": "Bot"}, "labels": [], "assignees": [],
-                "requested_reviewers": [], "created_at": pr["created_at"], "updated_at": pr["updated_at"],
-                "closed_at": pr["closed_at"], "merged_at": pr["merged_at"],
-                "merge_commit_sha": pr["merge_commit_sha"], "head": self._ref(pr["head"]),
-                "base": self._ref(pr["base"]), "author_association": "NONE", "auto_merge": None}
-
-    def _full(self, pr: dict) -> dict:
-        return {**self._simple(pr), "merged": pr["merged_at"] is not None, "mergeable": True,
-                "mergeable_state": "clean", "merged_by": None, "comments": 0, "review_comments": 0,
-                "maintainer_can_modify": False, "commits": 1, "additions": 0, "deletions": 0, "changed_files": 0}
+    def _invalid(self, field: str, code: str = "invalid", message: str | None = None):
+        err = {"resource": "PullRequest", "field": field, "code": code}
+        if message:
+            err = {"resource": "PullRequest", "code": "custom", "message": message}
+        return 422, {"message": "Validation Failed", "errors": [err],
+                     "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"}, {}
 
     def _create(self, body: dict) -> tuple[int, object, dict]:
-        head, base = body.get("head"), body.get("base")
-        if not isinstance(head, str) or not isinstance(base, str) or not body.get("title"):
-            return 422, {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "code": "missing_field",
-                                                                     "field": "head" if not head else "base"}]}, {}
-        head = head.split(":", 1)[-1]
-        if self.branch_sha(head) is None or self.branch_sha(base) is None:
-            field = "head" if self.branch_sha(head) is None else "base"
-            return 422, {"message": "Validation Failed",
-                         "errors": [{"resource": "PullRequest", "field": field, "code": "invalid"}]}, {}
-        if any(p["head"] == head and p["base"] == base and p["state"] == "open" for p in self.pulls.values()):
-            return 422, {"message": "Validation Failed",
-                         "errors": [{"resource": "PullRequest", "code": "custom",
-                                     "message": f"A pull request already exists for {self.owner}:{head}."}]}, {}
-        n = len(self.pulls) + 1
-        now = _iso()
-        self.pulls[n] = {"number": n, "head": head, "base": base, "title": body["title"], "body": body.get("body"),
-                         "draft": bool(body.get("draft")), "state": "open", "created_at": now, "updated_at": now,
-                         "closed_at": None, "merged_at": None, "merge_commit_sha": None}
-        return 201, self._full(self.pulls[n]), {}
+        for field in ("head", "base"):
+            if not isinstance(body.get(field), str) or not body[field]:
+                return self._invalid(field, "missing_field")
+        if not isinstance(body.get("title"), str) or not body["title"].strip():
+            return self._invalid("title", "missing_field")
+        head = body["head"].split(":", 1)[-1]
+        base = body["base"]
+        head_sha, base_sha = self._sha(head), self._sha(base)
+        if head_sha is None:
+            return self._invalid("head")
+        if base_sha is None:
+            return self._invalid("base")
+        for pr in self.prs.values():
+            if pr["state"] == "open" and pr["head"]["ref"] == head and pr["base"]["ref"] == base:
+                return self._invalid("head", message=f"A pull request already exists for {self.owner}:{head}.")
+        n = max(self.prs, default=0) + 1
+        api = f"{self.fake.url}repos/{self.fake.repo}"
+        now = _now()
+        pr = {
+            "url": f"{api}/pulls/{n}", "id": 1000 + n, "node_id": f"PR_{n}",
+            "html_url": f"https://github.test/{self.fake.repo}/pull/{n}",
+            "diff_url": f"https://github.test/{self.fake.repo}/pull/{n}.diff",
+            "patch_url": f"https://github.test/{self.fake.repo}/pull/{n}.patch",
+            "issue_url": f"{api}/issues/{n}", "commits_url": f"{api}/pulls/{n}/commits",
+            "review_comments_url": f"{api}/pulls/{n}/comments",
+            "review_comment_url": f"{api}/pulls/comments{{/number}}", "comments_url": f"{api}/issues/{n}/comments",
+            "statuses_url": f"{api}/statuses/{head_sha}",
+            "number": n, "state": "open", "locked": False, "title": body["title"], "user": ACCOUNT,
+            "body": body.get("body"), "labels": [], "milestone": None, "active_lock_reason": None,
+            "created_at": now, "updated_at": now, "closed_at": None, "merged_at": None, "merge_commit_sha": None,
+            "assignee": None, "assignees": [], "requested_reviewers": [], "requested_teams": [],
+            "head": self._ref(head, head_sha), "base": self._ref(base, base_sha),
+            "_links": {"self": {"href": f"{api}/pulls/{n}"}, "html": {"href": f"https://github.test/pull/{n}"}},
+            "author_association": "NONE", "auto_merge": None, "draft": bool(body.get("draft", False)),
+        }
+        self.prs[n] = pr
+        return 201, pr, {"Location": pr["url"]}
 
-    def _list(self, query: dict) -> tuple[int, object, dict]:
+    def _list(self, req, query: dict) -> tuple[int, object, dict]:
         state = query.get("state", "open")
         if state not in ("open", "closed", "all"):
-            return 422, {"message": "Validation Failed"}, {}
-        out = []
-        for pr in sorted(self.pulls.values(), key=lambda p: -p["number"]):
-            if state != "all" and pr["state"] != state:
-                continue
-            if query.get("head") and f"{self.owner}:{pr['head']}" != query["head"]:
-                continue
-            if query.get("base") and pr["base"] != query["base"]:
-                continue
-            out.append(self._simple(pr))
-        return 200, out, {}
+            return 422, {"message": "Validation Failed", "errors": [{"field": "state", "code": "invalid"}]}, {}
+        rows = [p for p in sorted(self.prs.values(), key=lambda p: -p["number"])
+                if state == "all" or p["state"] == state]
+        if query.get("head"):
+            owner, _, ref = query["head"].partition(":")
+            rows = [p for p in rows if ref and owner == self.owner and p["head"]["ref"] == ref]
+        if query.get("base"):
+            rows = [p for p in rows if p["base"]["ref"] == query["base"]]
+        window, links = self.fake._page(req, f"/repos/{self.fake.repo}/pulls", query, len(rows))
+        return 200, rows[window], links
 
-    def _patch(self, pr: dict, body: dict) -> tuple[int, object, dict]:
-        unknown = set(body) - {"title", "body", "state", "base", "maintainer_can_modify"}
-        if unknown or body.get("state", "open") not in ("open", "closed"):
-            return 422, {"message": "Validation Failed"}, {}
-        for key in ("title", "body", "base"):
-            if key in body:
-                pr[key] = body[key]
-        if "state" in body and pr["merged_at"] is None:
-            pr["state"] = body["state"]
-            pr["closed_at"] = _iso() if body["state"] == "closed" else None
-        pr["updated_at"] = _iso()
-        return 200, self._full(pr), {}
+    def _edit(self, pr: dict, body: dict) -> tuple[int, object, dict]:
+        if "state" in body and body["state"] not in ("open", "closed"):
+            return self._invalid("state")
+        if "base" in body and self._sha(body["base"]) is None:
+            return self._invalid("base")
+        self.edits.append((pr["number"], dict(body)))
+        for field in ("title", "body", "state"):
+            if field in body:
+                pr[field] = body[field]
+        if "base" in body:
+            pr["base"] = self._ref(body["base"], self._sha(body["base"]))
+        sha = self._sha(pr["head"]["ref"])
+        if sha:
+            pr["head"]["sha"] = sha
+        pr["updated_at"] = _now()
+        if pr["state"] == "closed" and not pr["closed_at"]:
+            pr["closed_at"] = pr["updated_at"]
+        return 200, pr, {}
+
+    def _git(self, *args: str) -> str | None:
+        env = {**os.environ, "GIT_AUTHOR_NAME": "GitHub", "GIT_AUTHOR_EMAIL": "noreply@github.com",
+               "GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.com"}
+        r = subprocess.run(["git", f"--git-dir={self.git_dir}", *args], capture_output=True, text=True, check=False,
+                           env=env)
+        return r.stdout.strip() if r.returncode == 0 else None
 
     def _merge(self, pr: dict, body: dict) -> tuple[int, object, dict]:
         method = body.get("merge_method", "merge")
-        if method not in MERGE_METHODS:
-            return 422, {"message": "Validation Failed"}, {}
-        if pr["state"] != "open":
+        if method not in ("merge", "squash", "rebase"):
+            return self._invalid("merge_method")
+        if pr["state"] != "open" or self.git_dir is None:
             return 405, {"message": "Pull Request is not mergeable"}, {}
-        head, base = self.branch_sha(pr["head"]), self.branch_sha(pr["base"])
+        head, base = self._sha(pr["head"]["ref"]), self._sha(pr["base"]["ref"])
         if body.get("sha") and body["sha"] != head:
             return 409, {"message": "Head branch was modified. Review and try the merge again."}, {}
-        tree = self._git("merge-tree", "--write-tree", base, head, check=False)
+        tree = self._git("merge-tree", "--write-tree", base, head)
         if tree is None:
             return 405, {"message": "Pull Request is not mergeable"}, {}
-        title = body.get("commit_title") or f"Merge pull request #{pr['number']} from {self.owner}/{pr['head']}"
+        title = body.get("commit_title") or f"Merge pull request #{pr['number']} from {self.owner}/{pr['head']['ref']}"
         message = title + ("\n\n" + body["commit_message"] if body.get("commit_message") else "")
         parents = ["-p", base] + (["-p", head] if method == "merge" else [])
         sha = self._git("commit-tree", tree.splitlines()[0], *parents, "-m", message)
-        self._git("update-ref", f"refs/heads/{pr['base']}", sha, base)
-        now = _iso()
+        if sha is None or self._git("update-ref", f"refs/heads/{pr['base']['ref']}", sha, base) is None:
+            return 405, {"message": "Pull Request is not mergeable"}, {}
+        now = _now()
         pr.update(state="closed", merged_at=now, closed_at=now, updated_at=now, merge_commit_sha=sha)
         self.merges.append({"number": pr["number"], "sha": sha, "method": method})
         return 200, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"}, {}
-
-    # -- statuses -------------------------------------------------------------------------
-
-    def _post_status(self, sha: str, body: dict) -> tuple[int, object, dict]:
-        if body.get("state") not in STATES:
-            return 422, {"message": "Validation Failed",
-                         "errors": [{"resource": "Status", "field": "state", "code": "invalid"}]}, {}
-        if len(body.get("description") or "") > 140:
-            return 422, {"message": "Validation Failed",
-                         "errors": [{"resource": "Status", "field": "description", "code": "custom"}]}, {}
-        if self._git("cat-file", "-e", f"{sha}^{{commit}}", check=False) is None or len(sha) != 40:
-            return 422, {"message": f"No commit found for SHA: {sha}"}, {}
-        n = len(self.statuses) + 1
-        now = _iso()
-        status = {"url": f"{self.api}/repos/{self.repo}/statuses/{sha}", "avatar_url": None, "id": n,
-                  "node_id": f"SC_{n}", "state": body["state"], "description": body.get("description"),
-                  "target_url": body.get("target_url"), "context": body.get("context") or "default",
-                  "created_at": now, "updated_at": now, "creator": {"login": "torchbot", "id": 2, "type": "Bot"}}
-        self.statuses.append({"sha": sha, "status": status, "t": time.monotonic()})
-        return 201, status, {}
-
-    def _combined(self, sha: str, newest_first: list[dict]) -> dict:
-        latest: dict[str, dict] = {}
-        for s in newest_first:
-            latest.setdefault(s["status"]["context"], s["status"])
-        states = {s["state"] for s in latest.values()}
-        state = ("failure" if states & {"error", "failure"} else "pending" if "pending" in states or not states
-                 else "success")
-        return {"state": state, "sha": sha, "total_count": len(latest), "statuses": list(latest.values()),
-                "repository": {"id": 1, "full_name": self.repo},
-                "commit_url": f"{self.api}/repos/{self.repo}/commits/{sha}",
-                "url": f"{self.api}/repos/{self.repo}/commits/{sha}/status"}
-
-    def of(self, sha: str, context: str = "torchbot/builds") -> list[dict]:
-        """The statuses posted on ``sha`` in ``context``, oldest first (for tests)."""
-        return [s["status"] for s in self.statuses if s["sha"] == sha and s["status"]["context"] == context]

@@ -4,6 +4,7 @@ and the bot's own host builds nothing."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,7 @@ from config.errors import ConfigError
 from config.settings import load_settings
 from release.builds import run as builds
 from release.builds.commands import plan_build
-from release.pins.commands import plan_bump
 from release.publishing import publish
-from release.schedule import delivered
 from release.schedule import jobs as schedule
 from tests.support import fixtures_builds as fx
 from tests.support import fixtures_pins as pins
@@ -49,9 +48,10 @@ def test_without_a_github_token_the_schedule_bumps_reports_and_builds_nothing(tm
         _nixpkgs(nix)
         ctx = fx.context(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=nix.api_url,
                          nixpkgs_tarball_url=nix.tarball_url, build_command="false", http_retries=1)
-        result = schedule.run_now(ctx, f"bump:{BRANCH}")["result"]
+        result = schedule.run_now(ctx, "bump")["result"]
     assert "build: none" in result and "no GitHub token" in result, result
-    assert f"bump pin {pins.PIN_A[:7]} -> {pins.NEW[:7]}" in result, result
+    assert "bumped" in result and "nothing left this machine" in result, result
+    assert all(pins.NEW in t for t in pins.tree_files(work, BRANCH).values())
     assert builds.status(ctx, BRANCH) == []  # nothing built, nothing queued
 
 
@@ -62,52 +62,57 @@ def _github_ctx(tmp_path: Path, work: Path, nix: FakeNixpkgs, gh: FakeGitHub, **
                       flox_org="acme", publish_command="true", **over)
 
 
+def _rev(origin: Path, ref: str) -> str:
+    return pins.git(origin, "rev-parse", ref).strip()
+
+
 def test_a_bump_left_on_this_machine_is_not_built_on_github(tmp_path: Path) -> None:
     work, _ = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
     with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url) as gh:
         _nixpkgs(nix)
-        result = schedule.run_now(_github_ctx(tmp_path, work, nix, gh), f"bump:{BRANCH}")["result"]
+        result = schedule.run_now(_github_ctx(tmp_path, work, nix, gh, bump_delivery="local"), "bump")["result"]
         dispatched = list(gh.dispatches)
-    assert f"bump pin {pins.PIN_A[:7]} -> {pins.NEW[:7]}" in result, result
-    assert "build: none (the bump is only on this machine; GitHub would build the old pin" in result, result
+    assert f"{BRANCH}: build: none (the bump is only on this machine; GitHub would build the old pin" in result, \
+        result
     assert dispatched == []  # never dispatched against the old code
 
 
-def test_a_pushed_bump_is_built_at_the_branch_and_published_by_the_workflow(tmp_path: Path) -> None:
+def test_with_push_delivery_the_scheduled_build_goes_to_github(tmp_path: Path) -> None:
     work, origin = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
-    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, origin=origin) as gh:
+    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, git_dir=origin) as gh:
         _nixpkgs(nix)
-        ctx = _github_ctx(tmp_path, work, nix, gh)
-        result = plan_bump(ctx, BRANCH, None, push=True).apply().to_dict()
-        lines = delivered.build_after_bump(ctx, result, [BRANCH], "github")
-        dispatched = list(gh.dispatches)
-        statuses = list(gh.pulls_api.statuses)
-    (workflow, payload), *_ = dispatched
-    assert workflow == "torchbot-build.yml" and payload["ref"] == BRANCH and payload["inputs"]["publish"] is True
+        ctx = _github_ctx(tmp_path, work, nix, gh, bump_delivery="push")
+        result = schedule.run_now(ctx, "bump")["result"]
+        dispatched = [(w, p) for w, p in gh.dispatches if p["ref"] == BRANCH]
+        statuses = list(gh.statuses.posted)
+    (workflow, payload), = dispatched
+    assert workflow == "torchbot-build.yml" and payload["inputs"]["publish"] is True, result
+    sent = {e["package"] for _, p in dispatched for key in ("pytorch", "companions")
+            for e in json.loads(p["inputs"][key])}
     rows = builds.status(ctx, BRANCH)
-    assert {r["commit"] for r in rows} == {pins.git(origin, "rev-parse", BRANCH).strip()}
-    assert {r["state"] for r in rows} == {"succeeded"} and {r["pin"] for r in rows} == {pins.NEW}, lines
+    assert rows and {r["backend"] for r in rows} == {"github"} and {r["package"] for r in rows} == sent
+    assert {r["state"] for r in rows} == {"succeeded"} and {r["pin"] for r in rows} == {pins.NEW}
+    assert {r["commit"] for r in rows} == {_rev(origin, BRANCH)}  # what GitHub has: the pushed bump
     assert statuses == []  # a branch's own build is published, not reviewed
     published = publish.publish_pending(ctx, BRANCH)
-    assert {r["message"] for r in published} == {"published by the GitHub workflow"}
+    assert published and {r["message"] for r in published} == {"published by the GitHub workflow"}
 
 
 def test_a_bump_pull_request_is_built_at_its_head_reported_and_published_once_merged(tmp_path: Path) -> None:
     work, origin = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
-    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, origin=origin) as gh:
+    before = _rev(origin, BRANCH)
+    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, git_dir=origin) as gh:
         _nixpkgs(nix)
         ctx = _github_ctx(tmp_path, work, nix, gh, bump_automerge=True)
-        before = pins.git(origin, "rev-parse", BRANCH).strip()
-        result = plan_bump(ctx, BRANCH, None, open_pr=True).apply().to_dict()
-        (pr,) = result["pull_requests"]
-        head = pins.git(origin, "rev-parse", pr["head"]).strip()
-        lines = delivered.build_after_bump(ctx, result, [BRANCH], "github")
-        dispatched = list(gh.dispatches)
-        posted = gh.pulls_api.of(head)
-        merges = list(gh.pulls_api.merges)
-    assert pr["head"] == f"bump/{BRANCH}-{pins.NEW[:7]}" and lines[0].startswith(f"{BRANCH}: build of {pr['head']}")
-    (_, payload), *_ = dispatched
-    assert payload["ref"] == pr["head"] and payload["inputs"]["publish"] is False
+        result = schedule.run_now(ctx, "bump")["result"]
+        (pr,) = [p for p in gh.pulls.prs.values() if p["base"]["ref"] == BRANCH]
+        head_ref, head = pr["head"]["ref"], pr["head"]["sha"]
+        dispatched = [p for _, p in gh.dispatches if p["inputs"]["branch"] == BRANCH]
+        posted = gh.statuses.of(head)
+        merges = [m for m in gh.pulls.merges if m["number"] == pr["number"]]
+    assert head_ref == f"bump/{BRANCH}-{pins.NEW[:7]}" and f"{BRANCH}: build of {head_ref}: " in result, result
+    (payload,) = dispatched
+    assert payload["ref"] == head_ref and payload["inputs"]["publish"] is False
     rows = builds.status(ctx, BRANCH)
     n = len(rows)
     assert {r["commit"] for r in rows} == {head} and {r["state"] for r in rows} == {"succeeded"}
@@ -116,7 +121,7 @@ def test_a_bump_pull_request_is_built_at_its_head_reported_and_published_once_me
     assert posted[-1]["context"] == "torchbot/builds"
     # automerge: every build passed, so the PR merged; the branch now holds the bump
     (merge,) = merges
-    assert pins.git(origin, "rev-parse", BRANCH).strip() == merge["sha"] != before
+    assert _rev(origin, BRANCH) == merge["sha"] != before and pr["state"] == "closed" and pr["merged_at"]
     # what merged is published from the branch, without building it again
     again = plan_build(ctx, BRANCH, None, backend="github", changed_only=True)
     assert again.to_dict()["build"] == [] and len(again.to_dict()["unchanged"]) == n
@@ -129,23 +134,14 @@ def test_a_bump_pull_request_is_built_at_its_head_reported_and_published_once_me
 
 def test_a_failed_build_fails_the_status_and_nothing_merges(tmp_path: Path) -> None:
     work, origin = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
-    with FakeNixpkgs() as nix:
+    one = pins.git(origin, "ls-tree", "--name-only", BRANCH, ".flox/pkgs/").split()[0].rsplit("/", 1)[1][:-4]
+    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, git_dir=origin, fail={one}) as gh:
         _nixpkgs(nix)
-        with FakeGitHub(upstream=nix.api_url, origin=origin) as probe:
-            ctx = _github_ctx(tmp_path, work, nix, probe)
-            result = plan_bump(ctx, BRANCH, None, open_pr=True).apply().to_dict()
-        (pr,) = result["pull_requests"]
-        head = pins.git(origin, "rev-parse", pr["head"]).strip()
-        one = sorted(p.removesuffix(".nix") for p in pins.git(origin, "ls-tree", "--name-only", head,
-                                                               ".flox/pkgs/").split())[0].rsplit("/", 1)[-1]
-        with FakeGitHub(upstream=nix.api_url, origin=origin, fail={one}) as gh:
-            ctx = _github_ctx(tmp_path, work, nix, gh, bump_automerge=True)
-            gh.pulls_api.pulls = {1: {"number": 1, "head": pr["head"], "base": BRANCH, "title": "t", "body": "",
-                                      "draft": False, "state": "open", "created_at": "", "updated_at": "",
-                                      "closed_at": None, "merged_at": None, "merge_commit_sha": None}}
-            delivered.build_after_bump(ctx, result, [BRANCH], "github")
-            posted = gh.pulls_api.of(head)
-            merges = list(gh.pulls_api.merges)
+        ctx = _github_ctx(tmp_path, work, nix, gh, bump_automerge=True)
+        schedule.run_now(ctx, "bump")
+        (pr,) = [p for p in gh.pulls.prs.values() if p["base"]["ref"] == BRANCH]
+        posted = gh.statuses.of(pr["head"]["sha"])
+        merged = [m for m in gh.pulls.merges if m["number"] == pr["number"]]
     assert posted[-1]["state"] == "failure" and posted[-1]["description"].endswith(", 1 failed")
-    assert merges == []
+    assert merged == [] and pr["state"] == "open"
     assert publish.pending(ctx, BRANCH) == []  # nothing of an unmerged PR is published
