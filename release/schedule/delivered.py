@@ -64,25 +64,25 @@ def build_after_bump(ctx, delivered, backend: str) -> list[str]:
     lines = []
     for t in targets(delivered):
         if backend == "github" and not _same(t.repo, ctx.settings.repo_path):
-            lines.append(f"{t.branch} ({Path(t.repo).name}): build: none (GitHub builds run in "
+            lines.append(f"{t.branch} ({Path(t.repo).name}): none (GitHub builds run in "
                          f"{ctx.settings.github_repo}'s workflow)")
             continue
         if t.how == "pull request" and backend == "local":
-            lines.append(f"{t.branch}: build: none (the bump is on {t.head}, a pull request; local builds "
+            lines.append(f"{t.branch}: none (the bump is on {t.head}, a pull request; local builds "
                          "build local branches)")
             continue
         if t.how == "local" and backend == "github":
-            lines.append(f"{t.branch}: build: none (the bump is only on this machine; GitHub would build "
+            lines.append(f"{t.branch}: none (the bump is only on this machine; GitHub would build "
                          "the old pin: deliver it as a pull request or push it)")
             continue
-        where = f" of {t.head}" if t.head else ""
+        where = f" at {t.head}" if t.head else ""
         try:
             built = plan_build(ctx, t.branch, None, repo=t.repo or None, backend=backend, changed_only=True,
                                head=t.head).apply()
         except TorchbotError as err:
-            lines.append(f"{t.branch}: build{where}: not started ({err.message})")
+            lines.append(f"{t.branch}{where}: not started ({err.message})")
             continue
-        lines.append(f"{t.branch}: build{where}: {_counts(built.rows)}")
+        lines.append(f"{t.branch}{where}: {_counts(built.rows)}")
     return lines
 
 

@@ -40,7 +40,8 @@ backend, paging and rate-limiting the way GitHub documents it.
   (method, path). ``pause(predicate)`` holds a matching request until released (to stop a
   client in the middle of a poll). A wrong bearer token answers 401. ``upstream``: every path
   outside the repository's Actions API is forwarded there (a FakeNixpkgs ``api_url``), so one
-  GitHub API base serves both.
+  GitHub API base serves both (the token is passed on: a second ``FakeGitHub`` for another
+  repository can be the upstream, so one base serves two repositories).
 - Pull requests (``/repos/{repo}/pulls``) are served here, not forwarded: ``pulls``
   (tests/support/fakes_github_pulls.py; ``git_dir``: the bare origin their branches live in),
   merges included. Commit statuses (``/repos/{repo}/statuses/{sha}``, ``commits/{ref}/status(es)``)
@@ -304,8 +305,10 @@ class FakeGitHub:
     def _forward(self, req, method: str, body: dict) -> tuple[int, bytes, dict]:
         """Anything but Actions goes to ``upstream`` (another fake: nixpkgs commits, pulls)."""
         data = json.dumps(body).encode() if method in ("POST", "PUT", "PATCH") else None
-        fwd = urllib.request.Request(self.upstream.rstrip("/") + req.path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        if req.headers.get("Authorization"):  # another repository's stand-in checks the token too
+            headers["Authorization"] = req.headers["Authorization"]
+        fwd = urllib.request.Request(self.upstream.rstrip("/") + req.path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(fwd, timeout=10) as resp:
                 return resp.status, resp.read(), {"Content-Type": resp.headers.get("Content-Type", "")}

@@ -72,7 +72,7 @@ def test_a_bump_left_on_this_machine_is_not_built_on_github(tmp_path: Path) -> N
         _nixpkgs(nix)
         result = schedule.run_now(_github_ctx(tmp_path, work, nix, gh, bump_delivery="local"), "bump")["result"]
         dispatched = list(gh.dispatches)
-    assert f"{BRANCH}: build: none (the bump is only on this machine; GitHub would build the old pin" in result, \
+    assert f"{BRANCH}: none (the bump is only on this machine; GitHub would build the old pin" in result, \
         result
     assert dispatched == []  # never dispatched against the old code
 
@@ -110,7 +110,7 @@ def test_a_bump_pull_request_is_built_at_its_head_reported_and_published_once_me
         dispatched = [p for _, p in gh.dispatches if p["inputs"]["branch"] == BRANCH]
         posted = gh.statuses.of(head)
         merges = [m for m in gh.pulls.merges if m["number"] == pr["number"]]
-    assert head_ref == f"bump/{BRANCH}-{pins.NEW[:7]}" and f"{BRANCH}: build of {head_ref}: " in result, result
+    assert head_ref == f"bump/{BRANCH}-{pins.NEW[:7]}" and f"{BRANCH} at {head_ref}: " in result, result
     (payload,) = dispatched
     assert payload["ref"] == head_ref and payload["inputs"]["publish"] is False
     rows = builds.status(ctx, BRANCH)
