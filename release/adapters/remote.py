@@ -39,11 +39,13 @@ def has_commit(repo: Path, sha: str) -> bool:
 
 
 def fetch_commit(repo: Path, remote: str, branch: str, sha: str) -> None:
-    """Make ``sha`` (the remote's head of ``branch``) readable here: fetched when missing,
-    into the remote-tracking ref."""
+    """Make ``sha`` (the remote's head of ``branch``) readable here: fetched when missing, into
+    the remote-tracking ref; a pull request's ``bump/`` branch into ``refs/torchbot/`` instead, so
+    it never shows up among the branches release commands see."""
     if has_commit(repo, sha):
         return
-    run_git(repo, "fetch", "--quiet", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
+    dest = f"refs/torchbot/{remote}/{branch}" if branch.startswith("bump/") else f"refs/remotes/{remote}/{branch}"
+    run_git(repo, "fetch", "--quiet", "--refmap=", remote, f"+refs/heads/{branch}:{dest}")  # only dest
 
 
 def is_ancestor(repo: Path, older: str, newer: str) -> bool:

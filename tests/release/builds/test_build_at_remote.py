@@ -138,3 +138,22 @@ def test_the_workflow_publishes_only_when_asked(tmp_path: Path) -> None:
         steps = {s.get("name"): s for s in wf["jobs"][job]["steps"]}
         assert steps["flox publish"]["if"] == "${{ inputs.publish }}"
         assert "if" not in steps["flox build"]
+
+
+def test_a_pull_request_head_this_clone_lacks_is_fetched_out_of_the_branches_way(tmp_path: Path) -> None:
+    """A bump PR pushed from elsewhere: its commit is fetched to build it, into refs/torchbot/, so
+    no ``origin/bump/…`` branch appears among the branches release commands see."""
+    repo = fx.make_repo(tmp_path)
+    other = tmp_path / "other"
+    subprocess.run(["git", "clone", "--quiet", "-b", fx.BRANCH, str(tmp_path / "origin.git"), str(other)], check=True)
+    fx.sh(other, "git", "-c", "user.name=o", "-c", "user.email=o@x", "commit", "--quiet", "--allow-empty", "-m", "pr")
+    fx.sh(other, "git", "push", "--quiet", "origin", f"HEAD:refs/heads/bump/{fx.BRANCH}-abcdef0")
+    there = _rev(other, "HEAD")
+    with FakeGitHub() as gh:
+        plan = builds.prepare(_ctx(tmp_path, gh), fx.BRANCH, repo=repo, backend="github",
+                              head=f"bump/{fx.BRANCH}-abcdef0")
+    assert plan.commit == there
+    refs = subprocess.run(["git", "-C", str(repo), "for-each-ref", "--format=%(refname)"], check=True,
+                          capture_output=True, text=True).stdout.split()
+    assert f"refs/torchbot/origin/bump/{fx.BRANCH}-abcdef0" in refs
+    assert not [r for r in refs if r.startswith(("refs/remotes/origin/bump/", "refs/heads/bump/"))]
