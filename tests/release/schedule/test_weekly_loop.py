@@ -80,7 +80,8 @@ def test_the_weekly_loop_runs_through(world) -> None:
     assert "pytorch-2.9-vllm-0.14.0" not in prs
     # main promises PyTorch 2.8: moved to the newest commit that keeps it, not the channel head
     assert _pins(origin, prs["main"]["head"]["ref"]) == {W.K28}
-    assert "Kept the promise" in prs["main"]["body"]
+    assert "Kept the promise" in prs["main"]["body"] and "🚦 **Automerge**: disabled" in prs["main"]["body"]
+    assert "reports here as the `torchbot/builds` status" in prs["main"]["body"]
     # the three-pin branch: its three pin groups, all on the head, in one pull request
     assert _pins(origin, THREE_PINS) == {PIN_13_0, PIN_13_1, PIN_12_X}
     assert _pins(origin, prs[THREE_PINS]["head"]["ref"]) == {W.HEAD}
@@ -117,6 +118,7 @@ def test_the_weekly_loop_runs_through(world) -> None:
     ctx.settings.bump_automerge = True
     line = schedule.run_now(ctx, "bump")["result"]
     assert sorted(gh.pulls.prs) == numbers, line  # updated, not duplicated
+    assert "🚦 **Automerge**: enabled" in gh.pulls.prs[prs[THREE_PINS]["number"]]["body"]
     prs = {p["base"]["ref"]: gh.pulls.prs[p["number"]] for p in prs.values()}
     moved = {THREE_PINS, FAILS}  # main and main-staging still keep 2.8 at the newest commit that does
     for base in moved:
