@@ -213,6 +213,7 @@ class Settings(BaseSettings):
         "max-parallel of the build workflow's matrix jobs; unset (the default, GitHub's) runs every job "
         "at once. A cap limits runner cost or matches a self-hosted pool's capacity. "
         "TORCHBOT_BUILD_JOBS is local builds only"))
+    bump_automerge: bool = Field(False, description="merge a bump pull request once every build at its head passed (like Renovate's automerge); off: the builds' result is shown on the pull request and a maintainer merges")  # noqa: E501
     github_stale_hours: float = Field(168.0, gt=0, description=(
         "torchbot stops following a GitHub run it has seen no change in for this long (its builds become "
         "interrupted, saying so); GitHub's own limits end jobs well before (6 h hosted, 5 days self-hosted)"))
@@ -420,14 +421,11 @@ class Settings(BaseSettings):
         return value.strip()
 
     @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_path = config_file()[0]
         return (
             _BlankIsUnset(init_settings),

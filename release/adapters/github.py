@@ -1,5 +1,6 @@
 """The GitHub adapter (REST over httpx): pull requests on the managed repository, and the
-few GitHub Actions endpoints the github build backend uses (dispatch, runs, jobs).
+few GitHub Actions endpoints the github build backend uses (dispatch, runs, jobs), and the
+commit statuses and merges that report builds back to a bump pull request.
 
 Every call goes through the shared retry policy (``release.adapters.http``: backoff with
 jitter, ``Retry-After`` and ``x-ratelimit-reset`` honoured). Lists are read whole: 100 per
@@ -222,3 +223,34 @@ class Actions:
     def jobs(self, run_id: str) -> list[dict]:
         """Every job of a run's latest attempt (every page)."""
         return self._all_pages(f"runs/{run_id}/jobs", "jobs", {"filter": "latest"})
+
+    # -- reporting builds back to a pull request (commit statuses, automerge) ---------------
+
+    def _repo_url(self, path: str) -> str:
+        return f"{self.s.github_api_url}repos/{self.repo}/{path}"
+
+    def post_status(self, sha: str, state: str, description: str, *, context: str,
+                    target_url: str | None = None) -> None:
+        """POST /repos/{repo}/statuses/{sha}: a commit status (shown on every pull request
+        whose head is ``sha``)."""
+        body = {"state": state, "description": description[:140], "context": context}
+        if target_url:
+            body["target_url"] = target_url
+        self._send("POST", self._repo_url(f"statuses/{sha}"), f"POST statuses/{sha[:12]}", json=body)
+
+    def find_pull(self, head: str, base: str) -> dict | None:
+        """The open pull request from ``head`` (a branch of the repository) into ``base``."""
+        owner = self.repo.split("/", 1)[0]
+        resp = self._send("GET", self._repo_url("pulls"), "GET pulls",
+                          params={"state": "open", "head": f"{owner}:{head}", "base": base, "per_page": PER_PAGE})
+        try:
+            pulls = resp.json()
+        except ValueError:
+            raise ExternalError("GitHub answered GET pulls with garbage.") from None
+        return pulls[0] if isinstance(pulls, list) and pulls else None
+
+    def merge_pull(self, number: int, sha: str, method: str = "merge") -> dict:
+        """PUT /repos/{repo}/pulls/{number}/merge, only while the head is still ``sha``."""
+        what = f"PUT pulls/{number}/merge"
+        return self._json(self._send("PUT", self._repo_url(f"pulls/{number}/merge"), what,
+                                     json={"sha": sha, "merge_method": method}), what)

@@ -14,7 +14,7 @@ def _build(args, ctx) -> int:
     from release.builds.commands import plan_build
 
     plan = plan_build(ctx, args.branch, args.variant, repo=args.repo, backend=args.backend, jobs=args.jobs,
-                      changed_only=args.changed_only, resume=args.resume)
+                      changed_only=args.changed_only, resume=args.resume, head=args.head)
     if args.dry_run:
         print(json.dumps(plan.to_dict(), indent=2) if args.json else plan.text())
         return 0
@@ -98,6 +98,9 @@ def register(verbs) -> None:
     p.add_argument("--variant", action="append", metavar="GLOB", help="only variants matching GLOB (repeatable)")
     p.add_argument("--backend", choices=("local", "github"), default="local",
                    help="local: nix/flox builds on this machine (default); github: dispatch the Actions workflow")
+    p.add_argument("--head", metavar="REMOTE_BRANCH",
+                   help="github backend: build this remote branch (a bump PR's head, e.g. bump/B-abc1234) "
+                        "for --branch; it is not published until merged")
     p.add_argument("--jobs", type=int, default=None, help="builds at once (default TORCHBOT_BUILD_JOBS)")
     p.add_argument("--changed-only", action="store_true", help="only recipes changed since their last success")
     p.add_argument("--resume", action="store_true", help="only builds a stopped torchbot left interrupted")

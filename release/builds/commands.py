@@ -62,12 +62,13 @@ class Plan:
 
 
 def plan_build(ctx, branch: str, glob: str | list[str] | None = None, *, repo=None, backend: str | None = None,
-               jobs: int | None = None, changed_only: bool = False, resume: bool = False) -> Plan:
+               jobs: int | None = None, changed_only: bool = False, resume: bool = False,
+               head: str | None = None) -> Plan:
     from release.builds import run as builds
 
     globs = [glob] if isinstance(glob, str) else list(glob or [])
     bp = builds.prepare(ctx, branch, globs, repo=repo, changed_only=changed_only, resume=resume,
-                        backend=backend or "local")
+                        backend=backend or "local", head=head)
 
     def apply(progress=None, notice=None) -> BuildsResult:
         if not bp.items and not bp.skipped:

@@ -53,6 +53,7 @@ from collections.abc import Callable
 from config.errors import ExternalError
 from release.adapters.github import AccessRefused, Actions
 from release.adapters.http import Refused, Unavailable
+from release.builds import pr_status
 from release.builds.github_poll import (  # noqa: F401  (CLOSED, DISPATCH_GRACE, poll_once: re-exported)
     CLOSED,
     DISPATCH_GRACE,
@@ -131,6 +132,7 @@ def dispatch_build(ctx, plan, wait: bool = True, actions: Actions | None = None,
             keys.append(_dispatch_one(ctx, st, gh, plan, torch, comps, notice))
         watch = Watch(st, keys, progress, seen={})
         _resolve(ctx, gh, keys)
+        pr_status.report(ctx, gh, keys)  # a pull request's head shows "0/N built" at once
         watch.tell()
         if wait:
             follow(ctx, keys, gh, watch=watch)
@@ -160,7 +162,8 @@ def _dispatch_one(ctx, st, gh: Actions, plan, torch: list[dict], comps: list[dic
     _follow([request_id])
     try:
         made = gh.dispatch({"branch": plan.branch, "pytorch": _encode(torch), "companions": _encode(comps),
-                            "request_id": request_id}, ref=plan.ref)
+                            "request_id": request_id, "publish": "true" if plan.publishes else "false"},
+                           ref=plan.ref)
     except ExternalError as err:
         if not refused(err):
             _answer_lost(st, request_id, err)

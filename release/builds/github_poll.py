@@ -30,6 +30,8 @@ from datetime import UTC, datetime, timedelta
 from config.errors import ExternalError
 from release.adapters.github import AccessRefused, Actions, github_time
 from release.adapters.http import RateLimit, RateLimited, Refused
+from release.builds import pr_status
+from release.builds.failures import retry_command
 
 log = logging.getLogger("torchbot.builds.github")
 FINAL = ("succeeded", "failed", "interrupted")
@@ -119,8 +121,10 @@ def poll_once(ctx, gh: Actions, keys: list[str] | None = None, force: bool = Fal
     except AccessRefused as err:  # every run on this repository waits for a working setting
         report.refused = err.message
         wait_for_credentials(st, keys, err.message)
-    report.requests = gh.requests - before
     report.changed += _give_up_stale(ctx, st, keys)
+    if report.changed and runs:
+        pr_status.report(ctx, gh, [r.request_id for r in runs])  # a pull request's head shows its builds
+    report.requests = gh.requests - before
     report.wait = poll_wait(base, gh.rate, report.requests)
     _pace(st, keys, base, report)
     return report
@@ -228,9 +232,10 @@ def _poll_run(st, gh: Actions, request_id: str) -> int:
         return _run_error(st, request_id, err, gh.requests - before)
     moved = 0
     with st.session() as s:
-        for b in list(s.query(Build).filter(Build.run_key == request_id, Build.state.in_(ACTIVE))):
-            moved += _apply(s, b, jobs.get(b.package), run)
         row = s.query(GithubRun).filter(GithubRun.request_id == request_id).one()
+        head = row.ref if row.ref and row.ref != row.branch else None
+        for b in list(s.query(Build).filter(Build.run_key == request_id, Build.state.in_(ACTIVE))):
+            moved += _apply(s, b, jobs.get(b.package), run, head)
         now = _now()
         row.last_poll, row.polls, row.last_error = now, row.polls + 1, None
         row.requests += gh.requests - before
@@ -365,8 +370,9 @@ def outcome_text(row, states: dict[str, str]) -> str:
     return text
 
 
-def _apply(s, b, job: dict | None, run: dict | None) -> int:
-    """Move one build to what GitHub shows; 1 when this call moved it."""
+def _apply(s, b, job: dict | None, run: dict | None, head: str | None = None) -> int:
+    """Move one build to what GitHub shows; 1 when this call moved it. A failed one says how
+    to retry it (``head``: the pull request branch the run built)."""
     now = _now()
     if job is None:
         if run is None or run.get("status") != "completed":
@@ -381,7 +387,9 @@ def _apply(s, b, job: dict | None, run: dict | None) -> int:
                   "log": job.get("html_url") or b.log}
         if new in FINAL:
             values["finished"] = github_time(job.get("completed_at")) or now
-            values["message"] = None if new == "succeeded" else f"GitHub job {job.get('conclusion')}"
+            values["message"] = None if new == "succeeded" else (
+                f"GitHub job {job.get('conclusion')} (retry: "
+                f"{retry_command(b.branch, b.package, 'github', head)}; log: {job.get('html_url') or 'the run'})")
     return _move(s, b, values)
 
 

@@ -16,7 +16,8 @@ one thread: when the state DB does not answer, results wait in memory and in a s
 are written when it answers again, and the rows returned are the ones in memory. Progress goes
 to a :class:`config.progress.Progress` as the builds start and end.
 
-May import: config, release.state, release.adapters, release.builds.plan, release.builds.journal.
+May import: config, release.state, release.adapters, release.builds.plan, release.builds.journal,
+release.builds.failures.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from config.errors import ExternalError, RefusedError, UsageError
 from config.progress import Progress
 from release.adapters.flox import Outcome, local_builder, run_build
 from release.adapters.worktrees import worktree, worktree_home
+from release.builds.failures import explain
 from release.builds.journal import UNAVAILABLE, Journal
 from release.builds.plan import BuildItem, BuildPlan, hold_back
 from release.state import RUNNING, Build, BuildLock, BuildRun, owner_id, process_start, state_for, utcnow
@@ -227,9 +229,12 @@ class LocalRun:
 
     def _finished(self, package: str, out: Outcome) -> None:
         self.done[package] = out.state
+        message = out.message
+        if out.state == "failed":  # why, in the line that reports it (release.builds.failures)
+            message = explain(out.message, self.log_path(package), self.plan.branch, package)
         self.journal.build(self.ids[package], unlock=True, state=out.state, finished=utcnow(),
-                           message=out.message or None, out_path=out.out_path)
-        self.progress.finished(package, out.state, out.message, log=str(self.log_path(package)),
+                           message=message or None, out_path=out.out_path)
+        self.progress.finished(package, out.state, message, log=str(self.log_path(package)),
                                url=self._log_url(package))
 
     def _not_built(self, item: BuildItem, message: str) -> None:

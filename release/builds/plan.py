@@ -74,17 +74,26 @@ class BuildPlan:
     backend: str = "local"
     skipped: list[Skip] = field(default_factory=list)
     tool: str | None = None  # how the local backend builds here (``Builder.describe()``)
+    head: str | None = None  # the remote branch GitHub builds (a bump PR's head); None: the branch itself
 
     @property
     def ref(self) -> str:
-        """The git ref the build runs from (the GitHub dispatch ref): the branch itself."""
-        return self.branch
+        """The git ref the build runs from (the GitHub dispatch ref): a bump PR's head branch,
+        else the branch itself. ``commit`` is that ref's head on the remote (what GitHub has)."""
+        return self.head or self.branch
+
+    @property
+    def publishes(self) -> bool:
+        """Whether the GitHub workflow publishes what it builds: only a build of the branch's
+        own head; a bump PR's head is built and reported, and published once merged."""
+        return self.backend == "github" and self.ref == self.branch
 
     def to_dict(self) -> dict:
         return {
             "branch": self.branch,
             "ref": self.ref,
             "commit": self.commit,
+            **({"publish": self.publishes} if self.backend == "github" else {}),
             "backend": self.backend,
             "build": [i.to_dict(self.backend) for i in self.items],
             "platforms": platform_counts(self.items),
@@ -94,7 +103,9 @@ class BuildPlan:
         }
 
     def text(self) -> str:
-        where = f"{self.backend}, ref {self.ref}" if self.backend == "github" else self.backend
+        where = self.backend
+        if self.backend == "github":
+            where = f"github, ref {self.ref}" + ("" if self.publishes else ", not published: a pull request's head")
         lines = [f"Build {len(self.items)} variant(s) of {self.branch} at {self.commit[:12]} ({where})."]
         if self.tool:
             lines.append(f"  {self.tool[0].upper()}{self.tool[1:]}.")

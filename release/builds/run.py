@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from config.errors import UsageError
+from config.errors import RefusedError, UsageError
 from config.progress import Progress
 from release.adapters.flox import local_builder
 from release.adapters.git import RECIPE_DIR, list_recipes, read_blobs, resolve_branch
@@ -69,12 +69,21 @@ def prepare(
     resume: bool = False,
     backend: str = "local",
     fetch: bool = False,
+    head: str | None = None,
 ) -> BuildPlan:
-    """What a ``release build`` would do; reads git and the state DB, changes nothing."""
+    """What a ``release build`` would do; reads git and the state DB, changes nothing. The
+    github backend builds what the remote has (``github_commit``): ``head`` (a bump PR's head
+    branch) or the branch's remote head."""
     from release.state import state_for
 
     path = repo_path(ctx, repo)
-    commit = resolve_branch(path, branch, ctx.settings.repo_remote, fetch=fetch)
+    if backend == "github":
+        commit = github_commit(path, branch, head, ctx.settings.repo_remote)
+    elif head:
+        raise UsageError("--head (a pull request's branch) is for the github backend; a local build "
+                         "builds the local branch.")
+    else:
+        commit = resolve_branch(path, branch, ctx.settings.repo_remote, fetch=fetch)
     recipes = list_recipes(path, commit)
     if not recipes:
         raise UsageError(f"Branch '{branch}' has no recipes under {RECIPE_DIR}/.")
@@ -111,7 +120,31 @@ def prepare(
         items, skipped = place_local(items, build_platforms(ctx.settings))
         items, held = hold_back(items, _held(st, branch))
         skipped += held
-    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool)
+    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool,
+                     head=head if head and head != branch else None)
+
+
+def github_commit(path: Path, branch: str, head: str | None, remote: str) -> str:
+    """The commit a GitHub build of ``branch`` runs at: the remote's head of ``head`` (a bump
+    PR's branch) or of ``branch``. Refused, in one line, when the remote has no such branch or
+    when the local branch has a commit the remote lacks: GitHub would build other code."""
+    from release.adapters import remote as remotes
+
+    ref = head or branch
+    resolve_branch(path, branch, remote)  # a name torchbot accepts, that this clone knows
+    if head and not remotes.valid_branch(head):
+        raise UsageError(f"'{head}' is not a branch name torchbot accepts.")
+    there = remotes.remote_head(path, remote, ref)
+    if there is None:
+        raise RefusedError(f"'{remote}' has no branch '{ref}', so GitHub cannot build it: push first, "
+                           "or build locally (--backend local).")
+    remotes.fetch_commit(path, remote, ref, there)
+    here = remotes.local_commit(path, branch) if ref == branch else None
+    if here and here != there and not remotes.is_ancestor(path, here, there):
+        raise RefusedError(f"{branch} is at {here[:12]} here, a commit '{remote}' does not have (it has "
+                           f"{there[:12]}); GitHub would build other code: push first, or build locally "
+                           "(--backend local).")
+    return there
 
 
 def _held(st, branch: str) -> dict[str, str]:

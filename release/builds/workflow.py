@@ -1,6 +1,7 @@
 """The GitHub Actions build workflow: ``render_workflow`` fills
 ``release/templates/build-workflow.yml`` (a matrix job per variant, on the runner labels each
-matrix entry carries, running ``flox build`` and ``flox publish``) with the actions pinned in
+matrix entry carries, running ``flox build``, and ``flox publish`` when the dispatch says
+``publish: true``) with the actions pinned in
 ``release/templates/actions.toml`` and ``max-parallel`` from ``TORCHBOT_GITHUB_MAX_PARALLEL``
 (unset: the line is left out, GitHub's default of no cap; ``TORCHBOT_BUILD_JOBS`` is for local
 builds only); ``write_workflow`` puts it into the target repository:

@@ -51,6 +51,7 @@ class Review:
     tarball_url: str | None = None
     bump_cron: str | None = None
     head: str = ""
+    automerge: bool = False  # TORCHBOT_BUMP_AUTOMERGE
 
 
 def _clean(title: str, limit: int = 100) -> str:
@@ -89,7 +90,7 @@ def gather(bp, plan, settings, client, head: str = "") -> Review:
     r = Review(bp.branch, g.labels, old, new, plan.source, f"{web}/compare/{old}...{new}",
                (bp.torch_old, bp.torch_new), g.cuda_attrs, sha256=bp.sha256,
                tarball_url=tarball_url(settings.nixpkgs_tarball_url, new) if bp.sha256 else None,
-               bump_cron=settings.bump_cron, head=head)
+               bump_cron=settings.bump_cron, head=head, automerge=bool(getattr(settings, "bump_automerge", False)))
     moved = {p for p in bp.edit.changes if p.startswith(RECIPES_DIR + "/")}
     r.recipes_moved = len(moved)
     texts = gitops.read_files(gitops.open_repo(plan.repo_path), bp.tip, RECIPES_DIR)
@@ -161,7 +162,9 @@ def render(r: Review) -> str:
         f"📅 **Schedule**: torchbot's weekly bump{cron} delivers as `TORCHBOT_BUMP_DELIVERY` says; with GitHub "
         "configured, as this pull request.",
         "",
-        "🚦 **Automerge**: disabled. torchbot never merges; merge when the review and the builds are good.",
+        "🚦 **Automerge**: enabled (`TORCHBOT_BUMP_AUTOMERGE`): torchbot merges this pull request once every build "
+        "at its head passed." if r.automerge else "🚦 **Automerge**: disabled. torchbot never merges; merge when the "
+        "review and the builds (the `torchbot/builds` status) are good.",
         "",
         f"♻ **Updating**: the next bump of `{r.branch}` force-pushes `{r.head or 'the bump branch'}` and edits "
         "this pull request instead of opening another.",
@@ -177,8 +180,9 @@ def render(r: Review) -> str:
         lines.append(f"- ✅ Tarball hash: `sha256 = \"{r.sha256}\"` written into {r.recipes_moved} recipes "
                      f"(`nix-prefetch-url --unpack` of {r.tarball_url}); the recipes keep the GitHub URL.")
     lines += [
-        f"- ⏳ Builds: not started. After merging: `torchbot release build --branch {r.branch} --changed-only` "
-        f"({n_rebuild} variants; `--backend github` runs them on each platform's runners).",
+        f"- ⏳ Builds: torchbot builds this head on GitHub and reports here as the `torchbot/builds` status "
+        f"(`torchbot release build --head {r.head or 'bump/…'} --backend github --branch {r.branch} --changed-only` "
+        f"({n_rebuild} variants). What merges is published from `{r.branch}` without building again.",
         "",
         "Opened by torchbot.",
     ]

@@ -1,12 +1,14 @@
 """Publishing succeeded builds to the Flox catalog.
 
-For each variant whose latest build succeeded and that has no publish record for its
-(branch, pin), run ``Settings.publish_command`` (``flox publish -o {org} {package}``) in a
-worktree of the built commit. A success writes, in ONE transaction, the publish record and
-the announcement outbox rows (the release thread's parent on the first publish of a
-release, one reply per variant, the summary once all are published). A failure records
-nothing, so the next run retries it. GitHub-backend builds were published by their
-workflow; they are only recorded.
+For each variant whose latest build succeeded, that has no publish record for its
+(branch, pin), and whose recipe on the branch (its remote head) is the one built
+(``release.publishing.eligible``), run ``Settings.publish_command`` (``flox publish -o {org}
+{package}``) in a worktree of the branch's commit. A success writes, in ONE transaction, the
+publish record and the announcement outbox rows (the release thread's parent on the first
+publish of a release, one reply per variant, the summary once all are published). A failure
+records nothing, so the next run retries it. GitHub builds of the branch's own head were
+published by their workflow (``publish: true``); they are only recorded. GitHub builds of a
+bump pull request's head were not: once the PR merged, they are published from the branch.
 
 Once across processes: before its command runs, a variant is claimed in the state DB
 (``State.claim``, key ``publish:<branch>:<package>:<pin>``, held for the publish timeout plus a
@@ -35,6 +37,7 @@ from release.adapters.worktrees import worktree
 from release.builds.plan import recipe_pin
 from release.builds.run import format_command
 from release.context import repo_path
+from release.publishing import eligible
 from release.state import Build, Outbox, Publish, Release, owner_id, state_for
 
 _PY = re.compile(r"-python(3)(\d+)-")
@@ -42,12 +45,30 @@ _CUDA = re.compile(r"-cuda(\d+)_(\d+)-")
 _TORCH = re.compile(r"pytorch-(\d+\.\d+(?:\.\d+)?)")
 
 
-def pending(ctx, branch: str | None = None) -> list[Build]:
+def pending(ctx, branch: str | None = None, repo=None) -> list[Build]:
+    """The succeeded builds to publish now (``release.publishing.eligible``)."""
+    return _candidates(ctx, branch, repo)[0]
+
+
+def held(ctx, branch: str | None = None, repo=None) -> list[tuple[Build, str]]:
+    """Succeeded, unpublished builds that may not be published yet, and why."""
+    return _candidates(ctx, branch, repo)[1]
+
+
+def _candidates(ctx, branch: str | None, repo) -> tuple[list[Build], list[tuple[Build, str]], dict, set[int]]:
     st = state_for(ctx)
     latest = [b for b in st.builds(branch) if b.state == "succeeded"]
     with st.session() as s:
         done = {(p.package, p.branch, p.pin) for p in s.scalars(select(Publish))}
-    return [b for b in latest if (b.package, b.branch, b.pin) not in done]
+    todo = [b for b in latest if (b.package, b.branch, b.pin) not in done]
+    by_workflow = eligible.workflow_published(st, todo)
+    heads: dict[str, eligible.BranchHead] = {}
+    if todo and (repo or ctx.settings.repo_path):
+        path = repo_path(ctx, repo)
+        for name in sorted({b.branch for b in todo if b.id not in by_workflow}):
+            heads[name] = eligible.branch_head(path, name, ctx.settings.repo_remote)
+    ok, kept = eligible.split(todo, heads, by_workflow)
+    return ok, kept, heads, by_workflow
 
 
 def release_info(ctx, branch: str, packages: list[str]) -> dict:
@@ -174,8 +195,9 @@ def _record(ctx, st, build: Build, pin: str, total_packages: list[str]) -> None:
 
 
 def publish_pending(ctx, branch: str | None = None, *, repo=None, progress: Progress | None = None) -> list[dict]:
-    """Publish what ``pending`` lists; ``progress`` hears of each variant as it starts and ends."""
-    todo = pending(ctx, branch)
+    """Publish what ``pending`` lists, from the branch's commit (its remote head); ``progress``
+    hears of each variant as it starts and ends."""
+    todo, _, heads, by_workflow = _candidates(ctx, branch, repo)
     if not todo:
         return []
     require_real_org(ctx.settings.flox_org, "publishing (install commands and announcements name it)")
@@ -183,43 +205,56 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None, progress: Prog
     path: Path | None = None
     if repo or ctx.settings.repo_path:
         path = repo_path(ctx, repo)
-    elif any(b.backend == "local" for b in todo):
+    elif any(b.id not in by_workflow for b in todo):
         raise UsageError("Publishing needs the repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
     results: list[dict] = []
     who = f"{owner_id()}:{uuid.uuid4().hex[:8]}"  # this call (two in one process are two claimants)
     by_commit: dict[str | None, list[Build]] = defaultdict(list)
     for b in todo:
-        by_commit[b.commit].append(b)
+        head = heads.get(b.branch)
+        by_commit[head.commit if head else b.commit].append(b)
     progress.begin(len(todo))
     for commit, group in by_commit.items():
-        branch_builds = [b.package for b in state_for(ctx).builds(group[0].branch)]
-        local = [b for b in group if b.backend == "local"]
-        totals: dict[str | None, list[str]] = {}
-        for b in group:
-            if b.pin not in totals:
-                totals[b.pin] = _release_packages(path, commit, b.pin, branch_builds)
-
-        def finish(b: Build, ok: bool | None, msg: str, totals=totals, recorded: bool = True) -> None:
-            if ok and not recorded:
-                record_publish(ctx, b, totals[b.pin])
-            state = "skipped" if ok is None else "published" if ok else "failed"
-            results.append({"package": b.package, "branch": b.branch, "pin": b.pin,
-                            "state": state, "message": msg or None})
-            progress.finished(b.package, state, msg)
-
-        for b in group:
-            if b.backend != "local":
-                finish(b, True, "published by the GitHub workflow", recorded=False)
-        if not local:
-            continue
-        if path is not None and commit:
-            with worktree(path, commit) as wt:
-                for b in local:
-                    progress.started(b.package)
-                    finish(b, *_publish_one(ctx, b, wt, who, totals[b.pin]))
-        else:
-            for b in local:
-                progress.started(b.package)
-                finish(b, *_publish_one(ctx, b, path, who, totals[b.pin]))
+        _publish_group(ctx, path, commit, group, by_workflow, results, progress, who)
     progress.end()
     return results
+
+
+def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build], by_workflow: set[int],
+                   results: list[dict], progress: Progress, who: str) -> None:
+    """Publish the builds of one branch commit: record what the workflow published, claim and
+    run the publish command for the rest in a worktree of ``commit``."""
+    branch_builds = [b.package for b in state_for(ctx).builds(group[0].branch)]
+    totals: dict[str | None, list[str]] = {}
+    for b in group:
+        if b.pin not in totals:
+            totals[b.pin] = _release_packages(path, commit, b.pin, branch_builds)
+
+    def finish(b: Build, ok: bool | None, msg: str, recorded: bool = True) -> None:
+        if ok and not recorded:
+            record_publish(ctx, b, totals[b.pin])
+        state = "skipped" if ok is None else "published" if ok else "failed"
+        results.append({"package": b.package, "branch": b.branch, "pin": b.pin, "commit": commit,
+                        "state": state, "message": msg or None})
+        progress.finished(b.package, state, msg)
+
+    for b in group:
+        if b.id in by_workflow:
+            finish(b, True, "published by the GitHub workflow", recorded=False)
+    rest = [b for b in group if b.id not in by_workflow]
+    if not rest:
+        return
+
+    def run_all(cwd: Path | None) -> None:
+        for b in rest:
+            progress.started(b.package)
+            ok, msg = _publish_one(ctx, b, cwd, who, totals[b.pin])
+            if ok and b.commit and commit and b.commit != commit:
+                msg = f"built at {b.commit[:12]}, published from {b.branch} at {commit[:12]} (same recipe)"
+            finish(b, ok, msg)
+
+    if path is not None and commit:
+        with worktree(path, commit) as wt:
+            run_all(wt)
+    else:
+        run_all(path)

@@ -4,8 +4,9 @@ Jobs:
 - ``bump`` on ``Settings.bump_cron``: every branch (local and ``origin/*``) and pin group of every
   repository, each with its own outcome (vLLM branches only with ``bump_vllm_branches``):
   ``release.pins.commands.plan_bump(ctx, "all", None).apply()``, delivered as
-  ``TORCHBOT_BUMP_DELIVERY`` says; then, for bumps on the branches themselves (push, local), a
-  ``--changed-only`` build with ``Settings.schedule_backend()``
+  ``TORCHBOT_BUMP_DELIVERY`` says; then a ``--changed-only`` build of each bump as it was
+  delivered (``release.schedule.delivered``: a pull request's head, the pushed branch, or a
+  local build) with ``Settings.schedule_backend()``
   (``TORCHBOT_SCHEDULE_BUILD_BACKEND``: github | local | none; unset, github when a GitHub
   token and repository are configured, otherwise none: the bump is made and reported and
   nothing is built on the bot's own host) (skipped gracefully when the pins module or the
@@ -182,26 +183,19 @@ def _record_outcomes(ctx, result) -> None:
 
 
 def _build_after_bump(ctx, delivered) -> str:
-    """The changed-only builds of the branches the bump moved (Settings.schedule_backend()).
-    Bumps delivered as pull requests are not built here: their branch does not have them yet."""
+    """The changed-only builds of the bumps as they were delivered (Settings.schedule_backend();
+    release.schedule.delivered): a pull request at its head, a pushed branch at its remote head."""
     backend = ctx.settings.schedule_backend()
     if backend == "none":
         explicit = ctx.settings.schedule_build_backend or ctx.settings.build_backend
         why = ("TORCHBOT_SCHEDULE_BUILD_BACKEND=none" if explicit
                else "no GitHub token configured and TORCHBOT_SCHEDULE_BUILD_BACKEND unset")
         return f"build: none ({why}: the schedule builds nothing by itself)"
-    on_branch = [d for d in delivered if not d.head]
-    if not on_branch:
-        return "build: none on the branches (pull requests are built at their heads)" if delivered else "build: none"
-    from release.builds.commands import plan_build
+    if not delivered:
+        return "build: none"
+    from release.schedule.delivered import build_after_bump
 
-    out = []
-    for d in on_branch:
-        built = plan_build(ctx, d.branch, None, repo=d.repo or None, backend=backend, changed_only=True).apply()
-        skipped = sum(1 for r in built.rows if r.get("state") == "skipped")
-        tail = f", {skipped} skipped (other platforms)" if skipped else ""
-        out.append(f"{d.branch} {len(built.rows) - skipped} variant(s){tail}")
-    return "build: " + ", ".join(out)
+    return "build: " + "; ".join(build_after_bump(ctx, delivered, backend))
 
 
 def _job_poll(ctx, _arg) -> str:
@@ -224,13 +218,16 @@ def _job_poll(ctx, _arg) -> str:
 def _job_publish(ctx, _arg) -> str:
     if ctx.settings.repo_path is None:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    from release.publishing.publish import publish_pending
+    from release.publishing.publish import held, publish_pending
 
     rows = publish_pending(ctx, None)
     ok = sum(r["state"] == "published" for r in rows)
     skipped = sum(r["state"] == "skipped" for r in rows)
+    waiting = len(held(ctx, None))
     return f"{ok} published, {len(rows) - ok - skipped} failed" + (
-        f", {skipped} taken by another torchbot" if skipped else "")
+        f", {skipped} taken by another torchbot" if skipped else "") + (
+        f", {waiting} not on their branch yet (an open pull request's builds, or recipes changed since)"
+        if waiting else "")
 
 
 def _job_flush(ctx, _arg) -> str:

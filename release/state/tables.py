@@ -54,6 +54,7 @@ class Build(Base):
             "finished": iso(self.finished),
             "log": self.log,
             "recipe_blob": self.recipe_blob,
+            "commit": self.commit,
             "pin": self.pin,
             "message": self.message,
             "external_id": self.external_id,
@@ -143,7 +144,7 @@ class GithubRun(Base):
 
     def to_dict(self) -> dict:
         iso = lambda d: d.isoformat(timespec="seconds") + "Z" if d else None  # noqa: E731
-        return {"request_id": self.request_id, "branch": self.branch, "run_id": self.run_id,
+        return {"request_id": self.request_id, "branch": self.branch, "ref": self.ref, "run_id": self.run_id,
                 "html_url": self.html_url, "status": self.status, "conclusion": self.conclusion,
                 "jobs": self.jobs, "dispatched": iso(self.dispatched), "last_poll": iso(self.last_poll),
                 "polls": self.polls, "requests": self.requests, "last_error": self.last_error}

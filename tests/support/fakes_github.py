@@ -51,7 +51,10 @@ backend, paging and rate-limiting the way GitHub documents it.
 - Every exchange it answers itself is handed to ``tests/support/github_conformance`` and
   checked against the spec (request and answer); a test fails when one is off the spec.
 - Pull requests (``/repos/{repo}/pulls``) are served here, not forwarded: ``pulls``
-  (tests/support/fakes_github_pulls.py; ``git_dir``: the bare origin their branches live in).
+  (tests/support/fakes_github_pulls.py; ``git_dir``: the bare origin their branches live in),
+  merges included. Commit statuses (``/repos/{repo}/statuses/{sha}``, ``commits/{ref}/status(es)``)
+  too: ``statuses`` (tests/support/fakes_github_statuses.py). With ``git_dir``, a dispatch at a ref
+  the repository does not have is refused 422 ("No ref found for: …"), as GitHub does.
 """
 
 from __future__ import annotations
@@ -121,6 +124,9 @@ class FakeGitHub:
         from tests.support.fakes_github_pulls import Pulls
 
         self.pulls = Pulls(self, git_dir)  # pull requests (tests/support/fakes_github_pulls.py)
+        from tests.support.fakes_github_statuses import Statuses
+
+        self.statuses = Statuses(self, git_dir)  # commit statuses (tests/support/fakes_github_statuses.py)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -295,6 +301,10 @@ class FakeGitHub:
         if path == pulls or path.startswith(pulls + "/"):
             return self.pulls.route(req, method, path[len(pulls):].strip("/").split("/") if path != pulls else [],
                                     query, body)
+        statuses = self.statuses.route(method, path[len(f"/repos/{self.repo}/"):].split("/"), body) \
+            if path.startswith(f"/repos/{self.repo}/") else None
+        if statuses is not None:
+            return statuses
         if not path.startswith(prefix) and self.upstream:
             return self._forward(req, method, body)
         if not path.startswith(prefix):
@@ -303,6 +313,8 @@ class FakeGitHub:
         if body is None:
             return 400, {"message": "Problems parsing JSON", "documentation_url": DOCS, "status": "400"}, {}
         if method == "POST" and rest[0] == "workflows" and rest[2:] == ["dispatches"]:
+            if self.pulls.git_dir is not None and self.pulls._sha(str(body.get("ref"))) is None:
+                return 422, shapes.error(422, f"No ref found for: {body.get('ref')}"), {}  # GitHub builds what it has
             invalid = _invalid_dispatch(body)
             if invalid:
                 return 422, {"message": f"Invalid request.\n\n{invalid}", "documentation_url": DOCS,

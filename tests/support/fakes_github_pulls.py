@@ -11,6 +11,11 @@
   carry next/last/prev/first.
 - ``GET .../pulls/{n}``; ``PATCH .../pulls/{n}`` edits ``title``, ``body``, ``state``, ``base``
   (422 on another field's bad value), and re-reads ``head.sha`` from ``git_dir``.
+- ``PUT .../pulls/{n}/merge`` (needs ``git_dir``; ``sha``, ``merge_method`` merge | squash |
+  rebase, ``commit_title``, ``commit_message``): writes a real merge (or squash) commit onto the
+  base branch and answers 200 ``{"sha", "merged": true, "message"}``; 405 when the pull request is
+  closed or its branches conflict; 409 when ``sha`` is not the head's commit ("Head branch was
+  modified. Review and try the merge again."). ``merges`` keeps each merge.
 
 Objects carry the pull-request schema's required fields (``url``, ``id``, ``node_id``,
 ``html_url``, ``number``, ``state``, ``locked``, ``title``, ``user``, ``body``, ``labels``, ``head``
@@ -20,6 +25,7 @@ and ``base`` with ``label``/``ref``/``sha``/``repo``/``user``, ``created_at``, `
 
 from __future__ import annotations
 
+import os
 import subprocess
 from datetime import UTC, datetime
 
@@ -38,6 +44,7 @@ class Pulls:
         self.git_dir = git_dir
         self.prs: dict[int, dict] = {}
         self.edits: list[tuple[int, dict]] = []
+        self.merges: list[dict] = []  # {"number", "sha", "method"}
 
     @property
     def owner(self) -> str:
@@ -66,7 +73,9 @@ class Pulls:
                 return 200, pr, {}
             if method == "PATCH":
                 return self._edit(pr, body)
-        return 404, {"message": "Not Found"}, {}
+        if len(rest) == 2 and rest[0].isdigit() and int(rest[0]) in self.prs and rest[1] == "merge" and method == "PUT":
+            return self._merge(self.prs[int(rest[0])], body)
+        return 404, shapes.error(404, "Not Found"), {}
 
     def _invalid(self, field: str, code: str = "invalid", message: str | None = None):
         err = {"resource": "PullRequest", "field": field, "code": code}
@@ -102,7 +111,7 @@ class Pulls:
     def _list(self, req, query: dict) -> tuple[int, object, dict]:
         state = query.get("state", "open")
         if state not in ("open", "closed", "all"):
-            return 422, {"message": "Validation Failed", "errors": [{"field": "state", "code": "invalid"}]}, {}
+            return 422, shapes.validation_failed({"field": "state", "code": "invalid"}), {}
         rows = [p for p in sorted(self.prs.values(), key=lambda p: -p["number"])
                 if state == "all" or p["state"] == state]
         if query.get("head"):
@@ -132,3 +141,33 @@ class Pulls:
         if pr["state"] == "closed" and not pr["closed_at"]:
             pr["closed_at"] = pr["updated_at"]
         return 200, pr, {}
+
+    def _git(self, *args: str) -> str | None:
+        env = {**os.environ, "GIT_AUTHOR_NAME": "GitHub", "GIT_AUTHOR_EMAIL": "noreply@github.com",
+               "GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.com"}
+        r = subprocess.run(["git", f"--git-dir={self.git_dir}", *args], capture_output=True, text=True, check=False,
+                           env=env)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    def _merge(self, pr: dict, body: dict) -> tuple[int, object, dict]:
+        method = body.get("merge_method", "merge")
+        if method not in ("merge", "squash", "rebase"):
+            return self._invalid("merge_method")
+        if pr["state"] != "open" or self.git_dir is None:
+            return 405, shapes.error(405, "Pull Request is not mergeable"), {}
+        head, base = self._sha(pr["head"]["ref"]), self._sha(pr["base"]["ref"])
+        if body.get("sha") and body["sha"] != head:
+            return 409, shapes.error(409, "Head branch was modified. Review and try the merge again."), {}
+        tree = self._git("merge-tree", "--write-tree", base, head)
+        if tree is None:
+            return 405, shapes.error(405, "Pull Request is not mergeable"), {}
+        title = body.get("commit_title") or f"Merge pull request #{pr['number']} from {self.owner}/{pr['head']['ref']}"
+        message = title + ("\n\n" + body["commit_message"] if body.get("commit_message") else "")
+        parents = ["-p", base] + (["-p", head] if method == "merge" else [])
+        sha = self._git("commit-tree", tree.splitlines()[0], *parents, "-m", message)
+        if sha is None or self._git("update-ref", f"refs/heads/{pr['base']['ref']}", sha, base) is None:
+            return 405, shapes.error(405, "Pull Request is not mergeable"), {}
+        now = _now()
+        pr.update(state="closed", merged_at=now, closed_at=now, updated_at=now, merge_commit_sha=sha)
+        self.merges.append({"number": pr["number"], "sha": sha, "method": method})
+        return 200, shapes.merge_result(sha), {}

@@ -112,6 +112,7 @@ def summary_of(result: Any) -> tuple[str, list[str]]:
             counts[r.get("state", "?")] = counts.get(r.get("state", "?"), 0) + 1
         tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to do"
         failed = [f"{r['package']}: {r.get('state')}" + (f" ({r['message']})" if r.get("message") else "")
+                  + (f" log: {r['log']}" if r.get("log") and r["log"] not in (r.get("message") or "") else "")
                   for r in rows if r.get("state") in ("failed", "interrupted")]
         return f"{data['action'].capitalize()}: {tally} ({len(rows)} variant(s)).", failed
     text = result.text()

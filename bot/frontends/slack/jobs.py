@@ -41,6 +41,9 @@ def _failures(snapshot, limit: int = 5) -> str:
     first = snapshot.failures[0]
     if not first.url and first.log:
         text += f" (logs: `{first.log.rsplit('/', 1)[0]}/`)"
+    if first.message:  # why the first one failed: its error lines and the retry command
+        why = first.message if len(first.message) <= 400 else first.message[:399] + "…"
+        text += f"\n`{escape(first.item)}`: {escape(why)}" + (f" (log: `{first.log}`)" if first.log else "")
     return text
 
 

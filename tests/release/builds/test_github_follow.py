@@ -248,6 +248,9 @@ def test_serve_edits_the_message_while_it_runs_once_the_run_has_ended(tmp_path: 
             while not [m for m in slack.messages("CREL") if m["ts"] == ts and "edited" in m]:
                 assert time.monotonic() < end, "the job message was never edited"
                 time.sleep(0.05)
+            while pending_notices(ctx):  # the edit is recorded as told right after it is made
+                assert time.monotonic() < end, "the edit was never recorded as told"
+                time.sleep(0.05)
         finally:
             stop.set()
     (edited,) = [m for m in slack.messages("CREL") if m["ts"] == ts]

@@ -120,6 +120,7 @@ def test_next_pin_gets_its_own_thread_with_a_compare_link(tmp_path: Path, slack:
     fx.sh(repo, "git", "checkout", "--quiet", fx.BRANCH)
     fx.write_recipes(repo, fx.NEW_PIN, "bumped", packages=PKGS)
     fx.sh(repo, "git", "commit", "--quiet", "-am", "bump pin")
+    fx.sh(repo, "git", "push", "--quiet", "origin", fx.BRANCH)  # published: what is on the branch
     fx.sh(repo, "git", "checkout", "--quiet", "main")
     plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
     assert len(plan.items) == 3 and {i.pin for i in plan.items} == {fx.NEW_PIN}

@@ -133,7 +133,7 @@ def test_scheduled_bump_builds_changed_variants_then_nothing(tmp_path: Path) -> 
         rows = list(__import__("release.builds.run").builds.run.status(ctx, branch))
         second = schedule.run_now(ctx, "bump")["result"]
     # aarch64-linux and darwin recipes are not built on this host: listed as skipped
-    assert f"{branch} {len(rows)} variant(s), " in first and "skipped (other platforms)" in first, first
+    assert f"{branch}: {len(rows)} variant(s), " in first and "skipped (other platforms)" in first, first
     assert len(rows) >= 4
     assert {r["state"] for r in rows} == {"succeeded"} and {r["pin"] for r in rows} == {pins.NEW}
     assert "build: none" in second and "current" in second, second

@@ -12,6 +12,8 @@ import pytest
 from config.errors import ConfigError
 from config.settings import load_settings
 from release.builds import run as builds
+from release.builds.commands import plan_build
+from release.publishing import publish
 from release.schedule import jobs as schedule
 from tests.support import fixtures_builds as fx
 from tests.support import fixtures_pins as pins
@@ -53,41 +55,93 @@ def test_without_a_github_token_the_schedule_bumps_reports_and_builds_nothing(tm
     assert builds.status(ctx, BRANCH) == []  # nothing built, nothing queued
 
 
-def test_with_a_github_token_the_scheduled_bump_is_a_pull_request_and_nothing_builds_the_old_branch(
-        tmp_path: Path) -> None:
-    work, origin = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
-    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, git_dir=origin) as gh:
-        _nixpkgs(nix)
-        ctx = fx.context(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=gh.url,
-                         github_token=gh.token, github_repo=gh.repo, github_poll_seconds=0.01,
-                         nixpkgs_tarball_url=nix.tarball_url, build_command="false", http_retries=1)
-        result = schedule.run_now(ctx, "bump")["result"]
-        assert not gh.dispatches, result  # the branch on GitHub still has the old pin: not built
-        bases = sorted(p["base"]["ref"] for p in gh.pulls.prs.values())
-    assert BRANCH in bases and "pull request(s): https://github.test/" in result, result
-    assert "pull requests are built at their heads" in result
+def _github_ctx(tmp_path: Path, work: Path, nix: FakeNixpkgs, gh: FakeGitHub, **over):
+    return fx.context(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=gh.url,
+                      github_token=gh.token, github_repo=gh.repo, github_poll_seconds=0.01,
+                      nixpkgs_tarball_url=nix.tarball_url, build_command="false", http_retries=1,
+                      flox_org="acme", publish_command="true", **over)
 
 
-def test_with_push_delivery_the_scheduled_build_goes_to_github(tmp_path: Path) -> None:
+def _rev(origin: Path, ref: str) -> str:
+    return pins.git(origin, "rev-parse", ref).strip()
+
+
+def test_a_bump_left_on_this_machine_is_not_built_on_github(tmp_path: Path) -> None:
     work, _ = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
     with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url) as gh:
         _nixpkgs(nix)
-        ctx = fx.context(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=gh.url,
-                         github_token=gh.token, github_repo=gh.repo, github_poll_seconds=0.01, bump_delivery="push",
-                         nixpkgs_tarball_url=nix.tarball_url, build_command="false", http_retries=1)
-        result = schedule.run_now(ctx, "bump")["result"]
+        result = schedule.run_now(_github_ctx(tmp_path, work, nix, gh, bump_delivery="local"), "bump")["result"]
         dispatched = list(gh.dispatches)
-    rows = builds.status(ctx, BRANCH)
-    assert "variant(s)" in result and dispatched, result
-    assert payload_refs(dispatched) >= {BRANCH}, result
-    workflow, _payload = next((w, p) for w, p in dispatched if p["ref"] == BRANCH)
-    assert workflow == "torchbot-build.yml"
-    dispatched = [(w, p) for w, p in dispatched if p["ref"] == BRANCH]
+    assert f"{BRANCH}: none (the bump is only on this machine; GitHub would build the old pin" in result, \
+        result
+    assert dispatched == []  # never dispatched against the old code
+
+
+def test_with_push_delivery_the_scheduled_build_goes_to_github(tmp_path: Path) -> None:
+    work, origin = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
+    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, git_dir=origin) as gh:
+        _nixpkgs(nix)
+        ctx = _github_ctx(tmp_path, work, nix, gh, bump_delivery="push")
+        result = schedule.run_now(ctx, "bump")["result"]
+        dispatched = [(w, p) for w, p in gh.dispatches if p["ref"] == BRANCH]
+        statuses = list(gh.statuses.posted)
+    (workflow, payload), = dispatched
+    assert workflow == "torchbot-build.yml" and payload["inputs"]["publish"] == "true", result
     sent = {e["package"] for _, p in dispatched for key in ("pytorch", "companions")
             for e in json.loads(p["inputs"][key])}
+    rows = builds.status(ctx, BRANCH)
     assert rows and {r["backend"] for r in rows} == {"github"} and {r["package"] for r in rows} == sent
     assert {r["state"] for r in rows} == {"succeeded"} and {r["pin"] for r in rows} == {pins.NEW}
+    assert {r["commit"] for r in rows} == {_rev(origin, BRANCH)}  # what GitHub has: the pushed bump
+    assert statuses == []  # a branch's own build is published, not reviewed
+    published = publish.publish_pending(ctx, BRANCH)
+    assert published and {r["message"] for r in published} == {"published by the GitHub workflow"}
 
 
-def payload_refs(dispatched) -> set[str]:
-    return {p["ref"] for _, p in dispatched}
+def test_a_bump_pull_request_is_built_at_its_head_reported_and_published_once_merged(tmp_path: Path) -> None:
+    work, origin = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
+    before = _rev(origin, BRANCH)
+    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, git_dir=origin) as gh:
+        _nixpkgs(nix)
+        ctx = _github_ctx(tmp_path, work, nix, gh, bump_automerge=True)
+        result = schedule.run_now(ctx, "bump")["result"]
+        (pr,) = [p for p in gh.pulls.prs.values() if p["base"]["ref"] == BRANCH]
+        head_ref, head = pr["head"]["ref"], pr["head"]["sha"]
+        dispatched = [p for _, p in gh.dispatches if p["inputs"]["branch"] == BRANCH]
+        posted = gh.statuses.of(head)
+        merges = [m for m in gh.pulls.merges if m["number"] == pr["number"]]
+    assert head_ref == f"bump/{BRANCH}-{pins.NEW[:7]}" and f"{BRANCH} at {head_ref}: " in result, result
+    (payload,) = dispatched
+    assert payload["ref"] == head_ref and payload["inputs"]["publish"] == "false"
+    rows = builds.status(ctx, BRANCH)
+    n = len(rows)
+    assert {r["commit"] for r in rows} == {head} and {r["state"] for r in rows} == {"succeeded"}
+    assert posted[0]["state"] == "pending" and posted[0]["description"].startswith(f"0/{n} built")
+    assert (posted[-1]["state"], posted[-1]["description"]) == ("success", f"{n}/{n} built")
+    assert posted[-1]["context"] == "torchbot/builds"
+    # automerge: every build passed, so the PR merged; the branch now holds the bump
+    (merge,) = merges
+    assert _rev(origin, BRANCH) == merge["sha"] != before and pr["state"] == "closed" and pr["merged_at"]
+    # what merged is published from the branch, without building it again
+    again = plan_build(ctx, BRANCH, None, backend="github", changed_only=True)
+    assert again.to_dict()["build"] == [] and len(again.to_dict()["unchanged"]) == n
+    published = publish.publish_pending(ctx, BRANCH)
+    assert len(published) == n and {r["state"] for r in published} == {"published"}
+    assert {r["commit"] for r in published} == {merge["sha"]}
+    assert all(r["message"].startswith(f"built at {head[:12]}, published from {BRANCH}") for r in published)
+    assert publish.publish_pending(ctx, BRANCH) == []  # once
+
+
+def test_a_failed_build_fails_the_status_and_nothing_merges(tmp_path: Path) -> None:
+    work, origin = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
+    one = pins.git(origin, "ls-tree", "--name-only", BRANCH, ".flox/pkgs/").split()[0].rsplit("/", 1)[1][:-4]
+    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, git_dir=origin, fail={one}) as gh:
+        _nixpkgs(nix)
+        ctx = _github_ctx(tmp_path, work, nix, gh, bump_automerge=True)
+        schedule.run_now(ctx, "bump")
+        (pr,) = [p for p in gh.pulls.prs.values() if p["base"]["ref"] == BRANCH]
+        posted = gh.statuses.of(pr["head"]["sha"])
+        merged = [m for m in gh.pulls.merges if m["number"] == pr["number"]]
+    assert posted[-1]["state"] == "failure" and posted[-1]["description"].endswith(", 1 failed")
+    assert merged == [] and pr["state"] == "open"
+    assert publish.pending(ctx, BRANCH) == []  # nothing of an unmerged PR is published

@@ -33,7 +33,9 @@ def test_the_weekly_job_bumps_every_branch_as_pull_requests_and_updates_them(tmp
         # the companion's origin is not on github.com: its branches are held, saying so; nothing is lost
         assert ("held: build-torchvision main (CUDA 12.8, CPU, darwin), build-torchvision pytorch-2.10 (CUDA 13.0, CPU)"
                 in first and first.count("no GitHub repository is known for build-torchvision") == 1), first
-        assert not gh.dispatches  # pull requests are built at their heads, not on the old branches
+        heads = {p["head"]["ref"] for p in gh.pulls.prs.values()}  # each PR built at its head, not the old branch
+        assert {p["ref"] for _, p in gh.dispatches} == heads
+        assert not any(p["inputs"]["publish"] for _, p in gh.dispatches)  # and never published from there
         from release.state import state_for
 
         rows = state_for(ctx).bump_outcomes(str(pt))  # what the dashboard reads

@@ -1,0 +1,244 @@
+"""One scheduled week of the release loop on fresh clones of the real build-pytorch and
+build-torchvision (issue 25), reported per branch.
+
+    .venv/bin/python bench/loop.py [/work/.mirror/barstoolbluz+build-pytorch/repo \\
+        /work/.mirror/barstoolbluz+build-torchvision/repo] [--no-automerge] [--fail GLOB]
+
+Each mirror is copied to a local bare repository under ``<tmp>/github.com/barstoolbluz/<name>.git``
+(its "GitHub"; pushes go nowhere real) and cloned from there: a fresh clone, ``main`` local and
+every other branch only as ``origin/*``. The stand-ins on 127.0.0.1: nixpkgs
+(tests/support/fakes_nixpkgs.py) whose history holds every pin the branches use, with the torch
+the READMEs document for it (bench/replay_history.nixpkgs_facts), then a torch bump and a channel
+head carrying a newer torch than any pin; GitHub (tests/support/fakes_github.py, one per
+repository, chained behind one API base) with pull requests, commit statuses, merges and the
+Actions runs of the build workflow (every job succeeds unless ``--fail`` names it); Slack for the
+announcements. Then the scheduler's own jobs run once each, as the weekly run does: ``bump``
+(every branch and pin group, delivered as pull requests), which builds each bump at its PR's head
+and reports to the PR; ``publish``; ``flush-announcements``. Printed: the bump's per-group
+outcomes, then per branch the pull request, the pins before and after, the GitHub build (commit,
+variants, result), the PR's status, whether it merged, and what was published and announced.
+
+Not part of the tests (needs the mirrors). Writes only in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import fnmatch
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench._home import isolate  # noqa: E402
+
+isolate()  # torchbot's own files go to a temporary home, never the real one
+
+from replay_history import History, nixpkgs_facts  # noqa: E402
+
+from tests.support.fakes_github import FakeGitHub  # noqa: E402
+from tests.support.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
+from tests.support.fakes_slack import FakeSlack  # noqa: E402
+
+MIRRORS = [Path("/work/.mirror/barstoolbluz+build-pytorch/repo"),
+           Path("/work/.mirror/barstoolbluz+build-torchvision/repo")]
+OWNER = "barstoolbluz"
+CHANNEL = "C0ANNOUNCE"
+CUDA_SETS = {"cudaPackages", "cudaPackages_12_6", "cudaPackages_12_8", "cudaPackages_12_9", "cudaPackages_13",
+             "cudaPackages_13_0", "cudaPackages_13_1"}
+PIN_RE = re.compile(r"nixpkgs/archive/([0-9a-f]{40})")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v))
+
+
+def pins_at(repo: Path, ref: str) -> collections.Counter:
+    try:
+        out = git(repo, "grep", "-ho", r"nixpkgs/archive/[0-9a-f]\{40\}", ref, "--", ".flox/pkgs")
+    except subprocess.CalledProcessError:
+        return collections.Counter()
+    return collections.Counter(line.rsplit("/", 1)[1] for line in out.split())
+
+
+def world(tmp: Path, mirrors: list[Path]) -> list[tuple[str, Path, Path]]:
+    """(name, bare "GitHub" origin, fresh clone) per mirror."""
+    out = []
+    for mirror in mirrors:
+        name = "build-torchvision" if "torchvision" in str(mirror) else "build-pytorch"
+        origin = tmp / "github.com" / OWNER / f"{name}.git"
+        origin.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "-q", "--bare", str(mirror), str(origin)], check=True)
+        clone = tmp / "clones" / name
+        subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+        out.append((name, origin, clone))
+    return out
+
+
+def nixpkgs(fake: FakeNixpkgs, origins: list[Path], mirrors: list[Path]) -> tuple[str, str]:
+    """Every pin the branches use, oldest torch first, each with its documented torch; then a torch
+    bump past the newest and the channel head. Returns (head, its torch)."""
+    torch, _sets, _full = nixpkgs_facts([History(m) for m in mirrors])
+    used: set[str] = set()
+    for origin in origins:
+        for ref in git(origin, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split():
+            used |= set(pins_at(origin, ref))
+    known = sorted({torch[p] for p in used if p in torch}, key=vkey) or ["2.8.0"]
+    by_version: dict[str, list[str]] = collections.defaultdict(list)
+    for pin in sorted(used):
+        by_version[torch.get(pin, known[0])].append(pin)
+    for n, version in enumerate(known, start=1):
+        fake.add_commit(f"{n:04d}" * 10, f"python3Packages.torch: -> {version}", torch=version, cuda_sets=CUDA_SETS)
+        for pin in by_version[version]:
+            fake.add_commit(pin, "cudaPackages: update")
+        fake.add_commit(f"{n:04d}ffff" * 5, "hello: 2.12 -> 2.12.1")  # the newest commit keeping it
+    newest = vkey(known[-1])
+    head_torch = "2.9.1" if newest < (2, 9, 1) else f"{newest[0]}.{newest[1]}.{(newest[2:] or (0,))[0] + 1}"
+    fake.add_commit("2291" * 10, f"python3Packages.torch: {known[-1]} -> {head_torch}", torch=head_torch)
+    head = "feed" * 10
+    fake.add_commit(head, "firefox: 140 -> 141")
+    fake.channels["nixos-unstable"] = head
+    return head, head_torch
+
+
+def report(ctx, repos, gh_by_repo, before, slack, lines) -> None:
+    from release.builds import run as builds
+    from release.publishing.publish import held
+    from release.state import Publish, Release, open_state
+
+    st = open_state(ctx.settings.state_db)
+    with st.session() as s:
+        published = collections.Counter(p.branch for p in s.query(Publish))
+        releases = {r.branch for r in s.query(Release)}
+    waiting = collections.Counter(b.branch for b, _ in held(ctx))
+    threads = [m["text"].splitlines()[0] for m in slack.messages(CHANNEL) if not m.get("thread_ts")]
+    for name, origin, _clone in repos:
+        gh = gh_by_repo[name]
+        prs = {p["base"]["ref"]: p for p in gh.pulls.prs.values()}
+        print(f"\n{name}")
+        for branch in git(origin, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split():
+            if branch.startswith("bump/"):
+                continue
+            old, new = before[(name, branch)], pins_at(origin, branch)
+            pr = prs.get(branch)
+            print(f"  {branch}")
+            if pr is None:
+                said = [ln.strip() for ln in lines if ln.strip().startswith(branch + " (")]
+                print("    no pull request" + (": " + "; ".join(said)[:300] if said else ""))
+                continue
+            head = pr["head"]["sha"]
+            pins_pr = pins_at(origin, head)
+            moves = ", ".join(f"{a[:7]}" for a in old) + " -> " + ", ".join(f"{b[:7]}" for b in pins_pr)
+            print(f"    PR #{pr['number']} {pr['head']['ref']} ({pr['state']}"
+                  f"{', merged' if pr['merged_at'] else ''}): pins {moves}")
+            rows = [r for r in builds.status(ctx, branch) if r["commit"] == head] if name == repos[0][0] else []
+            if rows:
+                states = collections.Counter(r["state"] for r in rows)
+                print(f"    GitHub build at {head[:12]} (the PR head): {len(rows)} variant(s), "
+                      + ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
+            else:
+                print(f"    GitHub build: none (builds run in {OWNER}/build-pytorch's workflow)")
+            status = gh.statuses.of(head)
+            if status:
+                print(f"    status torchbot/builds: {status[-1]['state']} \"{status[-1]['description']}\" "
+                      f"({len(status)} posted)")
+            if pr["merged_at"]:
+                print(f"    merged: {branch} is now {git(origin, 'rev-parse', branch).strip()[:12]} "
+                      f"(pins {', '.join(p[:7] for p in new)})")
+            if name == repos[0][0] and (published[branch] or waiting[branch]):  # the state DB: build-pytorch
+                print(f"    published {published[branch]}, waiting for their branch {waiting[branch]}"
+                      + ("; announced" if branch in releases and any(branch in t for t in threads) else ""))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mirrors", nargs="*", type=Path, default=MIRRORS)
+    ap.add_argument("--no-automerge", action="store_true", help="leave the pull requests open")
+    ap.add_argument("--fail", action="append", default=[], metavar="GLOB",
+                    help="GitHub jobs of variants matching GLOB fail (repeatable)")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="torchbot-loop-"))
+    try:
+        return run(tmp, args)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp: Path, args) -> int:
+    from config.settings import Settings
+    from release.context import Context
+    from release.schedule import jobs as schedule
+
+    repos = world(tmp, args.mirrors)
+    before = {(name, b): pins_at(origin, b) for name, origin, _ in repos
+              for b in git(origin, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split()}
+    variants = {p.rsplit("/", 1)[1][:-4] for name, origin, _ in repos[:1]
+                for b in git(origin, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split()
+                for p in git(origin, "ls-tree", "--name-only", b, ".flox/pkgs/").split() if p.endswith(".nix")}
+    fail = {v for v in variants if any(fnmatch.fnmatchcase(v, g) for g in args.fail)}
+    with FakeNixpkgs() as nix, FakeSlack() as slack:
+        head, head_torch = nixpkgs(nix, [o for _, o, _ in repos], args.mirrors)
+        chain, gh_by_repo, upstream = [], {}, nix.api_url
+        for name, origin, _ in reversed(repos):
+            gh = FakeGitHub(repo=f"{OWNER}/{name}", upstream=upstream, git_dir=origin, fail=fail)
+            gh.__enter__()
+            chain.append(gh)
+            gh_by_repo[name] = gh
+            upstream = gh.url
+        try:
+            main_gh = gh_by_repo[repos[0][0]]
+            s = Settings(_env_file=None, repo_path=",".join(str(c) for _, _, c in repos),
+                         state_db=f"sqlite:///{tmp / 'state.sqlite'}", log_dir=tmp / "logs",
+                         channels_url=nix.channels_url, github_api_url=main_gh.url, github_token=main_gh.token,
+                         github_repo=main_gh.repo, nixpkgs_tarball_url=nix.tarball_url, http_retries=1,
+                         github_poll_seconds=0.01, bump_automerge=not args.no_automerge, flox_org="acme",
+                         publish_command="true", slack_bot_token=slack.token, slack_api_url=slack.url,
+                         announce_channel=CHANNEL, git_author_name="torchbot",
+                         git_author_email="torchbot@localhost")
+            ctx = Context(s, use_repo=False)
+            print(f"nixpkgs stand-in: channel nixos-unstable at {head[:7]} with torch {head_torch}; "
+                  f"{len(nix.history)} commits; GitHub jobs failing: {len(fail)}")
+            from release.pins.commands import plan_bump
+
+            t0 = time.perf_counter()
+            plan = plan_bump(ctx, "all", None, dry_run=True)
+            print(f"\nThe weekly bump's plan ({time.perf_counter() - t0:.1f} s):")
+            for line in plan.text().splitlines():
+                print("  " + line)
+            timings = {}
+            results = {}
+            for job in ("bump", "publish", "flush-announcements"):
+                t0 = time.perf_counter()
+                results[job] = schedule.run_now(ctx, job)["result"]
+                timings[job] = time.perf_counter() - t0
+            print("\nScheduled jobs:")
+            for job, line in results.items():
+                parts = [p for p in line.split("; ") if "pull request(s)" not in p]  # the PRs are listed below
+                print(f"  {job} ({timings[job]:.1f} s): " + "\n      ".join(parts))
+            report(ctx, repos, gh_by_repo, before, slack, plan.text().splitlines())
+            dispatched = sum(len(g.dispatches) for g in chain)
+            statuses = sum(len(g.statuses.posted) for g in chain)
+            merges = sum(len(g.pulls.merges) for g in chain)
+            print(f"\nTotals: {sum(len(g.pulls.prs) for g in chain)} pull request(s), {dispatched} dispatch(es), "
+                  f"{statuses} status(es) posted, {merges} merge(s), "
+                  f"{len([m for m in slack.messages(CHANNEL) if not m.get('thread_ts')])} release thread(s).")
+        finally:
+            for gh in chain:
+                gh.__exit__(None, None, None)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""What the schedule builds after the weekly bump: each bump as it was delivered, never the old
+code (``release.pins.deliver.Delivered``, one per bumped branch).
+
+- delivered as a pull request: a GitHub build of the PR's head branch (``bump/<branch>-<rev>``),
+  whose results the PR shows as the ``torchbot/builds`` status; never published until merged;
+- pushed to the branch: a GitHub build of the branch's remote head, published by the workflow;
+- left on this machine (committed locally): a local build when the schedule builds locally;
+  with GitHub, nothing (GitHub would build the old pin) and the line says why.
+
+GitHub builds run in ``TORCHBOT_GITHUB_REPO``'s workflow, so only bumps of the configured
+repository (``TORCHBOT_REPO_PATH``) are built there; a companion repository's bump is reported
+and left to its own CI.
+
+``targets`` sorts the deliveries (pure); ``build_after_bump`` runs the builds and returns one
+line per delivery for the job's result.
+
+May import: config, release.builds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from config.errors import TorchbotError
+
+
+@dataclass(frozen=True)
+class Target:
+    branch: str
+    head: str | None  # the PR's head branch; None: the branch itself
+    how: str  # "pull request" | "pushed" | "local"
+    repo: str = ""  # the repository's path ('' : the configured one)
+
+
+def targets(delivered) -> list[Target]:
+    """One build target per delivery (``Delivered`` objects or their ``to_dict()``) (pure)."""
+    out = []
+    for item in delivered:
+        d = item if isinstance(item, dict) else item.to_dict()
+        if d.get("head"):
+            how = "pull request"
+        elif d.get("how") == "pushed":
+            how = "pushed"
+        else:
+            how = "local"
+        out.append(Target(d["branch"], d.get("head"), how, d.get("repo") or ""))
+    return out
+
+
+def _same(a: str, b) -> bool:
+    if not a or b is None:
+        return True
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def build_after_bump(ctx, delivered, backend: str) -> list[str]:
+    """Run the build each delivery asks for with ``backend`` (github | local); one line each."""
+    from release.builds.commands import plan_build
+
+    lines = []
+    for t in targets(delivered):
+        if backend == "github" and not _same(t.repo, ctx.settings.repo_path):
+            lines.append(f"{t.branch} ({Path(t.repo).name}): none (GitHub builds run in "
+                         f"{ctx.settings.github_repo}'s workflow)")
+            continue
+        if t.how == "pull request" and backend == "local":
+            lines.append(f"{t.branch}: none (the bump is on {t.head}, a pull request; local builds "
+                         "build local branches)")
+            continue
+        if t.how == "local" and backend == "github":
+            lines.append(f"{t.branch}: none (the bump is only on this machine; GitHub would build "
+                         "the old pin: deliver it as a pull request or push it)")
+            continue
+        where = f" at {t.head}" if t.head else ""
+        try:
+            built = plan_build(ctx, t.branch, None, repo=t.repo or None, backend=backend, changed_only=True,
+                               head=t.head).apply()
+        except TorchbotError as err:
+            lines.append(f"{t.branch}{where}: not started ({err.message})")
+            continue
+        lines.append(f"{t.branch}{where}: {_counts(built.rows)}")
+    return lines
+
+
+def _counts(rows: list[dict]) -> str:
+    skipped = sum(1 for r in rows if r.get("state") == "skipped")
+    failed = sum(1 for r in rows if r.get("state") in ("failed", "interrupted"))
+    ok = sum(1 for r in rows if r.get("state") == "succeeded")
+    text = f"{len(rows) - skipped} variant(s), {ok} succeeded"
+    if failed:
+        text += f", {failed} failed"
+    if skipped:
+        text += f", {skipped} skipped (other platforms)"
+    return text
