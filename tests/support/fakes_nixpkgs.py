@@ -10,7 +10,8 @@ and ``pulls`` (PR payloads received).
 ``history`` is nixpkgs' first-parent history, oldest first: ``add_commit(sha, title,
 files)`` appends one (and makes it known); the compare API (``/compare/A...B``, paged with
 ``per_page``/``page``) and the commits API with ``path`` (newest first, paged) answer from it.
-``cuda_default`` (rev -> ``cudaPackages_X_Y``) adds the plain ``cudaPackages`` alias.
+``cuda_default`` (rev -> ``cudaPackages_X_Y``) adds the plain ``cudaPackages`` alias; ``dates`` (sha ->
+ISO date) is each commit's committer date in the commits API.
 
 It also serves each known commit's source tarball at ``.tarball_url`` + ``<rev>.tar.gz``: a
 small real ``.tar.gz`` (``nixpkgs-<rev>/default.nix``, deterministic bytes, different per
@@ -58,6 +59,7 @@ class FakeNixpkgs:
         self.tarballs = True
         self.history: list[dict] = []
         self.cuda_default: dict[str, str] = {}
+        self.dates: dict[str, str] = {}  # sha -> committer date (ISO); unset: 2025-01-01T00:00:00Z
         self.tarball_gets: list[str] = []
         fake = self
 
@@ -115,7 +117,10 @@ class FakeNixpkgs:
                     if parts[4] == "commits":
                         sha = fake.branches.get(parts[5], parts[5])
                         if sha in fake.commits:
-                            return self._send(200, json.dumps({"sha": sha, "commit": {"message": "x"}}))
+                            when = {"name": "nixpkgs", "email": "n@example.org",
+                                    "date": fake.dates.get(sha, "2025-01-01T00:00:00Z")}
+                            return self._send(200, json.dumps({"sha": sha, "commit": {
+                                "message": "x", "author": when, "committer": when}}))
                         return self._send(404, json.dumps({"message": "No commit found"}))
                     if parts[4] == "contents":
                         path = "/".join(parts[5:])

@@ -15,7 +15,7 @@ import sys
 from config.errors import TorchbotError
 
 REGISTRARS = ("bot.frontends.cli.ask", "release.cli", "release.schedule.cli", "bot.frontends.cli.serve",
-              "bot.frontends.cli.paths")
+              "bot.frontends.cli.paths", "release.dashboard.cli")
 
 
 class _Parser(argparse.ArgumentParser):

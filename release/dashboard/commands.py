@@ -1,0 +1,137 @@
+"""Command layer of the dashboard, shared by the CLI, chat (Slack, console) and the schedule.
+
+``dashboard(ctx, repo=None)`` gathers the facts (``release.dashboard.collect``), builds the
+model and returns a :class:`DashboardResult` (``to_dict`` for ``--json``, ``text`` for a log or
+a pipe; the rich table and the other renderings take ``result.model``). Without a configured or
+given repository it refuses in one line (exit 2). The issue that mirrors it is kept by
+``release.dashboard.issue_sync``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from config.errors import TorchbotError, UsageError
+from release.dashboard import collect
+from release.dashboard.model import Dashboard, build
+
+NEEDS = "No repository: pass --repo PATH or set TORCHBOT_REPO_PATH (build-pytorch, then build-torchvision)."
+SHARED_JOBS = ("docs-check", "poll-builds", "publish", "dashboard-issue")
+
+
+class DashboardResult:
+    exit_code = 0
+    ok = True
+
+    def __init__(self, model: Dashboard):
+        self.model = model
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model.to_dict()
+
+    def text(self) -> str:
+        from release.dashboard.text import plain
+
+        return plain(self.model)
+
+
+def _paths(ctx, repo) -> list[Path]:
+    if repo:
+        from release.context import repo_path
+
+        return [repo_path(ctx, repo)]
+    paths = ctx.repositories
+    if not paths:
+        raise UsageError(NEEDS)
+    return [Path(p) for p in paths]
+
+
+def _jobs(ctx, now: datetime) -> dict[str, dict]:
+    """Job id -> {id, description, next_run} from the schedule's triggers (APScheduler)."""
+    from release.schedule.jobs import job_specs
+
+    out = {}
+    for spec in job_specs(ctx):
+        nxt = spec.trigger.get_next_fire_time(None, now)
+        out[spec.id] = {"id": spec.id, "description": spec.description,
+                        "next_run": nxt.isoformat(timespec="seconds") if nxt else None}
+    return out
+
+
+def github_repo(settings, kind: str) -> str | None:
+    """``owner/name`` of a managed repository on GitHub: TORCHBOT_GITHUB_REPO for build-pytorch,
+    the same owner's build-torchvision for the other."""
+    repo = settings.github_repo
+    if not repo:
+        return None
+    return repo if kind == "build-pytorch" else f"{repo.split('/')[0]}/{kind}"
+
+
+def _bump_outcomes(ctx, st) -> dict[str, list[dict]]:
+    return collect.bump_outcomes_from_runs(collect.bump_runs(st)) if st is not None else {}
+
+
+def facts(ctx, repo=None, now: datetime | None = None) -> dict:
+    """Everything the model is built from, as plain data."""
+    from config.catalog_data import load_catalog
+    from release.recipes.repos import read_repositories
+
+    now = now or datetime.now(UTC)
+    s = ctx.settings
+    rs = read_repositories(_paths(ctx, repo), load_catalog())
+    notes: list[str] = []
+    st = None
+    try:
+        from release.state import state_for
+
+        st = state_for(ctx)
+        names = {n for m in rs.models for n in m.branches} | {f"bump/{n}" for m in rs.models for n in m.branches}
+        latest, published = collect.build_facts(st, names)
+        outcomes = _bump_outcomes(ctx, st)
+    except TorchbotError as err:
+        notes.append(f"state DB: {err.message}")
+        latest, published, outcomes = {}, {}, {}
+    jobs = _jobs(ctx, now)
+    nix = collect.NixpkgsFacts(s)
+    skip = tuple(s.docs_skip_branches)
+    pairing = {}
+    if rs.pytorch and rs.vision:
+        pairing = collect.companion_drift(rs.pytorch[0], rs.vision[0], skip)
+    by_name = {(b.repository, b.name): b for b in [*rs.catalog.branches.values(), *rs.catalog.vision.values()]}
+    repos = []
+    try:
+        for m in rs.models:
+            gh = github_repo(s, m.kind)
+            prs = collect.open_bump_prs(s, gh, notes) if (gh and s.github_token is not None) else {}
+            readme = collect.readme_drift(m, skip) if m.kind == "build-pytorch" else {}
+            branches = []
+            for name, bm in m.branches.items():
+                cat = by_name.get((m.path, name))
+                pr = prs.get(name)
+                if pr is not None:
+                    pr = {**pr, "builds": collect.pr_builds(latest, pr["head"])}
+                channel = s.default_channel
+                touching = [f"bump:{name}", *SHARED_JOBS] if m.kind == "build-pytorch" else list(SHARED_JOBS)
+                branches.append({
+                    "name": name, "head": bm.tip, "pytorch": cat.pytorch if cat else None,
+                    "python": cat.python if cat else None,
+                    "cuda": list(cat.cuda_versions) if cat else [], "purpose": cat.purpose if cat else None,
+                    "pins": collect.pin_facts(collect.pin_groups(bm), channel, nix),
+                    "bumps": outcomes.get(name, []) if m.kind == "build-pytorch" else [],
+                    "pr": pr, "readme_drift": readme.get(name, []),
+                    "pairs_with": cat.pairs_with if cat else None, "companion_drift": pairing.get(name, []),
+                    "variants": collect.variant_facts(bm, name, latest, published),
+                    "jobs": [jobs[j] for j in touching if j in jobs],
+                })
+            repos.append({"name": m.kind, "path": m.path, "kind": m.kind, "github": gh, "branches": branches})
+    finally:
+        nix.close()
+    notes.extend(dict.fromkeys(nix.notes))
+    return {"generated": collect.now_iso(now), "repositories": repos, "notes": notes}
+
+
+def dashboard(ctx, repo=None, now: datetime | None = None) -> DashboardResult:
+    now = now or datetime.now(UTC)
+    return DashboardResult(build(facts(ctx, repo, now), now))
