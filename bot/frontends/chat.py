@@ -344,11 +344,16 @@ class Chat:
         if changes:
             return MessageResult(plans.refused_moved(row.command, args, changes), ok=False)
         if job is None:
-            return plan.apply()
-        from config.progress import Progress
+            result = plan.apply()
+        else:
+            from config.progress import Progress
 
-        progress = Progress(job.on_progress, verb=VERBS.get(row.command, "done"))
-        return plan.apply(progress, job.notice() if job.notice else None)
+            progress = Progress(job.on_progress, verb=VERBS.get(row.command, "done"))
+            result = plan.apply(progress, job.notice() if job.notice else None)
+        from release.dashboard.commands import after_operation
+
+        after_operation(self.ctx, f"/{row.command}")
+        return result
 
     def _status(self):
         s = self.ctx.settings

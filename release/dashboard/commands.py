@@ -135,3 +135,66 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
 def dashboard(ctx, repo=None, now: datetime | None = None) -> DashboardResult:
     now = now or datetime.now(UTC)
     return DashboardResult(build(facts(ctx, repo, now), now))
+
+
+# ---------------------------------------------------------------------------------------------
+# Acting on a row (the issue's ticked boxes; Slack's buttons go through chat's plans instead)
+
+
+def run_action(ctx, action) -> str:
+    """Do what a row's action says, through the same plans the CLI applies; one line back."""
+    words = action.command.split()
+    if action.kind in ("approve-bump", "rebase-pr"):
+        from release.pins.commands import plan_bump
+
+        opts: dict[str, Any] = {}
+        rest = words[2:]
+        if "--pytorch" in rest:
+            i = rest.index("--pytorch")
+            opts["pytorch"] = rest[i + 1]
+            rest = rest[:i] + rest[i + 2:]
+        if action.kind == "rebase-pr":
+            opts["open_pr"] = True
+        result = plan_bump(ctx, words[1], rest[0] if rest else None, **opts).apply()
+        return (result.text().splitlines() or ["bumped"])[0]
+    if action.kind == "retry-builds":
+        from release.builds.commands import plan_build
+
+        backend = ctx.settings.schedule_backend()
+        if backend == "none":
+            raise UsageError("no build backend: set TORCHBOT_SCHEDULE_BUILD_BACKEND (github or local) to retry builds "
+                             "from the dashboard issue.")
+        result = plan_build(ctx, words[1], words[2:], backend=backend).apply()
+        states: dict[str, int] = {}
+        for r in result.rows:
+            states[r.get("state", "?")] = states.get(r.get("state", "?"), 0) + 1
+        return "retried: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+    raise UsageError(f"Unknown dashboard action {action.kind}.")
+
+
+def sync_issues(ctx, model: Dashboard | None = None) -> list[str]:
+    """Bring each repository's dashboard issue up to date on GitHub (acting on ticked boxes
+    first); one line per thing done. Needs TORCHBOT_GITHUB_TOKEN."""
+    s = ctx.settings
+    if s.github_token is None:
+        return ["dashboard issues: skipped (no TORCHBOT_GITHUB_TOKEN)"]
+    from release.dashboard.issue_sync import sync
+
+    model = model or dashboard(ctx).model
+    repos = {r.name: r.github for r in model.repositories if r.github}
+    lines = sync(s, model, lambda a: run_action(ctx, a), repos)
+    return lines
+
+
+def after_operation(ctx, what: str) -> None:
+    """After a release operation (a bump, build or publish, from chat or the schedule): the
+    dashboard issues say what it changed. Never fails the operation: a failure is logged."""
+    import logging
+
+    if ctx.settings.github_token is None or not ctx.repositories:
+        return
+    try:
+        for line in sync_issues(ctx):
+            logging.getLogger("torchbot.dashboard").info("after %s: %s", what, line)
+    except Exception as err:  # noqa: BLE001  (the operation is done; the issue catches up on its schedule)
+        logging.getLogger("torchbot.dashboard").warning("dashboard issues not updated after %s: %s", what, err)
