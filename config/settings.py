@@ -174,6 +174,9 @@ class Settings(BaseSettings):
 
     # `torchbot serve --http` (the --host/--port options override these)
     host: str = Field("0.0.0.0", description="where `torchbot serve --http` listens (`--host` overrides)")
+    api_token: SecretStr | None = Field(None, description=(
+        "the token torchbot's read-only pages (`/dashboard` of `serve --http`) ask for when serve listens beyond "
+        "loopback: `Authorization: Bearer <token>`, or as the HTTP Basic password"))
     port: int = Field(3000, ge=0, le=65535, description=(
         "the port of `torchbot serve --http`, 1-65535 (`--port` overrides; 0: any free port, which the "
         "start line names)"))

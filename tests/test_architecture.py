@@ -56,11 +56,12 @@ FRONTENDS_ALLOWED: dict[str, set[str]] = {
     "incidents": set(),
     "pending": set(),
     "store": set(),
+    "web": {"incidents"},
     "jobs": {"incidents"},
     "chat": {"commands", "incidents", "jobs", "pending", "store"},
     "console": FRONTEND_CORE,
     "slack": FRONTEND_CORE,
-    "cli": FRONTEND_CORE | {"console", "slack"},
+    "cli": FRONTEND_CORE | {"console", "slack", "web"},
 }
 # Modules that may import nothing of torchbot: adapters to the machine itself.
 IMPORT_NOTHING = ("bot.engine.host",)

@@ -45,9 +45,12 @@ def _serve(args, ctx) -> int:
     server = None
     if mode == "http":
         from bot.frontends.slack.http_mode import make_http_server
+        from bot.frontends.web import PATH as PAGE
+        from bot.frontends.web import dashboard_app, route
 
+        page = dashboard_app(ctx, host)
         try:
-            server = make_http_server(app, host, port)
+            server = make_http_server(app, host, port, pages=lambda slack: route({PAGE: page}, slack))
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
@@ -61,7 +64,7 @@ def _serve(args, ctx) -> int:
     try:
         if server is not None:
             _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events")
-                 + said)
+                 + said + f"; dashboard on http://{host}:{server.server_port}/dashboard")
             server.serve_forever()
         else:
             _serve_socket(app, s, who, said)
