@@ -54,6 +54,7 @@ HELP = """\
 /build <branch> [glob] [--resume]  build variants of a branch (admins; plan first); --resume: the interrupted
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
+/torchbot dashboard          where the release stands on every branch (held bumps, failed builds, drift)
 @torchbot <question>         same as /variant, answered in the thread"""
 
 # Mutating commands -> (module, function) of the planner that returns a Plan.
@@ -66,7 +67,7 @@ USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--with-companions] [--pytorch
          "build": "Usage: /build <branch> [glob] [--resume]",
          "publish": "Usage: /publish <branch>"}
 VERBS = {"build": "built", "publish": "published", "bump": "bumped"}  # "57/237 built"
-SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status."
+SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status | dashboard."
 
 _MENTION_RE = re.compile(r"<@[A-Z0-9]+>")
 
@@ -124,28 +125,39 @@ class JobReply:
 
 
 class PinsResult:
+    """Every branch of each repository with its pins and when the schedule next bumps it: a
+    time from the bump trigger (APScheduler), "manual (vLLM pin)", or, for build-torchvision, that
+    nothing schedules it (it moves with ``/bump ... --with-companions``)."""
+
     def __init__(self, ctx: Context):
         self.data = catalog(ctx).to_dict()
         self.cron = ctx.settings.bump_cron
         self.vllm = ctx.settings.bump_vllm_branches
+        try:
+            from release.schedule.jobs import crontab_trigger
+
+            nxt = crontab_trigger(self.cron).get_next_fire_time(None, datetime.now(UTC))
+            self.next_run = nxt.strftime("%Y-%m-%d %H:%M UTC") if nxt else None
+        except ValueError:
+            self.next_run = None
+
+    def next_bump(self, b: dict[str, Any]) -> str:
+        if b["kind"] == "build-torchvision":
+            return "not scheduled (with --with-companions)"
+        if b["purpose"] == "vllm-certified" and not self.vllm:
+            return "manual (vLLM pin)"
+        return self.next_run or f"invalid TORCHBOT_BUMP_CRON '{self.cron}'"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.data, "bump_cron": self.cron}
+        branches = [{**b, "next_bump": self.next_bump(b)} for b in self.data["branches"]]
+        return {**self.data, "branches": branches, "bump_cron": self.cron, "next_scheduled_bump": self.next_run}
 
     def text(self) -> str:
-        rows = [("branch", "pytorch", "cuda", "python", "pin", "next bump")]
+        rows = [("repository", "branch", "pytorch", "cuda", "python", "pin", "next bump")]
         for b in self.data["branches"]:
-            scheduled = self.vllm or b["purpose"] != "vllm-certified"
-            rows.append(
-                (
-                    b["branch"],
-                    b["pytorch"],
-                    "/".join(b["cuda"]) or "-",
-                    b["python"],
-                    ",".join(p[:7] for p in b["pins"]),
-                    f"cron '{self.cron}'" if scheduled else "manual (vLLM pin)",
-                )
-            )
+            repo = "torchvision" if b["kind"] == "build-torchvision" else "pytorch"
+            rows.append((repo, b["branch"], str(b["pytorch"]), "/".join(b["cuda"]) or "-", str(b["python"]),
+                         ",".join(p[:7] for p in b["pins"]), self.next_bump(b)))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
@@ -197,6 +209,10 @@ class Chat:
                 sub = args[0].lower() if args else "help"
                 if sub == "status":
                     return self._status()
+                if sub == "dashboard":
+                    from release.dashboard.commands import dashboard
+
+                    return dashboard(self.ctx)
                 if sub in PLANNERS or sub in ("variant", "pins"):
                     rest = text.split(None, 1)[1] if len(args) > 1 else ""
                     return self.command(sub, rest, user, channel)
@@ -218,8 +234,8 @@ class Chat:
         body = _MENTION_RE.sub(" ", text).strip()
         first, _, rest = body.partition(" ")
         word = first.lstrip("/").lower()
-        if word in PLANNERS or word in ("pins", "help", "status", "variant"):
-            if word in ("help", "status"):
+        if word in PLANNERS or word in ("pins", "help", "status", "variant", "dashboard"):
+            if word in ("help", "status", "dashboard"):
                 return self.command("torchbot", word, user, channel)
             return self.command(word, rest, user, channel)
         return self.command("variant", body or "help", user, channel)

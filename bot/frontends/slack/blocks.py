@@ -19,6 +19,7 @@ from typing import Any
 from bot.engine.answer import Answer
 from bot.frontends.chat import JobReply, PlanReply
 from bot.frontends.slack.text import escape, excerpt, quoted
+from release.dashboard.commands import DashboardResult
 
 MAX_TEXT = 2900  # a section's text limit is 3000 characters
 MAX_PAGES = 12  # code sections in one message (Slack allows 50 blocks)
@@ -170,6 +171,10 @@ def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.t
         head = p.plan.text().split("\n", 1)[0]
         return Rendered(f"Plan for /{p.command} {quoted(' '.join(p.args))}: {escape(excerpt(head, 300))} "
                         "(Confirm or Cancel)", plan_blocks(result))
+    if isinstance(result, DashboardResult):
+        from bot.frontends.slack import dashboard
+
+        return Rendered(escape(dashboard.summary(result.model)), dashboard.blocks(result.model))
     if isinstance(result, JobReply):
         return Rendered(escape(result.text()), [_section(escape(result.text()))])
     summary, failures = summary_of(result)
