@@ -82,12 +82,16 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
     s = ctx.settings
     rs = read_repositories(_paths(ctx, repo), load_catalog())
     notes: list[str] = []
+    prs = {}
+    for m in rs.models:
+        gh = github_repo(s, m.kind)
+        prs[m.kind] = collect.open_bump_prs(s, gh, notes) if (gh and s.github_token is not None) else {}
     st = None
     try:
         from release.state import state_for
 
         st = state_for(ctx)
-        names = {n for m in rs.models for n in m.branches} | {f"bump/{n}" for m in rs.models for n in m.branches}
+        names = {n for m in rs.models for n in m.branches} | {p["head"] for x in prs.values() for p in x.values()}
         latest, published = collect.build_facts(st, names)
         outcomes = _bump_outcomes(ctx, st)
     except TorchbotError as err:
@@ -103,13 +107,11 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
     repos = []
     try:
         for m in rs.models:
-            gh = github_repo(s, m.kind)
-            prs = collect.open_bump_prs(s, gh, notes) if (gh and s.github_token is not None) else {}
             readme = collect.readme_drift(m, skip) if m.kind == "build-pytorch" else {}
             branches = []
             for name, bm in m.branches.items():
                 cat = by_name.get((m.path, name))
-                pr = prs.get(name)
+                pr = prs[m.kind].get(name)
                 if pr is not None:
                     pr = {**pr, "builds": collect.pr_builds(latest, pr["head"])}
                 channel = s.default_channel
@@ -125,7 +127,8 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
                     "variants": collect.variant_facts(bm, name, latest, published),
                     "jobs": [jobs[j] for j in touching if j in jobs],
                 })
-            repos.append({"name": m.kind, "path": m.path, "kind": m.kind, "github": gh, "branches": branches})
+            repos.append({"name": m.kind, "path": m.path, "kind": m.kind, "github": github_repo(s, m.kind),
+                          "branches": branches})
     finally:
         nix.close()
     notes.extend(dict.fromkeys(nix.notes))

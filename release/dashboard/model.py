@@ -261,6 +261,11 @@ def _bumps(raw: list[dict], pins: list[Pin]) -> list[Bump]:
         out.append(Bump(group=b.get("group") or "", state=b.get("state") or "unknown", reason=reason,
                         when=b.get("when"), rev=b.get("rev") or (rev.group(1) if rev else None),
                         pytorch=b.get("pytorch") or (torch.group(1) if torch else None)))
+    heads = {p.channel_head for p in pins if p.channel_head}
+    for b in out:  # a short revision in a reason: the channel head it abbreviates
+        full = [h for h in heads if b.rev and h.startswith(b.rev)]
+        if b.rev and len(b.rev) < 40 and len(full) == 1:
+            b.rev = full[0]
     if not out:  # nothing recorded: what the pins say against their channel
         for p in pins:
             state = "current" if p.current else "unknown"

@@ -41,6 +41,10 @@ backend, paging and rate-limiting the way GitHub documents it.
   client in the middle of a poll). A wrong bearer token answers 401. ``upstream``: every path
   outside the repository's Actions API is forwarded there (a FakeNixpkgs ``api_url``), so one
   GitHub API base serves both.
+- Issues (the dashboard issue): ``GET/POST .../issues``, ``GET/PATCH .../issues/{n}`` with GitHub's
+  issue object (its required fields), 422 for a missing title or a body over 65,536 characters;
+  ``issues`` holds them and ``tick(n, key)`` ticks a dashboard box as a person would. Open pull
+  requests: ``GET .../pulls`` lists what ``add_pull(head, base)`` added.
 """
 
 from __future__ import annotations
@@ -93,6 +97,8 @@ class FakeGitHub:
         self.requests: list[tuple[str, str]] = []
         self.log: list[Logged] = []
         self.runs: dict[int, dict] = {}
+        self.issues: dict[int, dict] = {}  # number -> issue (GitHub's issue object)
+        self.pulls: list[dict] = []  # pull request objects (add_pull)
         self._window_start: float | None = None
         self._used = 0
         self._throttle: list[tuple[int, float | None, bool]] = []
@@ -108,6 +114,9 @@ class FakeGitHub:
 
             def do_POST(self):
                 fake._handle(self, "POST")
+
+            def do_PATCH(self):
+                fake._handle(self, "PATCH")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -240,7 +249,82 @@ class FakeGitHub:
         status, payload, extra = self._route(req, method, path, query, body)
         return status, payload, {**self._rate_headers(now), **extra}
 
+    # -- issues and pull requests (the dashboard issue) -------------------------------------------
+
+    def _issue(self, repo: str, number: int, title: str, body: str | None, user: str = "torchbot[bot]") -> dict:
+        now = _iso(time.time())
+        base = f"https://api.github.test/repos/{repo}/issues/{number}"
+        return {"id": 1000 + number, "node_id": f"I_{number}", "url": base,
+                "repository_url": f"https://api.github.test/repos/{repo}", "labels_url": base + "/labels{/name}",
+                "comments_url": base + "/comments", "events_url": base + "/events",
+                "html_url": f"https://github.test/{repo}/issues/{number}", "number": number, "state": "open",
+                "state_reason": None, "title": title, "body": body, "locked": False, "active_lock_reason": None,
+                "user": {"login": user, "id": 1, "type": "Bot"}, "labels": [], "assignee": None, "assignees": [],
+                "milestone": None, "comments": 0, "created_at": now, "updated_at": now, "closed_at": None,
+                "author_association": "NONE"}
+
+    def add_pull(self, head: str, base: str, number: int | None = None, repo: str | None = None) -> dict:
+        """An open pull request ``head`` -> ``base`` (of ``repo``, default the fake's) as GitHub lists it."""
+        n = number or (len(self.pulls) + len(self.issues) + 1)
+        pr = {"id": 5000 + n, "number": n, "state": "open", "title": f"{head}", "html_url":
+              f"https://github.test/{self.repo}/pull/{n}", "head": {"ref": head, "sha": "0" * 40, "label":
+              f"{self.repo.split('/')[0]}:{head}"}, "base": {"ref": base, "sha": "1" * 40}, "draft": False,
+              "_repo": repo or self.repo}
+        self.pulls.append(pr)
+        return pr
+
+    def tick(self, number: int, key: str) -> None:
+        """A person ticks the box of ``key`` in issue ``number``."""
+        issue = self.issues[number]
+        box = f"- [ ] <!-- torchbot:act:{key} -->"
+        assert box in issue["body"], f"no box {key} in issue #{number}"
+        issue["body"] = issue["body"].replace(box, box.replace("[ ]", "[x]"))
+
+    def _issues_route(self, repo: str, method: str, rest: list[str], query: dict, body: dict
+                      ) -> tuple[int, object, dict]:
+        if rest == ["pulls"] and method == "GET":
+            state = query.get("state", "open")
+            return 200, [{k: v for k, v in p.items() if k != "_repo"} for p in self.pulls
+                         if p["_repo"] == repo and (state == "all" or p["state"] == state)][:100], {}
+        if rest == ["issues"] and method == "GET":
+            state = query.get("state", "open")
+            items = [i for i in reversed(self.issues.values()) if i["repository_url"].endswith("/repos/" + repo)
+                     and (state == "all" or i["state"] == state)]
+            return 200, items[: min(int(query.get("per_page", DEFAULT_PER_PAGE)), MAX_PER_PAGE)], {}
+        if rest == ["issues"] and method == "POST":
+            if not isinstance(body.get("title"), str) or not body["title"]:
+                return 422, {"message": "Validation Failed", "errors": [{"resource": "Issue", "field": "title",
+                                                                         "code": "missing_field"}]}, {}
+            if len(body.get("body") or "") > 65536:
+                return 422, {"message": "Validation Failed", "errors": [{"resource": "Issue", "field": "body",
+                             "code": "custom", "message": "body is too long (maximum is 65536 characters)"}]}, {}
+            n = len(self.pulls) + len(self.issues) + 1
+            self.issues[n] = self._issue(repo, n, body["title"], body.get("body"))
+            return 201, self.issues[n], {}
+        if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit():
+            issue = self.issues.get(int(rest[1]))
+            if issue is None or not issue["repository_url"].endswith("/repos/" + repo):
+                return 404, {"message": "Not Found"}, {}
+            if method == "GET":
+                return 200, issue, {}
+            if method == "PATCH":
+                if len(body.get("body") or "") > 65536:
+                    return 422, {"message": "Validation Failed", "errors": [{"resource": "Issue", "field": "body",
+                                 "code": "custom", "message": "body is too long (maximum is 65536 characters)"}]}, {}
+                unknown = set(body) - {"title", "body", "state", "state_reason", "labels", "assignees", "milestone"}
+                if unknown:
+                    return 422, {"message": "Validation Failed"}, {}
+                issue.update(body)
+                issue["updated_at"] = _iso(time.time())
+                return 200, issue, {}
+        return 404, {"message": "Not Found"}, {}
+
     def _route(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
+        owner = self.repo.split("/")[0]
+        parts = path.strip("/").split("/")
+        if (len(parts) >= 4 and parts[:2] == ["repos", owner] and parts[3] in ("issues", "pulls")
+                and (method != "POST" or parts[3:] == ["issues"])):  # any repository of the owner
+            return self._issues_route(f"{owner}/{parts[2]}", method, parts[3:], query, body)
         prefix = f"/repos/{self.repo}/actions/"
         if not path.startswith(prefix) and self.upstream:
             return self._forward(req, method, body)

@@ -1,0 +1,148 @@
+"""The dashboard model built from fixture repositories (two repositories, a three-pin branch, stale
+READMEs, a companion off its pair, held / current / bumped / PR-open bumps, builds in every state)
+and its JSON and terminal renderings checked against it."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from release.dashboard.commands import dashboard
+from release.dashboard.text import plain, rich_tables
+from tests.support.fixtures_dashboard import HEAD, HELD, MULTI, PR_BRANCH, PR_HEAD, dashboard_world
+from tests.support.fixtures_realshapes import PIN_13_0, PIN_MAIN
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    with dashboard_world(tmp_path_factory.mktemp("dashboard")) as w:
+        w.result = dashboard(w.ctx, now=w.now)
+        yield w
+
+
+def _branch(d: dict, repo: str, name: str) -> dict:
+    r = next(r for r in d["repositories"] if r["name"] == repo)
+    return next(b for b in r["branches"] if b["branch"] == name)
+
+
+def test_every_branch_of_both_repositories_is_in_the_json(world):
+    d = json.loads(json.dumps(world.result.to_dict()))  # plain JSON all the way down
+    assert [r["name"] for r in d["repositories"]] == ["build-pytorch", "build-torchvision"]
+    assert {b["branch"] for b in d["repositories"][0]["branches"]} == set(world.pt.branch_names)
+    assert {b["branch"] for b in d["repositories"][1]["branches"]} == set(world.tv.branch_names)
+
+
+def test_pins_carry_their_date_age_channel_and_distance_from_its_head(world):
+    d = world.result.to_dict()
+    main = _branch(d, "build-pytorch", "main")
+    (pin,) = main["pins"]
+    assert (pin["rev"], pin["date"][:10], pin["age_days"]) == (PIN_MAIN, "2025-08-01", 213)
+    assert (pin["channel"], pin["channel_head"], pin["behind_commits"], pin["behind_days"]) == (
+        "nixos-unstable", HEAD, 7, 212)
+    multi = _branch(d, "build-pytorch", MULTI)
+    assert len(multi["pins"]) == 3 and sum(p["packages"] for p in multi["pins"]) == multi["builds"]["total"]
+    assert any(p["rev"] == PIN_13_0 and "CUDA 13.0" in p["labels"] for p in multi["pins"])
+
+
+def test_bump_states_held_with_reason_current_and_pr_open_with_its_builds(world):
+    d = world.result.to_dict()
+    main = _branch(d, "build-pytorch", "main")["bump"]
+    assert main["state"] == "held" and main["groups"][0]["reason"] == HELD
+    assert (main["groups"][0]["rev"], main["groups"][0]["pytorch"]) == (HEAD, "2.9.1")
+    assert _branch(d, "build-pytorch", MULTI)["bump"]["state"] == "current"
+    pr = _branch(d, "build-pytorch", PR_BRANCH)["bump"]
+    assert pr["state"] == "pr-open"
+    assert pr["pull_request"]["head"] == PR_HEAD and pr["pull_request"]["url"].endswith("/pull/1")
+    assert pr["pull_request"]["builds"] == {"built": 2, "failed": 1}
+    assert pr["pull_request"]["summary"] == "2/3 built, 1 failed"
+
+
+def test_builds_per_platform_at_the_head_and_what_is_published(world):
+    d = world.result.to_dict()
+    main = _branch(d, "build-pytorch", "main")["builds"]
+    assert (main["built"], main["failed"], main["running"]) == (2, 2, 2)
+    assert main["not built"] == main["total"] - 6
+    assert sum(p["total"] for p in main["platforms"]) == main["total"]
+    assert sorted(main["failed_packages"]) == sorted(world.failed)
+    assert _branch(d, "build-pytorch", "main")["published"] == {"packages": 1, "of": main["total"]}
+    multi = _branch(d, "build-pytorch", MULTI)["builds"]
+    assert multi["built"] == 2  # three more were built at an older commit: not at the head
+
+
+def test_drift_and_the_next_scheduled_runs(world):
+    d = world.result.to_dict()
+    assert _branch(d, "build-pytorch", "main")["drift"]["readme"]
+    companion = _branch(d, "build-torchvision", "pytorch-2.9")["drift"]["companion"]
+    assert companion and "pin" in companion[0]
+    jobs = {j["id"]: j["next_run"] for j in _branch(d, "build-pytorch", "main")["jobs"]}
+    assert jobs["bump:main"] == "2026-03-09T06:00:00+00:00"  # Monday 06:00 after the fixture's Monday noon
+    assert "docs-check" in jobs and "dashboard-issue" in jobs
+    vllm = {j["id"] for j in _branch(d, "build-pytorch", "pytorch-2.9-vllm-0.14.0")["jobs"]}
+    assert not any(j.startswith("bump:") for j in vllm)  # vLLM pins are bumped by hand
+
+
+def test_needs_a_human_lists_held_failed_and_drift_with_their_actions(world):
+    needs = world.result.to_dict()["needs_a_human"]
+    assert needs[0]["kind"] == "held" and needs[0]["action"]["command"] == f"bump main {HEAD} --pytorch 2.9.1"
+    failed = next(n for n in needs if n["kind"] == "failed")
+    assert failed["action"]["command"].split()[:2] == ["build", "main"]
+    assert {n["kind"] for n in needs} == {"held", "failed", "readme-drift", "companion-drift"}
+
+
+def test_the_plain_text_table_says_what_the_model_says(world):
+    text = plain(world.result.model)
+    assert text == world.result.text()
+    lines = text.splitlines()
+    for name in world.pt.branch_names + world.tv.branch_names:
+        assert any(line.split()[:1] == [name] for line in lines), name
+    main = next(line for line in lines if line.split()[:1] == ["main"])
+    assert "held" in main and "2/10 built, 2 failed, 2 running" in main and "aa11aa1 (213d)" in main
+    assert f"Needs a human ({len(world.result.model.needs)}):" in text
+    assert "PR #1 (2/3 built, 1 failed)" in text
+
+
+def test_rich_tables_colour_the_states(world):
+    from rich.console import Console
+
+    out = io.StringIO()
+    rich_tables(world.result.model, Console(file=out, force_terminal=True, width=220, color_system="truecolor"))
+    shown = out.getvalue()
+    assert "\x1b[" in shown and "Needs a human" in shown
+    for name in world.pt.branch_names:
+        assert name in shown
+
+
+def test_without_a_repository_it_says_what_it_needs_in_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHBOT_")}
+    env.update(XDG_DATA_HOME=str(tmp_path / "d"), XDG_STATE_HOME=str(tmp_path / "s"),
+               XDG_CACHE_HOME=str(tmp_path / "c"), XDG_CONFIG_HOME=str(tmp_path / "cfg"))
+    r = subprocess.run([sys.executable, "-m", "bot", "dashboard", "--json"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "torchbot: No repository: pass --repo PATH or set TORCHBOT_REPO_PATH (build-pytorch, then "
+        "build-torchvision)."]
+
+
+def test_the_cli_prints_the_json_of_the_configured_repositories(world, tmp_path):
+    s = world.ctx.settings
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHBOT_")}
+    env.update(TORCHBOT_REPO_PATH=f"{world.pt.path},{world.tv.path}", TORCHBOT_STATE_DB=s.state_db,
+               TORCHBOT_CACHE_DIR=s.cache_dir, TORCHBOT_CHANNELS_URL=s.channels_url,
+               TORCHBOT_GITHUB_API_URL=s.github_api_url, TORCHBOT_GITHUB_TOKEN="ghp-test",
+               TORCHBOT_GITHUB_REPO=s.github_repo, XDG_STATE_HOME=str(tmp_path / "s"),
+               XDG_DATA_HOME=str(tmp_path / "d"))
+    r = subprocess.run([sys.executable, "-m", "bot", "dashboard", "--json"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert _branch(d, "build-pytorch", "main")["bump"]["state"] == "held"
+    assert len([b for rr in d["repositories"] for b in rr["branches"]]) == 8
