@@ -185,8 +185,7 @@ def sync_issues(ctx, model: Dashboard | None = None) -> list[str]:
 
     model = model or dashboard(ctx).model
     repos = {r.name: r.github for r in model.repositories if r.github}
-    lines = sync(s, model, lambda a: run_action(ctx, a), repos)
-    return lines
+    return sync(s, model, lambda a: run_action(ctx, a), repos, rebuild=lambda: dashboard(ctx).model)
 
 
 def after_operation(ctx, what: str) -> None:

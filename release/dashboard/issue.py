@@ -96,7 +96,8 @@ def _fit(lines: list[str], budget: int, more: str) -> list[str]:
 def render(d: Dashboard, repo: RepoView, budget: int = BUDGET) -> str:
     head = [marker(repo.name), f"# {title(repo.name)}", "",
             f"Updated {d.generated} by torchbot from {len(repo.branches)} branches. Tick a box: torchbot acts on it "
-            "at its next run (admins' rules apply; the audit log records it) and the box goes away.", ""]
+            "at its next run, once (anyone who may edit this issue may tick; torchbot's audit log records "
+            "each action) and the box goes away. Edits by hand are overwritten.", ""]
     controls: list[str] = []
     by_branch = {b.name: b for b in repo.branches}
     for kind, heading in SECTIONS:

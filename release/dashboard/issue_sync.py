@@ -78,8 +78,10 @@ def find_issue(gh, repo: str, numbers: dict[str, int], name: str) -> dict | None
     return None
 
 
-def sync(settings, model: Dashboard, act: Callable[[Action], str], repos: dict[str, str]) -> list[str]:
-    """``repos``: repository name (its kind) -> ``owner/name`` on GitHub."""
+def sync(settings, model: Dashboard, act: Callable[[Action], str], repos: dict[str, str],
+         rebuild: Callable[[], Dashboard] | None = None) -> list[str]:
+    """``repos``: repository name (its kind) -> ``owner/name`` on GitHub; ``rebuild()`` gives the
+    model again once an action changed something (the body then shows what it did)."""
     from release.adapters.github import GitHub
 
     lines: list[str] = []
@@ -87,12 +89,18 @@ def sync(settings, model: Dashboard, act: Callable[[Action], str], repos: dict[s
     done = acted_keys(settings.audit_log)
     gh = GitHub(settings)
     try:
-        for rv in model.repositories:
+        for shown in list(model.repositories):
+            rv = shown
             repo = repos.get(rv.name)
             if not repo:
                 continue
             try:
-                lines += _one(settings, gh, repo, rv, model, numbers, done, act)
+                acted, found = _act(settings, gh, repo, rv, numbers, done, act)
+                lines += acted
+                if acted and rebuild is not None:
+                    model = rebuild()
+                    rv = next((r for r in model.repositories if r.name == shown.name), shown)
+                lines.append(_write(gh, repo, rv, model, numbers, found))
             except TorchbotError as err:
                 lines.append(f"{rv.name}: dashboard issue not updated: {err.message}")
     finally:
@@ -101,33 +109,36 @@ def sync(settings, model: Dashboard, act: Callable[[Action], str], repos: dict[s
     return lines
 
 
-def _one(settings, gh, repo, rv, model, numbers, done, act) -> list[str]:
+def _act(settings, gh, repo, rv, numbers, done, act) -> tuple[list[str], dict | None]:
+    """Act on the ticked boxes of the repository's issue (each key once); (lines, the issue)."""
     lines = []
     found = find_issue(gh, repo, numbers, rv.name)
-    if found is not None and found.get("state") == "open":
-        actions = {a.key: a for b in rv.branches for a in b.actions}
-        for key in render_issue.ticked(found.get("body") or ""):
-            if key in done:
-                continue
-            done.add(key)
-            action = actions.get(key)
-            if action is None:
-                result = "nothing to do any more (the row is gone)"
-            else:
-                try:
-                    result = act(action)
-                except TorchbotError as err:
-                    result = f"refused: {err.message}"
-            who = ((found.get("user") or {}).get("login")) or "github"
-            audit_line(settings, who, key, f"{repo}#{found['number']}", result)
-            lines.append(f"{rv.name}: acted on {key}: {result}")
+    if found is None or found.get("state") != "open":
+        return lines, found
+    actions = {a.key: a for b in rv.branches for a in b.actions}
+    for key in render_issue.ticked(found.get("body") or ""):
+        if key in done:
+            continue
+        done.add(key)
+        action = actions.get(key)
+        if action is None:
+            result = "nothing to do any more (the row is gone)"
+        else:
+            try:
+                result = act(action)
+            except TorchbotError as err:
+                result = f"refused: {err.message}"
+        audit_line(settings, "github-issue", key, f"{repo}#{found['number']}", result)
+        lines.append(f"{rv.name}: acted on {key}: {result}")
+    return lines, found
+
+
+def _write(gh, repo, rv, model, numbers, found) -> str:
     body = render_issue.render(model, rv)
     if found is None:
         made = gh.create_issue(repo, render_issue.title(rv.name), body)
         numbers[rv.name] = made["number"]
-        lines.append(f"{rv.name}: created dashboard issue #{made['number']} in {repo}")
-    else:
-        numbers[rv.name] = found["number"]
-        gh.update_issue(repo, found["number"], body=body, title=render_issue.title(rv.name))
-        lines.append(f"{rv.name}: updated dashboard issue #{found['number']} in {repo}")
-    return lines
+        return f"{rv.name}: created dashboard issue #{made['number']} in {repo}"
+    numbers[rv.name] = found["number"]
+    gh.update_issue(repo, found["number"], body=body, title=render_issue.title(rv.name))
+    return f"{rv.name}: updated dashboard issue #{found['number']} in {repo}"
