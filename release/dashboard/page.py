@@ -20,7 +20,8 @@ th{background:#f6f8fa;font-weight:600}td.cell{text-align:center;min-width:3.2em;
 .none{background:#fff}.held{color:#cf222e;font-weight:600}.pr-open{color:#9a6700}
 .bumped{color:#0969da}.current{color:#1a7f37}.unknown{color:#57606a}
 .drift{color:#8250df}.legend span{display:inline-block;padding:1px 8px;margin-right:4px;border-radius:3px}
-ul.needs li{margin:.2em 0}code{font-size:12px}
+ul.needs li{margin:.2em 0}code{font-size:12px}.need-held b,.need-failed b{color:#cf222e}
+.need-readme-drift b,.need-companion-drift b{color:#8250df}
 """
 
 
@@ -90,7 +91,7 @@ def render(d: Dashboard) -> str:
         body.append('<ul class="needs">')
         for n in d.needs[:200]:
             what = f" <code>/{escape(n.action.command[:120])}</code>" if n.action else ""
-            body.append(f'<li class="{_cls(n.kind)}"><b>{escape(n.repository)} {escape(n.branch)}</b>: '
+            body.append(f'<li class="need-{_cls(n.kind)}"><b>{escape(n.repository)} {escape(n.branch)}</b>: '
                         f"{escape(n.text)}{what}</li>")
         body.append("</ul>")
     else:
