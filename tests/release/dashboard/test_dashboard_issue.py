@@ -10,36 +10,11 @@ from pathlib import Path
 from release.dashboard import issue
 from release.dashboard.commands import dashboard, sync_issues
 from release.dashboard.model import build
-from tests.support.fixtures_dashboard import dashboard_world
-
-
-def _many(n: int) -> dict:
-    """Facts of ``n`` branches, each with a held bump, failed builds, an open PR and drift."""
-    rev = "ab" * 20
-    branches = []
-    for i in range(n):
-        name = f"pytorch-2.{i}-python313-a-rather-long-branch-name"
-        variants = [{"package": f"pytorch-python313-cuda12_8-sm{80 + j}-avx512-{i}", "platform": "x86_64-linux",
-                     "gpu_arch": f"sm{80 + j}", "build": "failed" if j < 3 else "succeeded", "at_head": True}
-                    for j in range(8)]
-        branches.append({
-            "name": name, "head": f"{i:040x}", "pytorch": "2.9.1", "python": "3.13", "cuda": ["12.8"],
-            "pins": [{"rev": rev, "labels": ["CUDA 12.8"], "packages": 8, "date": "2025-01-01T00:00:00Z",
-                      "channel": "nixos-unstable", "channel_head": "cd" * 20, "behind": 1234}],
-            "bumps": [{"group": "", "state": "held", "reason": f"Refusing to bump '{name}': it promises PyTorch "
-                       "2.9.1 but nixpkgs cdcdcdc has torch 2.10.0", "when": "2026-03-01T06:00:00Z"}],
-            "pr": {"number": 1000 + i, "url": f"https://github.com/acme/build-pytorch/pull/{1000 + i}",
-                   "head": f"bump/{name}-cdcdcdcdcdcd", "builds": {"built": 5, "failed": 1}},
-            "readme_drift": [f"{name}:README.md:11 [Branches] x: says a; true: b"] * 3,
-            "companion_drift": [], "variants": variants, "jobs": [],
-        })
-    return {"generated": "2026-03-02T12:00:00+00:00",
-            "repositories": [{"name": "build-pytorch", "path": "/r", "kind": "build-pytorch",
-                              "github": "acme/build-pytorch", "branches": branches}]}
+from tests.support.fixtures_dashboard import dashboard_world, many_branches
 
 
 def test_the_body_of_300_branches_stays_under_githubs_limit_with_the_controls_first():
-    d = build(_many(300), datetime(2026, 3, 2, 12, tzinfo=UTC))
+    d = build(many_branches(300), datetime(2026, 3, 2, 12, tzinfo=UTC))
     body = issue.render(d, d.repositories[0])
     assert len(body) < issue.LIMIT
     boxes = [line for line in body.splitlines() if line.startswith("- [ ] <!-- torchbot:act:")]
@@ -51,7 +26,7 @@ def test_the_body_of_300_branches_stays_under_githubs_limit_with_the_controls_fi
 
 
 def test_a_small_body_has_a_section_per_state_and_a_details_per_branch():
-    d = build(_many(3), datetime(2026, 3, 2, 12, tzinfo=UTC))
+    d = build(many_branches(3), datetime(2026, 3, 2, 12, tzinfo=UTC))
     body = issue.render(d, d.repositories[0])
     for heading in ("## Held bumps", "## Failed builds", "## Open bump pull requests", "## Drift", "## Branches"):
         assert heading in body
