@@ -21,7 +21,7 @@ from config.errors import TorchbotError
 
 log = logging.getLogger("torchbot.dashboard")
 HEAD_TTL = 900.0  # seconds a channel head (and how far behind it a pin is) is reused
-FAILED_TTL = 300.0  # seconds nixpkgs is not asked again after it did not answer
+FAILED_TTL = 900.0  # seconds nixpkgs is not asked again after it did not answer
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,6 +70,31 @@ def companion_drift(pytorch, vision, skip) -> dict[str, list[str]]:
     for m in check_pairing(pytorch, vision, skip):
         out.setdefault(m.branch, []).append(m.text())
     return out
+
+
+def cached_by_tips(settings, models, skip, compute: Callable[[], dict]) -> dict:
+    """``compute()`` (README and companion drift), kept in the cache directory until a branch of
+    any repository moves (the tables are cross-branch: every tip is part of the key)."""
+    import hashlib
+
+    key = hashlib.sha256(json.dumps([[m.path, sorted((n, b.tip) for n, b in m.branches.items())] for m in models]
+                                    + [list(skip)]).encode()).hexdigest()
+    path = Path(settings.cache_dir) / "dashboard-drift.json"
+    try:
+        kept = json.loads(path.read_text())
+        if kept.get("key") == key:
+            return kept["value"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    value = compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"key": key, "value": value}))
+        tmp.replace(path)
+    except OSError as err:
+        log.warning("could not keep the drift in %s: %s", path, err)
+    return value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -100,14 +100,18 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
     jobs = _jobs(ctx, now)
     nix = collect.NixpkgsFacts(s)
     skip = tuple(s.docs_skip_branches)
-    pairing = {}
-    if rs.pytorch and rs.vision:
-        pairing = collect.companion_drift(rs.pytorch[0], rs.vision[0], skip)
+
+    def drift() -> dict:
+        return {"pairing": collect.companion_drift(rs.pytorch[0], rs.vision[0], skip) if rs.pytorch and rs.vision
+                else {}, "readme": {m.path: collect.readme_drift(m, skip) for m in rs.pytorch}}
+
+    drifted = collect.cached_by_tips(s, rs.models, skip, drift)
+    pairing = drifted["pairing"]
     by_name = {(b.repository, b.name): b for b in [*rs.catalog.branches.values(), *rs.catalog.vision.values()]}
     repos = []
     try:
         for m in rs.models:
-            readme = collect.readme_drift(m, skip) if m.kind == "build-pytorch" else {}
+            readme = drifted["readme"].get(m.path, {})
             branches = []
             for name, bm in m.branches.items():
                 cat = by_name.get((m.path, name))
