@@ -17,6 +17,7 @@ from release.dashboard.model import Action, BranchView, Dashboard, RepoView
 LIMIT = 65536  # GitHub's maximum issue body
 BUDGET = 60000  # what torchbot writes at most (room for GitHub's own counting of characters)
 CONTROLS_BUDGET = 40000  # the checkbox sections at most; the rest goes to drift and branch details
+WAITING_BUDGET = 6000  # branches behind their channel, waiting for their scheduled bump (no checkbox)
 MARKER = "<!-- torchbot-dashboard:{repo} -->"
 _BOX_RE = re.compile(r"^\s*[-*] \[([ xX])\] <!-- torchbot:act:(\S+) -->", re.M)
 SECTIONS = (("approve-bump", "Held bumps: approve to bump anyway"),
@@ -109,6 +110,13 @@ def render(d: Dashboard, repo: RepoView, budget: int = BUDGET) -> str:
     if not controls:
         controls = ["## Nothing to act on", "", "No held bumps, failed builds or open bump pull requests.", ""]
     controls = _fit(controls, CONTROLS_BUDGET, "- … and {n} more lines of actions: run `torchbot dashboard`.")
+    waiting = [f"- `{b.name}`: {behind}; next bump {b.next_bump[:16].replace('T', ' ')} UTC"
+               for b in repo.branches if b.bump_state in ("unknown", "bumped") and b.next_bump
+               and (behind := ", ".join(f"{p.rev[:7]} {p.behind_commits} commits behind {p.channel}"
+                                        for p in b.pins if p.behind_commits))]
+    if waiting:
+        waiting = _fit(waiting, WAITING_BUDGET, "- … and {n} more branches behind their channel.")
+        controls = [*controls, f"## Awaiting schedule ({len(waiting)})", "", *waiting, ""]
     drift = [f"- `{b.name}`: {x}" for b in repo.branches for x in [*b.readme_drift, *b.companion_drift]]
     rest = ["## Drift", "", *(drift or ["None: READMEs and companions match."]), ""]
     rest += [f"## Branches ({len(repo.branches)})", ""] + [details(b) for b in repo.branches]

@@ -253,7 +253,7 @@ def _pins(raw: list[dict], now: datetime) -> list[Pin]:
     return out
 
 
-def _bumps(raw: list[dict], pins: list[Pin]) -> list[Bump]:
+def _bumps(raw: list[dict], pins: list[Pin], scheduled: bool = True) -> list[Bump]:
     out = []
     for b in raw:
         reason = b.get("reason") or ""
@@ -269,7 +269,8 @@ def _bumps(raw: list[dict], pins: list[Pin]) -> list[Bump]:
     if not out:  # nothing recorded: what the pins say against their channel
         for p in pins:
             state = "current" if p.current else "unknown"
-            why = "" if p.current else ("not run yet" if p.channel_head else "channel head unknown")
+            why = "" if p.current else ("not scheduled: bumped by hand or with its companion" if not scheduled
+                                        else "not run yet" if p.channel_head else "channel head unknown")
             out.append(Bump(group=", ".join(p.labels) if len(pins) > 1 else "", state=state, reason=why))
     return out
 
@@ -343,7 +344,7 @@ def branch_view(repo: str, raw: dict, now: datetime) -> BranchView:
     b = BranchView(
         repository=repo, name=raw["name"], head=raw.get("head") or "", pytorch=raw.get("pytorch"),
         python=raw.get("python"), cuda=list(raw.get("cuda") or []), pins=pins,
-        bumps=_bumps(raw.get("bumps") or [], pins),
+        bumps=_bumps(raw.get("bumps") or [], pins, any(j["id"].startswith("bump:") for j in raw.get("jobs") or [])),
         pr=PullRequest(pr.get("number"), pr.get("url"), pr.get("head"), dict(pr.get("builds") or {})) if pr else None,
         readme_drift=list(raw.get("readme_drift") or []), pairs_with=raw.get("pairs_with"),
         companion_drift=list(raw.get("companion_drift") or []), platforms=platforms, grid=grid,

@@ -25,6 +25,18 @@ def test_the_body_of_300_branches_stays_under_githubs_limit_with_the_controls_fi
     assert body.startswith(issue.marker("build-pytorch"))
 
 
+def test_branches_behind_their_channel_wait_for_their_scheduled_bump_in_a_bounded_section():
+    facts = many_branches(300)
+    for b in facts["repositories"][0]["branches"]:
+        b["bumps"], b["pr"] = [], None
+        b["jobs"] = [{"id": f"bump:{b['name']}", "description": "bump", "next_run": "2026-03-09T06:00:00+00:00"}]
+    d = build(facts, datetime(2026, 3, 2, 12, tzinfo=UTC))
+    body = issue.render(d, d.repositories[0])
+    assert len(body) < issue.LIMIT and "## Awaiting schedule" in body
+    assert "1234 commits behind nixos-unstable; next bump 2026-03-09 06:00 UTC" in body
+    assert "more branches behind their channel" in body
+
+
 def test_a_small_body_has_a_section_per_state_and_a_details_per_branch():
     d = build(many_branches(3), datetime(2026, 3, 2, 12, tzinfo=UTC))
     body = issue.render(d, d.repositories[0])
