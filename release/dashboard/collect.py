@@ -196,6 +196,52 @@ def pin_facts(groups: list[dict], channel: str, nix: NixpkgsFacts | None) -> lis
 # State DB
 
 
+OUTCOME_STATE = {"bumped": "bumped", "kept-promise": "bumped", "current": "current", "held": "held",
+                 "skipped": "skipped"}
+
+
+def record_outcomes(st, outcomes) -> int:
+    """Keep one bump's per-group outcomes (objects with ``repo, branch, group, kind, old_pin,
+    new_pin, tracks, torch_old, torch_new, reason, delivery``: ``release.pins``' PinOutcome)."""
+    import uuid
+
+    from release.state import BumpOutcome
+
+    fields = ("repo", "branch", "group", "kind", "old_pin", "new_pin", "tracks", "torch_old", "torch_new", "reason",
+              "delivery")
+    run = uuid.uuid4().hex
+    rows = [BumpOutcome(run=run, **{f: getattr(o, f, None) for f in fields}) for o in outcomes]
+    if rows:
+        with st.session() as s:
+            s.add_all(rows)
+    return len(rows)
+
+
+def recorded_outcomes(st) -> dict[tuple[str, str], list[dict]]:
+    """(repository folder name, branch) -> the groups of its latest recorded bump, as facts."""
+    from sqlalchemy import select
+
+    from release.state import BumpOutcome
+
+    latest: dict[tuple[str, str], tuple[str, list[dict]]] = {}
+    with st.session() as s:
+        for o in s.scalars(select(BumpOutcome).order_by(BumpOutcome.id)):
+            key = (o.repo, o.branch)
+            run, groups = latest.get(key, (None, []))
+            if run != o.run:
+                groups = []
+                latest[key] = (o.run, groups)
+            reason = o.reason or ""
+            if o.kind in ("bumped", "kept-promise") and not reason:
+                reason = f"{(o.old_pin or '?')[:7]} -> {(o.new_pin or '?')[:7]} ({o.tracks or 'channel'})"
+            groups.append({"group": o.group or "", "state": OUTCOME_STATE.get(o.kind, "unknown"), "kind": o.kind,
+                           "reason": reason + (f"; {o.delivery}" if o.delivery else ""),
+                           "when": o.recorded.isoformat(timespec="seconds") + "Z", "tracks": o.tracks,
+                           "rev": o.new_pin if o.kind == "held" else None,
+                           "pytorch": o.torch_new if o.kind == "held" else None})
+    return {k: v[1] for k, v in latest.items()}
+
+
 def bump_runs(st) -> list:
     """The schedule's finished ``bump:<branch>`` runs, oldest first."""
     from sqlalchemy import select

@@ -69,8 +69,25 @@ def github_repo(settings, kind: str) -> str | None:
     return repo if kind == "build-pytorch" else f"{repo.split('/')[0]}/{kind}"
 
 
-def _bump_outcomes(ctx, st) -> dict[str, list[dict]]:
-    return collect.bump_outcomes_from_runs(collect.bump_runs(st)) if st is not None else {}
+def _bump_outcomes(ctx, st) -> dict[tuple[str, str], list[dict]]:
+    """(repository folder, branch) -> its bump outcome per pin group: the recorded outcomes of the
+    last bump of every branch, else the last ``bump:<branch>`` run of the schedule (build-pytorch)."""
+    if st is None:
+        return {}
+    recorded = collect.recorded_outcomes(st)
+    first = Path(ctx.repositories[0]).name if ctx.repositories else "build-pytorch"
+    from_runs = {(first, b): v for b, v in collect.bump_outcomes_from_runs(collect.bump_runs(st)).items()}
+    return {**from_runs, **recorded}
+
+
+def record_bump(ctx, result) -> int:
+    """Keep the per-group outcomes of a bump of every branch (a result with ``outcomes``)."""
+    outcomes = getattr(result, "outcomes", None)
+    if not outcomes:
+        return 0
+    from release.state import state_for
+
+    return collect.record_outcomes(state_for(ctx), outcomes)
 
 
 def facts(ctx, repo=None, now: datetime | None = None) -> dict:
@@ -119,13 +136,14 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
                 if pr is not None:
                     pr = {**pr, "builds": collect.pr_builds(latest, pr["head"])}
                 channel = s.default_channel
-                touching = [f"bump:{name}", *SHARED_JOBS] if m.kind == "build-pytorch" else list(SHARED_JOBS)
+                own = (f"bump:{name}",) if m.kind == "build-pytorch" else ()  # per-branch jobs: build-pytorch's
+                touching = [j for j in (*own, "bump") if j in jobs] + list(SHARED_JOBS)
                 branches.append({
                     "name": name, "head": bm.tip, "pytorch": cat.pytorch if cat else None,
                     "python": cat.python if cat else None,
                     "cuda": list(cat.cuda_versions) if cat else [], "purpose": cat.purpose if cat else None,
                     "pins": collect.pin_facts(collect.pin_groups(bm), channel, nix),
-                    "bumps": outcomes.get(name, []) if m.kind == "build-pytorch" else [],
+                    "bumps": outcomes.get((Path(m.path).name, name), []),
                     "pr": pr, "readme_drift": readme.get(name, []),
                     "pairs_with": cat.pairs_with if cat else None, "companion_drift": pairing.get(name, []),
                     "variants": collect.variant_facts(bm, name, latest, published),
@@ -156,10 +174,11 @@ def run_action(ctx, action) -> str:
 
         opts: dict[str, Any] = {}
         rest = words[2:]
-        if "--pytorch" in rest:
-            i = rest.index("--pytorch")
-            opts["pytorch"] = rest[i + 1]
-            rest = rest[:i] + rest[i + 2:]
+        for flag in ("--pytorch", "--cuda"):
+            if flag in rest:
+                i = rest.index(flag)
+                opts[flag[2:]] = rest[i + 1]
+                rest = rest[:i] + rest[i + 2:]
         if action.kind == "rebase-pr":
             opts["open_pr"] = True
         result = plan_bump(ctx, words[1], rest[0] if rest else None, **opts).apply()

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 BUILD_STATES = ("built", "failed", "running", "not built")
-BUMP_STATES = ("held", "pr-open", "bumped", "current", "unknown")  # most urgent first
+BUMP_STATES = ("held", "pr-open", "bumped", "current", "skipped", "unknown")  # most urgent first
 _FROM_BUILD = {"succeeded": "built", "failed": "failed", "interrupted": "failed", "queued": "running",
                "running": "running"}
 _TORCH_RE = re.compile(r"(?:has|holds|moved) torch (?:to )?(\d+\.\d+(?:\.\d+)?)")
@@ -174,7 +174,7 @@ class BranchView:
 
     @property
     def next_bump(self) -> str | None:
-        return next((j.next_run for j in self.jobs if j.id.startswith("bump:")), None)
+        return next((j.next_run for j in self.jobs if j.id == "bump" or j.id.startswith("bump:")), None)
 
     def to_dict(self) -> dict:
         return {
@@ -305,8 +305,12 @@ def _actions(repo: str, b: BranchView) -> list[Action]:
             words += ["--pytorch", bump.pytorch]
         what = f"PyTorch {bump.pytorch}" if bump.pytorch else "the channel head"
         group = f" ({bump.group})" if bump.group else ""
+        cuda = re.search(r"CUDA (\d+\.\d+)", bump.group or "")
+        if cuda and len(b.pins) > 1:
+            words += ["--cuda", cuda.group(1)]
+        slug = re.sub(r"[^A-Za-z0-9.]+", "-", bump.group).strip("-") or "-"
         out.append(Action("approve-bump", repo, b.name, f"Approve the held bump of {b.name}{group} to {what}",
-                          " ".join(words), f"approve-bump:{b.name}:{bump.group or '-'}"))
+                          " ".join(words), f"approve-bump:{b.name}:{slug}"))
     if b.failed_packages:
         out.append(Action("retry-builds", repo, b.name,
                           f"Retry {len(b.failed_packages)} failed build(s) of {b.name} at {b.head[:7]}",
@@ -320,11 +324,12 @@ def _actions(repo: str, b: BranchView) -> list[Action]:
 def _needs(b: BranchView) -> list[Need]:
     out = []
     by_kind = {a.kind: a for a in b.actions}
+    approvals = iter(a for a in b.actions if a.kind == "approve-bump")  # one per held group, in order
     for bump in b.bumps:
         if bump.state == "held":
             group = f" ({bump.group})" if bump.group else ""
             out.append(Need(b.repository, b.name, "held", f"bump held{group}: {bump.reason or 'no reason recorded'}",
-                            by_kind.get("approve-bump")))
+                            next(approvals, None)))
     if b.failed_packages:
         shown = ", ".join(b.failed_packages[:3]) + (" …" if len(b.failed_packages) > 3 else "")
         out.append(Need(b.repository, b.name, "failed", f"{len(b.failed_packages)} failed build(s): {shown}",
@@ -344,7 +349,8 @@ def branch_view(repo: str, raw: dict, now: datetime) -> BranchView:
     b = BranchView(
         repository=repo, name=raw["name"], head=raw.get("head") or "", pytorch=raw.get("pytorch"),
         python=raw.get("python"), cuda=list(raw.get("cuda") or []), pins=pins,
-        bumps=_bumps(raw.get("bumps") or [], pins, any(j["id"].startswith("bump:") for j in raw.get("jobs") or [])),
+        bumps=_bumps(raw.get("bumps") or [], pins,
+                     any(j["id"] == "bump" or j["id"].startswith("bump:") for j in raw.get("jobs") or [])),
         pr=PullRequest(pr.get("number"), pr.get("url"), pr.get("head"), dict(pr.get("builds") or {})) if pr else None,
         readme_drift=list(raw.get("readme_drift") or []), pairs_with=raw.get("pairs_with"),
         companion_drift=list(raw.get("companion_drift") or []), platforms=platforms, grid=grid,

@@ -1,6 +1,7 @@
 """The state DB's tables (SQLAlchemy 2 models): builds and their runs and locks, the GitHub runs
 being followed, publishes, releases (Slack threads), the announcement outbox, job-run locks,
-pending chat plans and the Slack deliveries already answered. May import nothing of torchbot."""
+pending chat plans, the Slack deliveries already answered and the outcomes of the last bumps.
+May import nothing of torchbot."""
 
 from __future__ import annotations
 
@@ -243,3 +244,27 @@ class Delivery(Base):
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     seen: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     expires: Mapped[datetime] = mapped_column(DateTime, index=True)
+
+
+class BumpOutcome(Base):
+    """What a bump of every branch did with one pin group of one branch (``release.pins``'
+    outcome objects, recorded by the dashboard after each such bump): ``kind`` bumped |
+    kept-promise | current | held | skipped, with its reason; ``run`` groups the rows of one bump
+    (the dashboard shows each branch's latest)."""
+
+    __tablename__ = "bump_outcomes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run: Mapped[str] = mapped_column(String(64), index=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    branch: Mapped[str] = mapped_column(String(200), index=True)
+    group: Mapped[str] = mapped_column(String(200), default="")
+    kind: Mapped[str] = mapped_column(String(20))
+    old_pin: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    new_pin: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    tracks: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    torch_old: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    torch_new: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    delivery: Mapped[str | None] = mapped_column(Text, nullable=True)
+    recorded: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
