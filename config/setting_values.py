@@ -117,3 +117,21 @@ def whole_seconds(seconds: float) -> int:
     """A timeout for clients that take whole seconds (slack_sdk's ``timeout: int``): rounded up,
     at least 1, so that 0.5 does not become 0 (which fails every call at once)."""
     return max(1, math.ceil(seconds))
+
+
+def lower_word(value: object) -> object:
+    """A one-word choice, case and surrounding blanks ignored; blank is unset."""
+    return (value.strip().lower() or None) if isinstance(value, str) else value
+
+
+def tracks(value: object) -> object:
+    """``pattern=channel,pattern=channel`` -> {pattern: channel} (TORCHBOT_BUMP_TRACKS)."""
+    if not isinstance(value, str):
+        return value
+    out: dict[str, str] = {}
+    for item in (p.strip() for p in value.split(",") if p.strip()):
+        pattern, eq, channel = (x.strip() for x in item.partition("="))
+        if not eq or not pattern or not re.fullmatch(r"[A-Za-z0-9._-]+", channel):
+            raise ValueError(f"'{item}' is not pattern=channel (a branch pattern and a nixpkgs channel or branch)")
+        out[pattern] = channel
+    return out

@@ -53,9 +53,11 @@ from config.setting_values import (
     USER_ID,
     check_ids,
     csv_list,
+    lower_word,
     runners,
     state_db_url,
     token,
+    tracks,
 )
 
 
@@ -184,6 +186,8 @@ class Settings(BaseSettings):
     # Schedule (cron expressions, APScheduler crontab syntax)
     bump_cron: str = Field("0 6 * * 1", description="when scheduled pin bumps run (crontab, UTC)")
     bump_vllm_branches: bool = Field(False, description="whether scheduled bumps include vLLM-certified branches")
+    bump_delivery: Literal["pr", "push", "local"] | None = Field(None, description="how scheduled and chat bumps leave this machine: pr (a pull request per branch from `bump/<branch>-<rev>`, an open one updated), push (to the branch) or local (local commits only). Unset: pr when TORCHBOT_GITHUB_TOKEN and TORCHBOT_GITHUB_REPO are set, else local")  # noqa: E501
+    bump_tracks: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict, description="the nixpkgs channel or branch a branch's bumps follow: `pattern=channel`, comma separated (fnmatch patterns, first match wins: `pytorch-2.9-*=nixos-25.05`); others follow TORCHBOT_DEFAULT_CHANNEL")  # noqa: E501
     poll_interval_seconds: int = Field(300, gt=0, description="seconds between scheduled checks of running builds")
     publish_interval_seconds: int = Field(900, gt=0, description="seconds between scheduled publishing runs")
     flush_interval_seconds: int = Field(60, gt=0, description="seconds between sends of pending release announcements")
@@ -267,6 +271,11 @@ class Settings(BaseSettings):
         if info.field_name == "github_runners":  # entries override the hosted defaults per platform
             return {**{k: list(v) for k, v in DEFAULT_RUNNERS.items()}, **parsed}
         return parsed
+
+    @field_validator("bump_delivery", "bump_tracks", mode="before")
+    @classmethod
+    def _bump_words(cls, value: object, info) -> object:
+        return tracks(value) if info.field_name == "bump_tracks" else lower_word(value)
 
     @field_validator("admins", "allowed_channels", "docs_skip_branches", "build_platforms", mode="before")
     @classmethod

@@ -91,6 +91,41 @@ class GitHub:
     def update_issue(self, repo: str, number: int, **fields) -> dict:
         return self._call("PATCH", f"repos/{repo}/issues/{number}", f"edit issue #{number} of {repo}", json=fields)
 
+    def open_pulls(self, *, base: str, repo: str | None = None) -> list[dict]:
+        """Every open pull request into ``base`` (GET /repos/{repo}/pulls?state=open&base=B, 100 per
+        page, following ``Link: rel="next"``): ``[{"number", "url", "head", "sha", "title"}]``."""
+        repo = repo or self.settings.github_repo
+        url: str | None = f"{self.settings.github_api_url}repos/{repo}/pulls"
+        params: dict | None = {"state": "open", "base": base, "per_page": PER_PAGE}
+        out: list[dict] = []
+        for _ in range(MAX_PAGES):
+            if url is None:
+                break
+            resp = self.http.request("GET", url, params=params, failure=f"Could not list the pull requests into {base}")
+            if resp.status_code >= 400:
+                raise ExternalError(f"GitHub refused the list of pull requests into {base} (HTTP {resp.status_code}).")
+            try:
+                out.extend({"number": p["number"], "url": p.get("html_url"), "head": p["head"]["ref"],
+                            "sha": p["head"].get("sha"), "title": p.get("title", "")} for p in resp.json())
+            except (ValueError, KeyError, TypeError):
+                raise ExternalError("GitHub answered the list of pull requests with garbage.") from None
+            url, params = resp.links.get("next", {}).get("url"), None
+        return out
+
+    def update_pr(self, number: int, *, title: str, body: str, repo: str | None = None) -> dict:
+        """PATCH /repos/{repo}/pulls/{number} (title and body); returns {"number", "url"}."""
+        repo = repo or self.settings.github_repo
+        url = f"{self.settings.github_api_url}repos/{repo}/pulls/{number}"
+        resp = self.http.request("PATCH", url, json={"title": title, "body": body},
+                                 failure=f"Could not update pull request #{number}")
+        if resp.status_code != 200:
+            raise ExternalError(f"GitHub refused the update of pull request #{number} (HTTP {resp.status_code}).")
+        try:
+            data = resp.json()
+            return {"number": data.get("number", number), "url": data.get("html_url") or data.get("url")}
+        except (ValueError, AttributeError):
+            raise ExternalError("GitHub answered the pull request update with garbage.") from None
+
 
 def github_time(value: str | None) -> datetime | None:
     """A GitHub timestamp (``2026-01-01T00:00:00Z``) as a naive UTC datetime."""

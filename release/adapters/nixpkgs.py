@@ -25,6 +25,8 @@ TORCH_FILES = (
     "pkgs/development/python-modules/torch/source/default.nix",
     "pkgs/development/python-modules/torch/default.nix",
 )
+# The folder of python3Packages.torch (every layout above): its history is where torch moved.
+TORCH_DIR = "pkgs/development/python-modules/torch"
 # Files that define the cudaPackages_X_Y sets, newest layout first.
 CUDA_SET_FILES = (
     "pkgs/top-level/cuda-packages.nix",
@@ -170,6 +172,46 @@ class NixpkgsClient:
             if len(data) < per_page or (complete and not kept):
                 break
         return out
+
+    def torch_changes(self, head: str, *, max_pages: int = 10):
+        """The commits reachable from ``head`` (a commit or a nixpkgs branch) that touch torch's
+        folder, newest first, as ``{"sha", "parent" (first parent or None), "title"}`` (GitHub's
+        commits API with ``path``, 100 per page, following ``Link: rel="next"``); a generator, so
+        a caller that finds what it wants early asks for no further page."""
+        what = f"nixpkgs commits touching {TORCH_DIR}"
+        url: str | None = self._api(f"repos/{self.repo}/commits?sha={head}&path={TORCH_DIR}&per_page=100")
+        for _ in range(max_pages):
+            if url is None:
+                return
+            try:
+                resp = self._get(url, what, accept="application/vnd.github+json")
+                data = resp.json()
+            except _NotFound:
+                raise ExternalError(f"GitHub knows no {what} from {short(head)}.") from None
+            except ValueError:
+                raise ExternalError(f"The GitHub API returned garbage for {what}.") from None
+            if not isinstance(data, list):
+                raise ExternalError(f"The GitHub API returned garbage for {what}.")
+            for c in data:
+                try:
+                    parents = [p["sha"] for p in c.get("parents") or []]
+                    message = c["commit"]["message"] or ""
+                    yield {"sha": c["sha"], "parent": parents[0] if parents else None,
+                           "title": message.splitlines()[0] if message else ""}
+                except (KeyError, TypeError, AttributeError):
+                    raise ExternalError(f"The GitHub API returned garbage for {what}.") from None
+            url = resp.links.get("next", {}).get("url")
+
+    def is_newer(self, old: str, new: str) -> bool:
+        """Whether ``new`` comes after ``old`` in nixpkgs' history (the compare API says "ahead")."""
+        if old == new:
+            return False
+        data = self._json(f"repos/{self.repo}/compare/{old}...{new}?per_page=1",
+                          f"nixpkgs comparison {short(old)}...{short(new)}")
+        status = data.get("status") if isinstance(data, dict) else None
+        if status is None:
+            raise ExternalError(f"The GitHub API returned garbage for nixpkgs comparison {short(old)}...{short(new)}.")
+        return status == "ahead"
 
     def cuda_default(self, rev: str) -> str | None:
         """The set nixpkgs' plain ``cudaPackages`` points at (``cudaPackages_12_8``), or None."""

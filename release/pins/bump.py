@@ -15,6 +15,7 @@ from pathlib import Path
 from config.errors import ExternalError, RefusedError, ValidationError
 from config.progress import Progress
 from release.adapters import git as gitops
+from release.adapters.gitrefs import all_branches, make_local
 from release.pins.guards import guard_branch, read_model
 from release.pins.moves import DocsEdit, parse_move
 from release.pins.rules import (
@@ -128,7 +129,8 @@ def _is_vllm(name: str, catalog) -> bool:
 
 
 def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_channel="nixos-unstable",
-              docs_skip=("*-staging", "bump/*"), progress: Progress | None = None) -> BumpPlanData:
+              docs_skip=("*-staging", "bump/*"), progress: Progress | None = None, remote: str = "origin"
+              ) -> BumpPlanData:
     move = parse_move(opts.pytorch, opts.torch_src)
     if not opts.all and not opts.branches:
         raise ValidationError("Name the branches to bump with --branch B (repeatable) or use --all.")
@@ -138,7 +140,7 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
         raise ValidationError("--pytorch / --torch-src say what the branches given with --branch build; "
                               "not with --all.")
     repo = gitops.open_repo(repo_path)
-    heads = gitops.local_branches(repo)
+    heads = all_branches(repo, remote)  # local and origin/* alike, as `catalog` reads them
     if opts.all:
         targets = [b for b in heads if not b.startswith("bump/")]
     else:
@@ -234,7 +236,8 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     work = plan.to_commit
     if not work:
         return outcome
-    heads = gitops.local_branches(repo)
+    remote = settings.repo_remote
+    heads = all_branches(repo, remote)
     docs = [] if opts.open_pr else plan.docs  # a PR carries its own branch only: `release docs --write` after merging
     for name, tip in [(bp.branch, bp.tip) for bp in work] + [(d.branch, d.tip) for d in docs]:
         if heads.get(name) != tip:
@@ -248,7 +251,6 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     )
     new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas[: len(work)], strict=True)}
     docs_new = {d.branch: sha for d, sha in zip(docs, shas[len(work):], strict=True)}
-    remote = settings.repo_remote
     if opts.open_pr:
         from release.adapters.github import GitHub
         from release.adapters.nixpkgs import NixpkgsClient
@@ -282,6 +284,7 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
                                  "run `release docs --write` after merging.")
         return outcome
     new.update(docs_new)
+    make_local(repo, {b: heads[b] for b in new}, remote)  # a branch only on origin/* gets its local branch
     moves = {b: (sha, heads[b]) for b, sha in new.items()}
     checked = gitops.check_checkouts(repo, moves)  # a dirty checked-out branch: refused before any push
     if opts.push:

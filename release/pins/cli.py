@@ -12,7 +12,9 @@ def register(verbs) -> None:
     p.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--branch", action="append", dest="branches", metavar="B", help="branch to bump (repeatable)")
-    which.add_argument("--all", action="store_true", help="every branch of the repository")
+    which.add_argument("--all", action="store_true",
+                       help="every branch (local and origin/*) of every configured repository, every pin group: "
+                            "each bumped, moved keeping its promise, current or held (exit 1 when some are held)")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--rev", help="the nixpkgs commit (40 hex characters)")
     src.add_argument("--channel", help="take the head of this nixpkgs channel (default: TORCHBOT_DEFAULT_CHANNEL)")
@@ -21,6 +23,9 @@ def register(verbs) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan and a diff summary; write nothing")
     p.add_argument("--push", action="store_true", help="push the bumped branches to the configured remote")
     p.add_argument("--open-pr", action="store_true", help="push to bump/<branch>-<rev> and open a pull request")
+    p.add_argument("--delivery", choices=("pr", "push", "local"),
+                   help="with --all: how the bumps leave this machine (default: TORCHBOT_BUMP_DELIVERY, else pr "
+                        "with GitHub configured, else local)")
     p.add_argument("--force", action="store_true", help="also bump vLLM-certified branches")
     p.add_argument("--with-companions", action="store_true", dest="with_companions",
                    help="also move the paired build-torchvision branch to the same pin (its own commit there)")
@@ -58,6 +63,7 @@ def _bump(args, ctx) -> int:
             torch_src=args.torch_src,
             repo=args.repo,
             progress=checks,
+            **({"delivery": args.delivery} if args.delivery else {}),
         )
         if checks is not None:
             checks.listener.close()
@@ -71,5 +77,4 @@ def _bump(args, ctx) -> int:
         if checks is not None:
             checks.listener.close()
         return _refusal(err, args.json)
-    _emit(result, args.json)
-    return 0
+    return _emit(result, args.json)

@@ -7,6 +7,7 @@ will change; nothing is written) whose ``apply()`` performs it and returns a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from config.errors import TorchbotError
@@ -184,6 +185,11 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     from release.pins.bump import plan_bump as _plan
 
     settings = ctx.settings
+    delivery = opts.pop("delivery", None)  # pr | push | local: the front end's choice (None: its flags)
+    if target == "all":
+        return plan_every_branch(ctx, delivery=delivery, rev=rev, **opts)
+    if delivery and not opts.get("push") and not opts.get("open_pr") and not opts.get("dry_run"):
+        opts["push"], opts["open_pr"] = delivery == "push", delivery == "pr"  # chat: a PR (or push), as the schedule
     repo = repo_arg(ctx, opts.pop("repo", None))
     progress = opts.pop("progress", None)  # config.progress.Progress for the branch checks
     names = (() if target == "all" else (target,)) if isinstance(target, str) else tuple(target)
@@ -193,7 +199,7 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     with NixpkgsClient(settings) as client:
         catalog = _catalog(ctx)
         data = _plan(repo, options, client, catalog=catalog, default_channel=settings.default_channel,
-                     docs_skip=tuple(settings.docs_skip_branches), progress=progress)
+                     docs_skip=tuple(settings.docs_skip_branches), progress=progress, remote=settings.repo_remote)
         if options.with_companions:
             from release.pins.companions import plan_companions
 
@@ -202,6 +208,67 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
         progress.note(f"hashing the nixpkgs tarball of {short(data.new_rev)} (nix-prefetch-url)")
     record_all_hashes(data, settings)
     return Plan(data, settings)
+
+
+_SWEEP_REFUSES = {"pytorch": "--pytorch", "torch_src": "--torch-src"}
+
+
+def delivery_mode(settings, *, delivery: str | None = None, push: bool = False, open_pr: bool = False
+                  ) -> tuple[str, str]:
+    """(mode, why it is local) from an explicit choice, the --push/--open-pr flags, or the setting."""
+    from config.errors import ValidationError
+
+    if push and open_pr:
+        raise ValidationError("--open-pr already pushes (to bump/<branch>-<rev>); do not combine it with --push.")
+    if delivery not in (None, "pr", "push", "local"):
+        raise ValidationError(f"--delivery '{delivery}' is not pr, push or local.")
+    github = settings.github_token is not None and bool(settings.github_repo)
+    mode = delivery or ("push" if push else "pr" if open_pr else settings.bump_delivery or
+                        ("pr" if github else "local"))
+    why = "" if mode != "local" else ("TORCHBOT_BUMP_DELIVERY=local" if settings.bump_delivery == "local"
+                                      else "asked for" if delivery == "local"
+                                      else "no TORCHBOT_GITHUB_TOKEN/TORCHBOT_GITHUB_REPO, so the default is local")
+    if mode == "pr" and not github:
+        raise ValidationError("Bump delivery 'pr' needs TORCHBOT_GITHUB_TOKEN and TORCHBOT_GITHUB_REPO; set them, "
+                              "or TORCHBOT_BUMP_DELIVERY=push or local.")
+    return mode, why
+
+
+def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None, **opts):
+    """Every branch of every configured repository (or of ``repo``), every pin group, its own
+    outcome (release.pins.sweep); ``rev``/``channel`` replace each branch's tracked head,
+    ``cuda``/``from_pin`` narrow the pin groups. Returns a release.pins.weekly.SweepBump."""
+    from config.errors import ValidationError
+    from release.adapters.nixpkgs import NixpkgsClient
+    from release.pins.rules import validate_rev
+    from release.pins.sweep import plan_sweep, record_sweep_hashes, tracked
+    from release.pins.weekly import SweepBump
+
+    for key, flag in _SWEEP_REFUSES.items():
+        if opts.get(key):
+            raise ValidationError(f"{flag} says what the branches given with --branch build; not with --all.")
+    if rev and opts.get("channel"):
+        raise ValidationError("Give either --rev or --channel, not both.")
+    s = ctx.settings
+    mode, why = delivery_mode(s, delivery=delivery, push=opts.get("push", False), open_pr=opts.get("open_pr", False))
+    fixed = validate_rev(rev) if rev else None
+    channel = opts.get("channel")
+    paths = [repo_arg(ctx, repo)] if repo else (s.repositories() or [repo_arg(ctx, None)])
+    plans = []
+    with NixpkgsClient(s) as client:
+        if fixed:
+            client.resolve(fixed)
+        catalog = _catalog(ctx)
+        for path in paths:
+            plans.append(plan_sweep(path, client, catalog=catalog, remote=s.repo_remote, force=opts.get("force", False),
+                                    tracks=(lambda b: channel) if channel else tracked(s), rev=fixed,
+                                    cuda=opts.get("cuda"), from_pin=opts.get("from_pin"),
+                                    progress=progress))
+    others = [Path(x).resolve() for x in s.repositories()[1:]]
+    for p in plans:
+        p.first = Path(p.repo_path).resolve() not in others  # a companion's PRs go to its own GitHub repository
+        record_sweep_hashes(p, s)
+    return SweepBump(plans, s, mode, dry_run=opts.get("dry_run", False), why_local=why)
 
 
 def bump(ctx, target, rev=None, **opts) -> BumpResult:

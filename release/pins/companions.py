@@ -56,7 +56,9 @@ def plan_companions(data, client, ctx, default_channel: str) -> list:
     opts = data.options
     paired = paired_branches(data.repo_path, model)
     repo = gitops.open_repo(vision)
-    heads = gitops.local_branches(repo)
+    from release.adapters.gitrefs import all_branches
+
+    heads = all_branches(repo, ctx.settings.repo_remote)  # a fresh clone's origin/* too
     plans = []
     for bp in data.branches:
         if bp.edit.up_to_date and not bp.pytorch_new:

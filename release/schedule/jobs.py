@@ -1,9 +1,11 @@
 """The release schedule (APScheduler 3, jobs persisted in the state DB).
 
 Jobs:
-- ``bump:<branch>`` on ``Settings.bump_cron`` (vLLM branches only with
-  ``bump_vllm_branches``): ``release.pins.commands.plan_bump(ctx, branch, None).apply()``,
-  then a ``--changed-only`` build with ``Settings.schedule_backend()``
+- ``bump`` on ``Settings.bump_cron``: every branch (local and ``origin/*``) and pin group of every
+  repository, each with its own outcome (vLLM branches only with ``bump_vllm_branches``):
+  ``release.pins.commands.plan_bump(ctx, "all", None).apply()``, delivered as
+  ``TORCHBOT_BUMP_DELIVERY`` says; then, for bumps on the branches themselves (push, local), a
+  ``--changed-only`` build with ``Settings.schedule_backend()``
   (``TORCHBOT_SCHEDULE_BUILD_BACKEND``: github | local | none; unset, github when a GitHub
   token and repository are configured, otherwise none: the bump is made and reported and
   nothing is built on the bot's own host) (skipped gracefully when the pins module or the
@@ -102,10 +104,8 @@ def job_specs(ctx) -> list[JobSpec]:
     s = ctx.settings
     specs: list[JobSpec] = []
     cron = _cron("TORCHBOT_BUMP_CRON", s.bump_cron)
-    for name, branch in sorted(ctx.catalog.branches.items()):
-        if branch.vllm and not s.bump_vllm_branches:
-            continue
-        specs.append(JobSpec(f"bump:{name}", "bump", name, cron, BUMP_GRACE, f"bump the nixpkgs pin of {name}"))
+    specs.append(JobSpec("bump", "bump", None, cron, BUMP_GRACE,
+                         "bump every branch and pin group of every repository (TORCHBOT_BUMP_DELIVERY)"))
     docs_cron = _cron("TORCHBOT_DOCS_CRON", s.docs_cron)
     specs.append(JobSpec("docs-check", "docs-check", None, docs_cron, BUMP_GRACE,
                          "check the README cross-branch tables; drift goes to the announce channel"))
@@ -134,27 +134,55 @@ def _spec(ctx, job_id: str) -> JobSpec:
 # Job bodies (each returns a one-line result)
 
 
-def _job_bump(ctx, branch: str) -> str:
+def _job_bump(ctx, _arg) -> str:
+    """Every branch of every repository, every pin group (release.pins.commands.plan_every_branch),
+    delivered as TORCHBOT_BUMP_DELIVERY says; then the builds of what moved. One line: the counts,
+    the held branches and why, where the bumps went."""
     try:
         from release.pins.commands import plan_bump
     except ImportError:
         return "skipped: pin bumps are not available (release.pins.commands missing)"
     if ctx.settings.repo_path is None:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    result = plan_bump(ctx, branch, None).apply()
-    line = result.text().splitlines()[0] if result.text() else "bumped"
+    result = plan_bump(ctx, "all", None, force=ctx.settings.bump_vllm_branches).apply()
+    from release.pins.weekly import counts
+
+    parts = [counts(result.outcomes)]
+    held = [o for o in result.outcomes if o.kind == "held"]
+    if held:
+        parts.append("held: " + "; ".join(f"{o.branch} ({o.group}): {o.reason}" for o in held))
+    prs = [d for d in result.delivered if d.head]
+    if prs:
+        parts.append(f"{len(prs)} pull request(s): " + ", ".join(d.url or d.head for d in prs))
+    elif result.plan.mode == "local" and result.delivered:
+        parts.append(f"committed locally ({result.plan.why_local}): nothing left this machine")
+    elif result.delivered:
+        parts.append(f"pushed: {', '.join(d.branch for d in result.delivered)}")
+    parts.append(_build_after_bump(ctx, result.delivered))
+    return "; ".join(parts)
+
+
+def _build_after_bump(ctx, delivered) -> str:
+    """The changed-only builds of the branches the bump moved (Settings.schedule_backend()).
+    Bumps delivered as pull requests are not built here: their branch does not have them yet."""
     backend = ctx.settings.schedule_backend()
     if backend == "none":
         explicit = ctx.settings.schedule_build_backend or ctx.settings.build_backend
         why = ("TORCHBOT_SCHEDULE_BUILD_BACKEND=none" if explicit
                else "no GitHub token configured and TORCHBOT_SCHEDULE_BUILD_BACKEND unset")
-        return f"{line}; build: none ({why}: the schedule builds nothing by itself)"
+        return f"build: none ({why}: the schedule builds nothing by itself)"
+    on_branch = [d for d in delivered if not d.head]
+    if not on_branch:
+        return "build: none on the branches (pull requests are built at their heads)" if delivered else "build: none"
     from release.builds.commands import plan_build
 
-    built = plan_build(ctx, branch, None, backend=backend, changed_only=True).apply()
-    skipped = sum(1 for r in built.rows if r.get("state") == "skipped")
-    tail = f", {skipped} skipped (other platforms)" if skipped else ""
-    return f"{line}; build: {len(built.rows) - skipped} variant(s){tail}"
+    out = []
+    for d in on_branch:
+        built = plan_build(ctx, d.branch, None, repo=d.repo or None, backend=backend, changed_only=True).apply()
+        skipped = sum(1 for r in built.rows if r.get("state") == "skipped")
+        tail = f", {skipped} skipped (other platforms)" if skipped else ""
+        out.append(f"{d.branch} {len(built.rows) - skipped} variant(s){tail}")
+    return "build: " + ", ".join(out)
 
 
 def _job_poll(ctx, _arg) -> str:

@@ -41,10 +41,12 @@ backend, paging and rate-limiting the way GitHub documents it.
   client in the middle of a poll). A wrong bearer token answers 401. ``upstream``: every path
   outside the repository's Actions API is forwarded there (a FakeNixpkgs ``api_url``), so one
   GitHub API base serves both.
+- Pull requests (``/repos/{repo}/pulls``) are served here, not forwarded: ``pulls``
+  (tests/support/fakes_github_pulls.py; ``git_dir``: the bare origin their branches live in).
 - Issues (the dashboard issue): ``GET/POST .../issues``, ``GET/PATCH .../issues/{n}`` with GitHub's
   issue object (its required fields), 422 for a missing title or a body over 65,536 characters;
-  ``issues`` holds them and ``tick(n, key)`` ticks a dashboard box as a person would. Open pull
-  requests: ``GET .../pulls`` lists what ``add_pull(head, base)`` added.
+  ``issues`` holds them and ``tick(n, key)`` ticks a dashboard box as a person would. ``add_pull(head,
+  base)`` opens a pull request as a person would.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class FakeGitHub:
                  durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
                  limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None,
-                 startup_failure: bool = False):
+                 startup_failure: bool = False, git_dir=None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
@@ -98,11 +100,13 @@ class FakeGitHub:
         self.log: list[Logged] = []
         self.runs: dict[int, dict] = {}
         self.issues: dict[int, dict] = {}  # number -> issue (GitHub's issue object)
-        self.pulls: list[dict] = []  # pull request objects (add_pull)
         self._window_start: float | None = None
         self._used = 0
         self._throttle: list[tuple[int, float | None, bool]] = []
         self._pauses: list[tuple[Callable[[str, str, dict], bool], threading.Event, threading.Event]] = []
+        from tests.support.fakes_github_pulls import Pulls
+
+        self.pulls = Pulls(self, git_dir)  # pull requests (tests/support/fakes_github_pulls.py)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -263,14 +267,10 @@ class FakeGitHub:
                 "milestone": None, "comments": 0, "created_at": now, "updated_at": now, "closed_at": None,
                 "author_association": "NONE"}
 
-    def add_pull(self, head: str, base: str, number: int | None = None, repo: str | None = None) -> dict:
-        """An open pull request ``head`` -> ``base`` (of ``repo``, default the fake's) as GitHub lists it."""
-        n = number or (len(self.pulls) + len(self.issues) + 1)
-        pr = {"id": 5000 + n, "number": n, "state": "open", "title": f"{head}", "html_url":
-              f"https://github.test/{self.repo}/pull/{n}", "head": {"ref": head, "sha": "0" * 40, "label":
-              f"{self.repo.split('/')[0]}:{head}"}, "base": {"ref": base, "sha": "1" * 40}, "draft": False,
-              "_repo": repo or self.repo}
-        self.pulls.append(pr)
+    def add_pull(self, head: str, base: str) -> dict:
+        """An open pull request ``head`` -> ``base`` of the fake's repository, opened as a person would."""
+        status, pr, _ = self.pulls.route(None, "POST", [], {}, {"title": f"Bump {base}", "head": head, "base": base})
+        assert status == 201, pr
         return pr
 
     def tick(self, number: int, key: str) -> None:
@@ -282,10 +282,8 @@ class FakeGitHub:
 
     def _issues_route(self, repo: str, method: str, rest: list[str], query: dict, body: dict
                       ) -> tuple[int, object, dict]:
-        if rest == ["pulls"] and method == "GET":
-            state = query.get("state", "open")
-            return 200, [{k: v for k, v in p.items() if k != "_repo"} for p in self.pulls
-                         if p["_repo"] == repo and (state == "all" or p["state"] == state)][:100], {}
+        if rest == ["pulls"] and method == "GET":  # another repository of the owner: none open
+            return 200, [], {}
         if rest == ["issues"] and method == "GET":
             state = query.get("state", "open")
             items = [i for i in reversed(self.issues.values()) if i["repository_url"].endswith("/repos/" + repo)
@@ -298,7 +296,7 @@ class FakeGitHub:
             if len(body.get("body") or "") > 65536:
                 return 422, {"message": "Validation Failed", "errors": [{"resource": "Issue", "field": "body",
                              "code": "custom", "message": "body is too long (maximum is 65536 characters)"}]}, {}
-            n = len(self.pulls) + len(self.issues) + 1
+            n = max([*self.pulls.prs, *self.issues], default=0) + 1  # issues and PRs share numbers
             self.issues[n] = self._issue(repo, n, body["title"], body.get("body"))
             return 201, self.issues[n], {}
         if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit():
@@ -322,10 +320,16 @@ class FakeGitHub:
     def _route(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
         owner = self.repo.split("/")[0]
         parts = path.strip("/").split("/")
-        if (len(parts) >= 4 and parts[:2] == ["repos", owner] and parts[3] in ("issues", "pulls")
-                and (method != "POST" or parts[3:] == ["issues"])):  # any repository of the owner
+        other = len(parts) >= 4 and f"{owner}/{parts[2]}" != self.repo
+        if len(parts) >= 4 and parts[:2] == ["repos", owner] and (
+                parts[3] == "issues" or (other and parts[3:] == ["pulls"] and method == "GET")):
+            # issues of any repository of the owner; pull requests of the others (none open)
             return self._issues_route(f"{owner}/{parts[2]}", method, parts[3:], query, body)
         prefix = f"/repos/{self.repo}/actions/"
+        pulls = f"/repos/{self.repo}/pulls"
+        if path == pulls or path.startswith(pulls + "/"):
+            return self.pulls.route(req, method, path[len(pulls):].strip("/").split("/") if path != pulls else [],
+                                    query, body)
         if not path.startswith(prefix) and self.upstream:
             return self._forward(req, method, body)
         if not path.startswith(prefix):

@@ -26,10 +26,11 @@ import json
 import tarfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 TORCH_FILE = "pkgs/development/python-modules/torch/source/default.nix"
 CUDA_FILE = "pkgs/top-level/all-packages.nix"
+MAX_PER_PAGE = 100  # GitHub's cap on per_page
 
 
 def tarball_bytes(rev: str) -> bytes:
@@ -67,10 +68,12 @@ class FakeNixpkgs:
             def log_message(self, *args):
                 pass
 
-            def _send(self, status, body, ctype="application/json"):
+            def _send(self, status, body, ctype="application/json", headers=None):
                 data = body.encode() if isinstance(body, str) else body
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -94,26 +97,33 @@ class FakeNixpkgs:
                     return self._send(200, rev, "text/plain") if rev is not None else self._send(404, "no")
                 if parts[:4] == ["api", "repos", "NixOS", "nixpkgs"] and len(parts) >= 5:
                     query = {k: v[0] for k, v in parse_qs(url.query).items()}
-                    per_page, page = int(query.get("per_page", 30)), int(query.get("page", 1))
+                    per_page = min(MAX_PER_PAGE, max(1, int(query.get("per_page", 30))))  # GitHub caps it at 100
+                    page = max(1, int(query.get("page", 1)))
                     window = slice((page - 1) * per_page, page * per_page)
                     if parts[4] == "compare" and "..." in parts[5]:
                         old, new = parts[5].split("...", 1)
                         order = [c["sha"] for c in fake.history]
                         if old not in order or new not in order:
                             return self._send(404, json.dumps({"message": "Not Found"}))
-                        between = fake.history[order.index(old) + 1: order.index(new) + 1]
+                        i, j = order.index(old), order.index(new)
+                        between = fake.history[i + 1: j + 1]
+                        status = "identical" if i == j else "ahead" if j > i else "behind"
                         return self._send(200, json.dumps({
+                            "status": status, "ahead_by": max(0, j - i), "behind_by": max(0, i - j),
                             "html_url": f"https://github.com/NixOS/nixpkgs/compare/{old}...{new}",
                             "total_commits": len(between),
                             "commits": [fake._api_commit(c) for c in between[window]]}))
                     if parts[4] == "commits" and len(parts) == 5:
                         head, path = query.get("sha", ""), query.get("path", "")
+                        head = fake.branches.get(head, head)
                         order = [c["sha"] for c in fake.history]
                         if head not in order:
                             return self._send(404, json.dumps({"message": "No commit found"}))
                         touching = [c for c in reversed(fake.history[: order.index(head) + 1])
                                     if any(f == path or f.startswith(path.rstrip("/") + "/") for f in c["files"])]
-                        return self._send(200, json.dumps([fake._api_commit(c) for c in touching[window]]))
+                        links = fake._links(self, url.path, query, len(touching), per_page, page)
+                        return self._send(200, json.dumps([fake._api_commit(c) for c in touching[window]]),
+                                          headers=links)
                     if parts[4] == "commits":
                         sha = fake.branches.get(parts[5], parts[5])
                         if sha in fake.commits:
@@ -127,15 +137,16 @@ class FakeNixpkgs:
                         ref = parse_qs(url.query).get("ref", [""])[0]
                         if ref not in fake.commits:
                             return self._send(404, json.dumps({"message": "No commit found for the ref"}))
-                        if path == TORCH_FILE and ref in fake.torch:
+                        torch = fake._inherited(fake.torch, ref)
+                        if path == TORCH_FILE and torch is not None:
                             body = (
                                 "{ buildPythonPackage, ... }:\nbuildPythonPackage rec {\n"
-                                f'  pname = "torch";\n  version = "{fake.torch[ref]}";\n  pyproject = true;\n}}\n'
+                                f'  pname = "torch";\n  version = "{torch}";\n  pyproject = true;\n}}\n'
                             )
                             return self._send(200, body, "text/plain")
                         if path == CUDA_FILE:
-                            sets = sorted(fake.cuda_sets.get(ref, set()))
-                            alias = fake.cuda_default.get(ref)
+                            sets = sorted(fake._inherited(fake.cuda_sets, ref) or set())
+                            alias = fake._inherited(fake.cuda_default, ref)
                             body = (
                                 "{\n"
                                 + (f"  cudaPackages = {alias};\n" if alias else "")
@@ -187,11 +198,51 @@ class FakeNixpkgs:
         return self.base + "archive/"
 
     def _api_commit(self, c: dict) -> dict:
+        order = [h["sha"] for h in self.history]
+        i = order.index(c["sha"])
+        parent = order[i - 1] if i else None
+        parents = [{"sha": parent, "url": f"{self.api_url}repos/NixOS/nixpkgs/commits/{parent}"}] if parent else []
         return {"sha": c["sha"], "html_url": f"https://github.com/NixOS/nixpkgs/commit/{c['sha']}",
-                "commit": {"message": c["title"] + "\n\nbody text"}}
+                "commit": {"message": c["title"] + "\n\nbody text"}, "parents": parents}
 
-    def add_commit(self, sha: str, title: str = "misc: update", files=("README.md",)) -> None:
+    def _inherited(self, table: dict, ref: str):
+        """``table[ref]``, else (a commit of ``history``) the value of the newest commit before it
+        that has one: a file keeps its content until a commit changes it."""
+        if ref in table:
+            return table[ref]
+        order = [c["sha"] for c in self.history]
+        if ref not in order:
+            return None
+        for c in reversed(self.history[: order.index(ref)]):
+            if c["sha"] in table:
+                return table[c["sha"]]
+        return None
+
+    def _links(self, req, path: str, query: dict, total: int, per_page: int, page: int) -> dict:
+        """GitHub's ``Link`` header (next/last, prev/first) for a paged listing."""
+        last = max(1, -(-total // per_page))
+        host = req.headers.get("Host") or self.base.split("//", 1)[1].rstrip("/")
+
+        def link(n: int) -> str:
+            return f"http://{host}{path}?{urlencode({**query, 'per_page': per_page, 'page': n})}"
+
+        rels = []
+        if page < last:
+            rels += [f'<{link(page + 1)}>; rel="next"', f'<{link(last)}>; rel="last"']
+        if page > 1:
+            rels += [f'<{link(page - 1)}>; rel="prev"', f'<{link(1)}>; rel="first"']
+        return {"Link": ", ".join(rels)} if rels else {}
+
+    def add_commit(self, sha: str, title: str = "misc: update", files=("README.md",), *, torch: str | None = None,
+                   cuda_sets=None) -> None:
+        """Append a commit to ``history``; ``torch``: the version its torch file says from then on
+        (the file is then among ``files``), ``cuda_sets``: the CUDA sets defined from then on."""
         self.commits.add(sha)
+        if torch is not None:
+            self.torch[sha] = torch
+            files = (*files, TORCH_FILE) if TORCH_FILE not in files else files
+        if cuda_sets is not None:
+            self.cuda_sets[sha] = set(cuda_sets)
         self.history.append({"sha": sha, "title": title, "files": list(files)})
 
     def add_rev(self, rev: str, torch: str, cuda_sets=()) -> None:

@@ -164,53 +164,70 @@ def test_bump_one_branch(env, fake, tmp_path, capsys):
 
 
 def test_bump_all_from_channel(env, tmp_path, capsys):
+    """--all: every branch and every pin group its own outcome; one refusal (main is checked out
+    with uncommitted changes) holds that branch only, and the exit status says some were held."""
     work = env
     dirty(work)
     before_user = user_state(work)
     before = refs(work)
     vllm = tree_files(work, "pytorch-2.9-vllm-0.15.1", ".")
     multi = tree_files(work, "pytorch-2.10-python313", ".")
-    # --all: the three-pin branch needs a selector, and the refusal lists its groups
-    rc = cli(["release", "bump-pins", "--all"])
-    err = capsys.readouterr().err
-    assert rc == 1 and "pytorch-2.10-python313" in err and "fe5e41d" in err and "6a030d5" in err and "2017d6d" in err
-    assert refs(work) == before
-    # main is checked out with uncommitted changes: moving it would leave an index that reverts
-    # the bump, so the whole run is refused and nothing moves
-    args = ["release", "bump-pins", "--all", "--cuda", "12.8", "--channel", "nixos-unstable", "--json"]
-    rc = cli(args)
-    captured = capsys.readouterr()
-    assert rc == 1 and "checked out" in captured.err and "uncommitted changes" in captured.err
-    assert refs(work) == before and user_state(work) == before_user
-    # a clean checkout (untracked files are fine) is fast-forwarded together with its work tree
-    git(work, "reset", "-q", "--hard")
-    rc = cli(args)
+    rc = cli(["release", "bump-pins", "--all", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == 0, out
-    assert sorted(out["commits"]) == ["main", "pytorch-2.10-python313", "pytorch-2.8-python312"]
-    assert any(s["branch"] == "pytorch-2.9-vllm-0.15.1" for s in out["skipped"])
-    for name in ("main", "pytorch-2.8-python312"):
-        files = tree_files(work, name)
-        parse_ok(list(files.values()), tmp_path)
-        for text in files.values():
-            assert NEW in text and PIN_A not in text
-            assert git(work, "log", "-1", "--format=%s", name).strip() == (
-                "nixpkgs: bump pin fe5e41d -> 0123abc (torch 2.8.4, cudaPackages_12_8)"
-            )
-    after_multi = tree_files(work, "pytorch-2.10-python313", ".")
-    for path, text in after_multi.items():
-        if "cuda12_8" in path:
-            assert NEW in text and PIN_A not in text
+    assert rc == 1 and out["exit_code"] == 1, out
+    by = {(o["branch"], o["group"]): o for o in out["outcomes"]}
+    assert by[("main", "CUDA 12.8, CPU, darwin")]["outcome"] == "held"
+    assert "uncommitted changes" in by[("main", "CUDA 12.8, CPU, darwin")]["reason"]
+    multi_groups = sorted(g for b, g in by if b == "pytorch-2.10-python313")
+    assert multi_groups == ["CUDA 12.8", "CUDA 13.0, CPU, darwin", "CUDA 13.1"]  # three pins, three outcomes
+    assert all(by[("pytorch-2.10-python313", g)]["outcome"] == "bumped" for g in multi_groups)
+    assert by[("pytorch-2.8-python312", "CUDA 12.8, CPU, darwin")]["outcome"] == "bumped"
+    assert {o["outcome"] for o in out["outcomes"] if o["branch"] == "pytorch-2.9-vllm-0.15.1"} == {"skipped"}
+    after = refs(work)
+    assert after["refs/heads/main"] == before["refs/heads/main"] and user_state(work) == before_user
+    assert after["refs/heads/pytorch-2.8-python312"] != before["refs/heads/pytorch-2.8-python312"]
+    # the three groups are three commits, one on the other, each saying which pin it moves
+    old = before["refs/heads/pytorch-2.10-python313"]
+    log = git(work, "log", "--format=%s", f"{old}..pytorch-2.10-python313").splitlines()
+    assert len(log) == 3 and all(line.startswith("nixpkgs: bump pin ") for line in log), log
+    for path, text in tree_files(work, "pytorch-2.10-python313", ".").items():
+        if path.endswith(".nix"):
+            assert NEW in text and not any(p in text for p in (PIN_A, PIN_B, PIN_C)), path
             parse_ok([text], tmp_path)
         else:
-            assert text == multi[path] or path == "README.md"
+            assert path == "README.md" or text == multi[path]
     assert tree_files(work, "pytorch-2.9-vllm-0.15.1", ".") == vllm
-    # main was checked out: HEAD still names it, and index and files hold the bump (nothing staged)
+    assert out["delivery"] == "local" and "nothing leaves this machine" in cli_text(["--all", "--dry-run"], capsys)
+
+    # a clean checkout (untracked files are fine) is fast-forwarded together with its work tree
+    git(work, "reset", "-q", "--hard")
+    rc = cli(["release", "bump-pins", "--all", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    kinds = {(o["branch"], o["outcome"]) for o in out["outcomes"]}
+    assert ("main", "bumped") in kinds and ("pytorch-2.8-python312", "current") in kinds
+    files = tree_files(work, "main")
+    parse_ok(list(files.values()), tmp_path)
+    assert all(NEW in t and PIN_A not in t for t in files.values())
+    assert git(work, "log", "-1", "--format=%s", "main").strip() == (
+        "nixpkgs: bump pin fe5e41d -> 0123abc (torch 2.8.4, cudaPackages_12_8)")
     assert git(work, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
     assert git(work, "status", "--porcelain=v1", "--untracked-files=no") == ""
     assert all(NEW in (work / p).read_text() for p in tree_files(work, "main"))
     assert (work / "scratch.txt").read_text() == "untracked work\n"
-    assert any("fast-forwarded" in n for n in out["notes"])
+    # --cuda narrows the groups (the others are skipped, saying why); a missing CUDA set holds one
+    rc = cli(["release", "bump-pins", "--all", "--cuda", "13.1", "--rev", NEWER_TORCH, "--dry-run", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    asked = [o for o in out["outcomes"] if o["outcome"] != "skipped"]
+    assert rc == 1, [o for o in out["outcomes"] if o["outcome"] != "skipped"]
+    assert [(o["branch"], o["outcome"]) for o in asked] == [("pytorch-2.10-python313", "held")]
+    assert "cudaPackages_13_1" in asked[0]["reason"]
+    assert any("--cuda" in o["reason"] for o in out["outcomes"] if o["outcome"] == "skipped")
+
+
+def cli_text(args, capsys) -> str:
+    cli(["release", "bump-pins", *args])
+    return capsys.readouterr().out
 
 
 def test_multi_pin_from_pin_and_dry_run(env, fake, tmp_path, capsys):

@@ -14,10 +14,10 @@ from config.settings import load_settings
 from release.builds import run as builds
 from release.schedule import jobs as schedule
 from tests.support import fixtures_builds as fx
+from tests.support import fixtures_pins as pins
 from tests.support.fakes_github import FakeGitHub
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 
-pins = pytest.importorskip("tests.fixtures_pins")
 BRANCH = "pytorch-2.8-python312"
 
 
@@ -46,26 +46,48 @@ def test_without_a_github_token_the_schedule_bumps_reports_and_builds_nothing(tm
         _nixpkgs(nix)
         ctx = fx.context(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=nix.api_url,
                          nixpkgs_tarball_url=nix.tarball_url, build_command="false", http_retries=1)
-        result = schedule.run_now(ctx, f"bump:{BRANCH}")["result"]
+        result = schedule.run_now(ctx, "bump")["result"]
     assert "build: none" in result and "no GitHub token" in result, result
-    assert f"bump pin {pins.PIN_A[:7]} -> {pins.NEW[:7]}" in result, result
+    assert "bumped" in result and "nothing left this machine" in result, result
+    assert all(pins.NEW in t for t in pins.tree_files(work, BRANCH).values())
     assert builds.status(ctx, BRANCH) == []  # nothing built, nothing queued
 
 
-def test_with_a_github_token_the_scheduled_build_goes_to_github(tmp_path: Path) -> None:
-    work, _ = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
-    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url) as gh:
+def test_with_a_github_token_the_scheduled_bump_is_a_pull_request_and_nothing_builds_the_old_branch(
+        tmp_path: Path) -> None:
+    work, origin = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
+    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url, git_dir=origin) as gh:
         _nixpkgs(nix)
         ctx = fx.context(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=gh.url,
                          github_token=gh.token, github_repo=gh.repo, github_poll_seconds=0.01,
                          nixpkgs_tarball_url=nix.tarball_url, build_command="false", http_retries=1)
-        result = schedule.run_now(ctx, f"bump:{BRANCH}")["result"]
+        result = schedule.run_now(ctx, "bump")["result"]
+        assert not gh.dispatches, result  # the branch on GitHub still has the old pin: not built
+        bases = sorted(p["base"]["ref"] for p in gh.pulls.prs.values())
+    assert BRANCH in bases and "pull request(s): https://github.test/" in result, result
+    assert "pull requests are built at their heads" in result
+
+
+def test_with_push_delivery_the_scheduled_build_goes_to_github(tmp_path: Path) -> None:
+    work, _ = pins.build_repo(tmp_path / "repo", pins.small_catalog_branches())
+    with FakeNixpkgs() as nix, FakeGitHub(upstream=nix.api_url) as gh:
+        _nixpkgs(nix)
+        ctx = fx.context(tmp_path, repo_path=work, channels_url=nix.channels_url, github_api_url=gh.url,
+                         github_token=gh.token, github_repo=gh.repo, github_poll_seconds=0.01, bump_delivery="push",
+                         nixpkgs_tarball_url=nix.tarball_url, build_command="false", http_retries=1)
+        result = schedule.run_now(ctx, "bump")["result"]
         dispatched = list(gh.dispatches)
     rows = builds.status(ctx, BRANCH)
     assert "variant(s)" in result and dispatched, result
-    (workflow, payload), *_ = dispatched
-    assert workflow == "torchbot-build.yml" and payload["ref"] == BRANCH
+    assert payload_refs(dispatched) >= {BRANCH}, result
+    workflow, _payload = next((w, p) for w, p in dispatched if p["ref"] == BRANCH)
+    assert workflow == "torchbot-build.yml"
+    dispatched = [(w, p) for w, p in dispatched if p["ref"] == BRANCH]
     sent = {e["package"] for _, p in dispatched for key in ("pytorch", "companions")
             for e in json.loads(p["inputs"][key])}
     assert rows and {r["backend"] for r in rows} == {"github"} and {r["package"] for r in rows} == sent
     assert {r["state"] for r in rows} == {"succeeded"} and {r["pin"] for r in rows} == {pins.NEW}
+
+
+def payload_refs(dispatched) -> set[str]:
+    return {p["ref"] for _, p in dispatched}

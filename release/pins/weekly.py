@@ -1,0 +1,112 @@
+"""The result objects of a bump of every branch (``bump-pins --all``, the schedule, ``/bump all``):
+:class:`SweepBump` is the plan (``text``/``to_dict`` say what will happen; nothing written) and
+``apply()`` returns a :class:`SweepResult`. Both carry one :class:`~release.pins.sweep.PinOutcome`
+per pin group of each branch of each repository.
+
+Exit status of a result: 0 when every group is bumped, moved keeping its promise, current or
+skipped by design; 1 when some are held (the text says which and why).
+
+May import: config, release.adapters, release.pins.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from release.pins.deliver import Delivered, deliver
+from release.pins.sweep import KINDS, SweepPlan
+
+WHY_LOCAL = {
+    "setting": "TORCHBOT_BUMP_DELIVERY=local",
+    "default": "no TORCHBOT_GITHUB_TOKEN/TORCHBOT_GITHUB_REPO, so the default is local",
+}
+
+
+def counts(outcomes) -> str:
+    c = Counter(o.kind for o in outcomes)
+    return ", ".join(f"{c[k]} {k}" for k in KINDS if c[k]) or "no pin groups"
+
+
+class SweepBump:
+    """The plan of a bump of every branch of one or more repositories."""
+
+    def __init__(self, plans: list[SweepPlan], settings, mode: str, dry_run: bool = False, why_local: str = ""):
+        self.plans, self.settings, self.mode, self.dry_run = plans, settings, mode, dry_run
+        self.why_local = why_local
+
+    @property
+    def outcomes(self):
+        return [o for p in self.plans for o in p.outcomes]
+
+    # the shape chat's pending plans read (release.pins.commands.Plan's): branches with tips and pins
+    def to_dict(self) -> dict[str, Any]:
+        branches = []
+        for p in self.plans:
+            for w in p.work:
+                for bp in w.plans:
+                    branches.append({**bp.to_dict(), "repo": str(p.repo_path)})
+        held = [o for o in self.outcomes if o.kind == "held"]
+        return {
+            "ok": not held, "sweep": True, "dry_run": self.dry_run, "delivery": self.mode,
+            "repos": [str(p.repo_path) for p in self.plans], "new_rev": None, "source": "tracked heads",
+            "heads": {k: v for p in self.plans for k, v in p.heads.items()},
+            "headline": self.headline(), "branches": branches,
+            "outcomes": [o.to_dict() for o in self.outcomes], "held": len(held),
+        }
+
+    def headline(self) -> str:
+        return f"Bump of every branch: {counts(self.outcomes)}."
+
+    def _delivery_line(self) -> str:
+        if self.mode == "pr":
+            return "Delivery: a pull request per bumped branch (bump/<branch>-<rev>; an open one is updated)."
+        if self.mode == "push":
+            return f"Delivery: pushed to each branch on '{self.settings.repo_remote}'."
+        why = f" ({self.why_local})" if self.why_local else ""
+        return f"Delivery: local commits only{why}: nothing leaves this machine."
+
+    def text(self) -> str:
+        lines = [self.headline()]
+        for p in self.plans:
+            if len(self.plans) > 1:
+                lines.append(f"{p.repo_path.name}:")
+            lines.extend("  " + o.line() for o in p.outcomes)
+        lines.append(self._delivery_line())
+        return "\n".join(lines)
+
+    def apply(self, progress=None, notice=None) -> SweepResult:
+        delivered: list[Delivered] = []
+        if not self.dry_run:
+            for p in self.plans:
+                delivered.extend(deliver(p, self.settings, self.mode, progress))
+        return SweepResult(self, delivered)
+
+
+class SweepResult:
+    def __init__(self, plan: SweepBump, delivered: list[Delivered]):
+        self.plan = plan
+        self.delivered = delivered
+        held = [o for o in plan.outcomes if o.kind == "held"]
+        self.ok = not held
+        self.exit_code = 1 if held else 0
+
+    @property
+    def outcomes(self):
+        return self.plan.outcomes
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.plan.to_dict()
+        d.update({"ok": self.ok, "applied": not self.plan.dry_run, "exit_code": self.exit_code,
+                  "delivered": [x.to_dict() for x in self.delivered],
+                  "pull_requests": [x.to_dict() for x in self.delivered if x.head]})
+        return d
+
+    def text(self) -> str:
+        lines = [self.plan.text()]
+        if self.plan.dry_run:
+            lines.append("Dry run: nothing was written.")
+        held = [o for o in self.outcomes if o.kind == "held"]
+        if held:
+            lines.append(f"Held: {', '.join(sorted({f'{o.branch}' for o in held}))} (see why above).")
+        return "\n".join(lines)
