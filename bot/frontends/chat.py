@@ -126,23 +126,25 @@ class JobReply:
 
 class PinsResult:
     """Every branch of each repository with its pins and when the schedule next bumps it: a
-    time from the bump trigger (APScheduler), "manual (vLLM pin)", or, for build-torchvision, that
-    nothing schedules it (it moves with ``/bump ... --with-companions``)."""
+    time from the bump trigger (APScheduler), "manual (vLLM pin)", or, for build-torchvision when
+    the schedule bumps build-pytorch branch by branch, that nothing schedules it (it moves with
+    ``/bump ... --with-companions``)."""
 
     def __init__(self, ctx: Context):
         self.data = catalog(ctx).to_dict()
         self.cron = ctx.settings.bump_cron
         self.vllm = ctx.settings.bump_vllm_branches
         try:
-            from release.schedule.jobs import crontab_trigger
+            from release.schedule.jobs import crontab_trigger, job_specs
 
             nxt = crontab_trigger(self.cron).get_next_fire_time(None, datetime.now(UTC))
             self.next_run = nxt.strftime("%Y-%m-%d %H:%M UTC") if nxt else None
-        except ValueError:
-            self.next_run = None
+            self.every_branch = any(spec.id == "bump" for spec in job_specs(ctx))  # one bump of every repository
+        except (ValueError, TorchbotError):
+            self.next_run, self.every_branch = None, False
 
     def next_bump(self, b: dict[str, Any]) -> str:
-        if b["kind"] == "build-torchvision":
+        if b["kind"] == "build-torchvision" and not self.every_branch:
             return "not scheduled (with --with-companions)"
         if b["purpose"] == "vllm-certified" and not self.vllm:
             return "manual (vLLM pin)"
@@ -368,7 +370,7 @@ class Chat:
             result = plan.apply(progress, job.notice() if job.notice else None)
         from release.dashboard.commands import after_operation
 
-        after_operation(self.ctx, f"/{row.command}")
+        after_operation(self.ctx, f"/{row.command}", result)
         return result
 
     def _status(self):

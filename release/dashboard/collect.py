@@ -24,6 +24,13 @@ HEAD_TTL = 900.0  # seconds a channel head (and how far behind it a pin is) is r
 FAILED_TTL = 900.0  # seconds nixpkgs is not asked again after it did not answer
 
 
+def cache_file(settings, name: str) -> Path | None:
+    """A file of the dashboard's in torchbot's cache directory; None when caching is off."""
+    if not settings.cache_dir or str(settings.cache_dir).lower() == "off":
+        return None
+    return Path(settings.cache_dir) / name
+
+
 # ---------------------------------------------------------------------------------------------
 # Repositories
 
@@ -79,7 +86,9 @@ def cached_by_tips(settings, models, skip, compute: Callable[[], dict]) -> dict:
 
     key = hashlib.sha256(json.dumps([[m.path, sorted((n, b.tip) for n, b in m.branches.items())] for m in models]
                                     + [list(skip)]).encode()).hexdigest()
-    path = Path(settings.cache_dir) / "dashboard-drift.json"
+    path = cache_file(settings, "dashboard-drift.json")
+    if path is None:
+        return compute()
     try:
         kept = json.loads(path.read_text())
         if kept.get("key") == key:
@@ -107,9 +116,9 @@ class NixpkgsFacts:
 
     def __init__(self, settings, now: Callable[[], float] = time.time):
         self.settings, self.now = settings, now
-        self.path = Path(settings.cache_dir) / "dashboard-nixpkgs.json"
+        self.path = cache_file(settings, "dashboard-nixpkgs.json")
         try:
-            self.data = json.loads(self.path.read_text())
+            self.data = json.loads(self.path.read_text()) if self.path else {}
         except (OSError, ValueError):
             self.data = {}
         for key in ("dates", "heads", "behind"):
@@ -171,7 +180,7 @@ class NixpkgsFacts:
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
-        if self.dirty:
+        if self.dirty and self.path is not None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = self.path.with_suffix(".tmp")

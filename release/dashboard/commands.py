@@ -60,6 +60,16 @@ def _jobs(ctx, now: datetime) -> dict[str, dict]:
     return out
 
 
+def _tracks(settings):
+    """branch -> the nixpkgs channel or branch it follows (``TORCHBOT_BUMP_TRACKS`` when the pins
+    have it, else the default channel)."""
+    try:
+        from release.pins.sweep import tracked
+    except ImportError:
+        return lambda _branch: settings.default_channel
+    return tracked(settings)
+
+
 def github_repo(settings, kind: str) -> str | None:
     """``owner/name`` of a managed repository on GitHub: TORCHBOT_GITHUB_REPO for build-pytorch,
     the same owner's build-torchvision for the other."""
@@ -115,6 +125,7 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
         notes.append(f"state DB: {err.message}")
         latest, published, outcomes = {}, {}, {}
     jobs = _jobs(ctx, now)
+    tracks = _tracks(s)
     nix = collect.NixpkgsFacts(s)
     skip = tuple(s.docs_skip_branches)
 
@@ -135,9 +146,10 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
                 pr = prs[m.kind].get(name)
                 if pr is not None:
                     pr = {**pr, "builds": collect.pr_builds(latest, pr["head"])}
-                channel = s.default_channel
+                channel = tracks(name)
                 own = (f"bump:{name}",) if m.kind == "build-pytorch" else ()  # per-branch jobs: build-pytorch's
-                touching = [j for j in (*own, "bump") if j in jobs] + list(SHARED_JOBS)
+                by_hand = bool(cat and cat.vllm and not s.bump_vllm_branches)  # vLLM pins: bumped by hand
+                touching = [j for j in (*own, "bump") if j in jobs and not by_hand] + list(SHARED_JOBS)
                 branches.append({
                     "name": name, "head": bm.tip, "pytorch": cat.pytorch if cat else None,
                     "python": cat.python if cat else None,
@@ -211,11 +223,17 @@ def sync_issues(ctx, model: Dashboard | None = None) -> list[str]:
     return sync(s, model, lambda a: run_action(ctx, a), repos, rebuild=lambda: dashboard(ctx).model)
 
 
-def after_operation(ctx, what: str) -> None:
-    """After a release operation (a bump, build or publish, from chat or the schedule): the
-    dashboard issues say what it changed. Never fails the operation: a failure is logged."""
+def after_operation(ctx, what: str, result=None) -> None:
+    """After a release operation (a bump, build or publish, from the CLI, chat or the schedule):
+    a bump of every branch's per-group outcomes are kept, and the dashboard issues say what it
+    changed. Never fails the operation: a failure is logged."""
     import logging
 
+    try:
+        if result is not None:
+            record_bump(ctx, result)
+    except TorchbotError as err:
+        logging.getLogger("torchbot.dashboard").warning("bump outcomes not kept after %s: %s", what, err.message)
     if ctx.settings.github_token is None or not ctx.repositories:
         return
     try:

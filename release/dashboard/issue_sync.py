@@ -18,24 +18,25 @@ from pathlib import Path
 
 from config.errors import TorchbotError
 from release.dashboard import issue as render_issue
+from release.dashboard.collect import cache_file
 from release.dashboard.model import Action, Dashboard
 
 log = logging.getLogger("torchbot.dashboard")
-
-
-def _numbers_file(settings) -> Path:
-    return Path(settings.cache_dir) / "dashboard-issues.json"
+NUMBERS = "dashboard-issues.json"  # repository -> its issue number, in the cache directory
 
 
 def _numbers(settings) -> dict[str, int]:
+    path = cache_file(settings, NUMBERS)
     try:
-        return json.loads(_numbers_file(settings).read_text())
+        return json.loads(path.read_text()) if path else {}
     except (OSError, ValueError):
         return {}
 
 
 def _keep(settings, numbers: dict[str, int]) -> None:
-    path = _numbers_file(settings)
+    path = cache_file(settings, NUMBERS)
+    if path is None:
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(numbers))

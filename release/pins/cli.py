@@ -77,4 +77,8 @@ def _bump(args, ctx) -> int:
         if checks is not None:
             checks.listener.close()
         return _refusal(err, args.json)
+    if not args.dry_run:  # the dashboard (registered by name: it reads the pins) keeps each group's outcome
+        import importlib
+
+        importlib.import_module("release.dashboard.commands").after_operation(ctx, "bump-pins", result)
     return _emit(result, args.json)

@@ -145,6 +145,7 @@ def _job_bump(ctx, _arg) -> str:
     if ctx.settings.repo_path is None:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
     result = plan_bump(ctx, "all", None, force=ctx.settings.bump_vllm_branches).apply()
+    _dashboard().record_bump(ctx, result)  # each group's outcome, for the dashboard
     from release.pins.weekly import counts
 
     parts = [counts(result.outcomes)]

@@ -83,10 +83,12 @@ def test_drift_and_the_next_scheduled_runs(world):
     companion = _branch(d, "build-torchvision", "pytorch-2.9")["drift"]["companion"]
     assert companion and "pin" in companion[0]
     jobs = {j["id"]: j["next_run"] for j in _branch(d, "build-pytorch", "main")["jobs"]}
-    assert jobs["bump:main"] == "2026-03-09T06:00:00+00:00"  # Monday 06:00 after the fixture's Monday noon
+    assert jobs["bump"] == "2026-03-09T06:00:00+00:00"  # Monday 06:00 after the fixture's Monday noon
     assert "docs-check" in jobs and "dashboard-issue" in jobs
     vllm = {j["id"] for j in _branch(d, "build-pytorch", "pytorch-2.9-vllm-0.14.0")["jobs"]}
-    assert not any(j.startswith("bump:") for j in vllm)  # vLLM pins are bumped by hand
+    assert not any(j.startswith("bump") for j in vllm)  # vLLM pins are bumped by hand
+    tv = {j["id"] for j in _branch(d, "build-torchvision", "main")["jobs"]}
+    assert "bump" in tv  # the weekly bump goes through every branch of both repositories
 
 
 def test_needs_a_human_lists_held_failed_and_drift_with_their_actions(world):
