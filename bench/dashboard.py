@@ -77,6 +77,22 @@ def run(cmd: list[str], env: dict) -> tuple[float, float, str]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), out.stdout
 
 
+def in_process(env: dict, rounds: int) -> list[float]:
+    """``dashboard(ctx)`` called again and again in this process, as `serve` does per request."""
+    os.environ.update(env)
+    from config.settings import load_settings
+    from release.context import Context
+    from release.dashboard.commands import dashboard
+
+    ctx = Context(load_settings())
+    out = []
+    for _ in range(rounds + 1):
+        t = time.perf_counter()
+        dashboard(ctx).text()
+        out.append(time.perf_counter() - t)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pytorch", help="a build-pytorch repository (default: a clone of the real one)")
@@ -95,6 +111,7 @@ def main() -> None:
         cmd = [str(ROOT / ".venv/bin/torchbot"), "dashboard"]
         cold = run(cmd, env)
         warm = [run(cmd, env) for _ in range(args.rounds)]
+        inproc = in_process(env, args.rounds)
         out = warm[-1][2]
         rows = [line for line in out.splitlines() if line.startswith("  ") and not line.startswith("  branch ")
                 and not line.startswith("  - ")]
@@ -103,6 +120,8 @@ def main() -> None:
         print(f"  cold: {cold[0]:.2f} s wall, {cold[1]:.2f} s CPU")
         print(f"  warm: median {statistics.median(w[0] for w in warm):.2f} s wall "
               f"({', '.join(f'{w[0]:.2f}' for w in warm)}), median {statistics.median(w[1] for w in warm):.2f} s CPU")
+        print(f"  in a running torchbot (serve: the page, Slack, App Home): first {inproc[0]:.2f} s, then median "
+              f"{statistics.median(inproc[1:]):.3f} s")
         print(f"  load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         print()
         print(out)
