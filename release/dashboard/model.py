@@ -84,6 +84,7 @@ class Bump:
     when: str | None = None
     rev: str | None = None  # the revision a held bump would move to
     pytorch: str | None = None  # the PyTorch that revision holds (held: what the promise refuses)
+    kind: str | None = None  # the outcome as the bump recorded it (bumped, kept-promise, current, held, skipped)
 
 
 @dataclass
@@ -260,7 +261,7 @@ def _bumps(raw: list[dict], pins: list[Pin], scheduled: bool = True) -> list[Bum
         torch, rev = _TORCH_RE.search(reason), _REV_RE.search(reason)
         out.append(Bump(group=b.get("group") or "", state=b.get("state") or "unknown", reason=reason,
                         when=b.get("when"), rev=b.get("rev") or (rev.group(1) if rev else None),
-                        pytorch=b.get("pytorch") or (torch.group(1) if torch else None)))
+                        pytorch=b.get("pytorch") or (torch.group(1) if torch else None), kind=b.get("kind")))
     heads = {p.channel_head for p in pins if p.channel_head}
     for b in out:  # a short revision in a reason: the channel head it abbreviates
         full = [h for h in heads if b.rev and h.startswith(b.rev)]
