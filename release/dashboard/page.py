@@ -55,7 +55,8 @@ def _bump(b: BranchView) -> str:
     if state == "pr-open" and b.pr is not None and b.pr.url:
         text = f'<a href="{escape(b.pr.url)}">PR #{b.pr.number}</a> ({escape(b.pr.summary())})'
     reasons = "; ".join(x.reason for x in b.bumps if x.state == "held" and x.reason)
-    return f'<span class="{_cls(state)}" title="{escape(reasons)}">{text}</span>'
+    nxt = f"<br><span class=muted>next {escape(b.next_bump[:16].replace('T', ' '))}</span>" if b.next_bump else ""
+    return f'<span class="{_cls(state)}" title="{escape(reasons)}">{text}</span>{nxt}'
 
 
 def _repo(d: Dashboard, name: str, branches: list[BranchView], columns: list[str]) -> list[str]:

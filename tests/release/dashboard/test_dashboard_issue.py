@@ -77,3 +77,20 @@ def test_issues_are_created_once_edited_in_place_and_a_ticked_box_acted_on_once(
         assert (w.tmp / "audit.log").read_text().count(f"dashboard acted {key} ") == 1
         assert len(w.gh.issues) == 2 and w.gh.issues[number]["state"] == "open"
         assert any(f"updated dashboard issue #{number}" in line for line in lines)
+
+
+def test_after_a_release_operation_the_outcomes_are_kept_and_the_issues_edited(tmp_path: Path):
+    from types import SimpleNamespace
+
+    from release.dashboard.commands import after_operation
+
+    with dashboard_world(tmp_path) as w:
+        held = SimpleNamespace(repo="build-pytorch", branch="main-staging", group="CUDA 12.8, CPU", kind="held",
+                               old_pin=None, new_pin=None, tracks="nixos-unstable", torch_old="2.8.0",
+                               torch_new="2.9.1", reason="no commit newer than the pin keeps PyTorch 2.8",
+                               delivery="")
+        after_operation(w.ctx, "/bump", SimpleNamespace(outcomes=[held]))
+        (number,) = [n for n, i in w.gh.issues.items() if i["repository_url"].endswith("/acme/build-pytorch")]
+        body = w.gh.issues[number]["body"]
+        assert "approve-bump:main-staging:CUDA-12.8-CPU" in body
+        assert "no commit newer than the pin keeps PyTorch 2.8" in body
