@@ -61,13 +61,17 @@ def _jobs(ctx, now: datetime) -> dict[str, dict]:
 
 
 def _tracks(settings):
-    """branch -> the nixpkgs channel or branch it follows (``TORCHBOT_BUMP_TRACKS`` when the pins
-    have it, else the default channel)."""
-    try:
-        from release.pins.sweep import tracked
-    except ImportError:
-        return lambda _branch: settings.default_channel
-    return tracked(settings)
+    """branch -> the nixpkgs channel or branch it follows: the first ``TORCHBOT_BUMP_TRACKS``
+    pattern that matches it, else the default channel (as the weekly bump reads it, without
+    importing the bump for it: the dashboard starts fast)."""
+    from fnmatch import fnmatchcase
+
+    patterns = dict(getattr(settings, "bump_tracks", None) or {})
+
+    def channel(branch: str) -> str:
+        return next((c for p, c in patterns.items() if fnmatchcase(branch, p)), settings.default_channel)
+
+    return channel
 
 
 def github_repo(settings, kind: str) -> str | None:
