@@ -45,12 +45,11 @@ def _serve(args, ctx) -> int:
     server = None
     if mode == "http":
         from bot.frontends.slack.http_mode import make_http_server
-        from bot.frontends.web import PATH as PAGE
-        from bot.frontends.web import dashboard_app, route
+        from bot.frontends.web import PATH, dashboard_app, route
 
         page = dashboard_app(ctx, host)
         try:
-            server = make_http_server(app, host, port, pages=lambda slack: route({PAGE: page}, slack))
+            server = make_http_server(app, host, port, pages=lambda slack: route({PATH: page}, slack))
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
@@ -63,8 +62,8 @@ def _serve(args, ctx) -> int:
         scheduler = start_scheduler(ctx)
     try:
         if server is not None:
-            _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events")
-                 + said + f"; dashboard on http://{host}:{server.server_port}/dashboard")
+            _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events "
+                                             "(and /dashboard)") + said)
             server.serve_forever()
         else:
             _serve_socket(app, s, who, said)
