@@ -47,8 +47,11 @@ HELP = """\
                              `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv` and `lscpu`
                              (what `torchbot ask --here` reads on the machine itself)
 /pins                        branches with PyTorch / CUDA / Python and their nixpkgs pins
-/bump <branch|all> [rev] [--with-companions]  move branches (and their torchvision pairs) to a newer
-                                              nixpkgs (admins; plan first)
+/bump <branch|all> [rev] [--cuda A.B] [--from-pin OLD] [--channel C] [--force]  move every pin group of
+                                              the branch (all: every branch of both repositories) as far as
+                                              its PyTorch promise allows; delivered as TORCHBOT_BUMP_DELIVERY
+                                              says (a pull request with GitHub) (admins; plan first)
+/bump <branch> [rev] --with-companions        ... and its torchvision pairs
 /bump <branch> <rev> --pytorch X.Y.Z          ... a deliberate PyTorch move: X.Y.Z is what that nixpkgs holds
 /bump <branch> [rev] --torch-src REV,HASH     ... PyTorch from source (a source override; the pin stays without rev)
 /build <branch> [glob] [--resume]  build variants of a branch (admins; plan first); --resume: the interrupted
@@ -63,7 +66,8 @@ PLANNERS: dict[str, tuple[str, str]] = {
     "build": ("release.builds.commands", "plan_build"),
     "publish": ("release.publishing.commands", "plan_publish"),
 }
-USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--with-companions] [--pytorch X.Y.Z] [--torch-src REV,HASH]",
+USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--cuda A.B] [--from-pin OLD] [--channel C] [--force] "
+                 "[--with-companions] [--pytorch X.Y.Z] [--torch-src REV,HASH]",
          "build": "Usage: /build <branch> [glob] [--resume]",
          "publish": "Usage: /publish <branch>"}
 VERBS = {"build": "built", "publish": "published", "bump": "bumped"}  # "57/237 built"
@@ -312,7 +316,8 @@ class Chat:
             rest, extra = plans.bump_options(args)
             if not rest or len(rest) > 2:
                 raise UsageError(USAGE["bump"])
-            return planner(self.ctx, rest[0], rest[1] if len(rest) > 1 else None, **extra)
+            # delivered as the schedule delivers (TORCHBOT_BUMP_DELIVERY: a pull request with GitHub, else local)
+            return planner(self.ctx, rest[0], rest[1] if len(rest) > 1 else None, delivery="auto", **extra)
         if name == "build":
             rest = [a for a in args if a != "--resume"]
             if not rest:

@@ -12,7 +12,11 @@ from config.errors import UsageError
 def expected_refs(command: str, plan: dict) -> dict[str, str]:
     """name -> value of everything the plan was made from that must still hold at Confirm."""
     if command == "bump":
-        out = {f"branch {b['branch']}": b.get("tip") or "" for b in plan.get("branches", [])}
+        tips = plan.get("tips") or {b["branch"]: b.get("tip") or "" for b in plan.get("branches", [])}
+        out = {f"branch {name}": tip for name, tip in tips.items()}
+        # every moving pin group's target: a channel that moved since the plan is not silently taken
+        out.update({f"pin of {b['branch']} at {(b.get('old_pin') or '')[:7]}": b.get("new_pin") or ""
+                    for b in plan.get("branches", []) if b.get("new_pin")})
         for c in plan.get("companions", []):  # the paired build-torchvision branches (--with-companions)
             out.update({f"branch {c['repo']}:{b['branch']}": b.get("tip") or "" for b in c.get("branches", [])})
         out["nixpkgs"] = plan.get("new_rev") or ""
@@ -25,26 +29,32 @@ def expected_refs(command: str, plan: dict) -> dict[str, str]:
     return {}
 
 
-_BUMP_VALUE_FLAGS = {"--pytorch": "pytorch", "--torch-src": "torch_src"}
+# the CLI's bump-pins options that make sense in chat: flag -> (planner option, what its value is)
+_BUMP_VALUE_FLAGS = {"--pytorch": ("pytorch", "X.Y.Z"), "--torch-src": ("torch_src", "REV,HASH"),
+                     "--cuda": ("cuda", "A.B"), "--from-pin": ("from_pin", "OLD"), "--channel": ("channel", "CHANNEL")}
+_BUMP_SWITCHES = {"--with-companions": "with_companions", "--force": "force"}
 
 
 def bump_options(args: list[str]) -> tuple[list[str], dict]:
-    """``/bump`` words -> (positional words, planner options): ``--with-companions``,
-    ``--pytorch X.Y.Z``, ``--torch-src REV,HASH`` (``--flag=value`` works too)."""
+    """``/bump`` words -> (positional words, planner options): ``--with-companions``, ``--force``,
+    ``--pytorch X.Y.Z``, ``--torch-src REV,HASH``, ``--cuda A.B``, ``--from-pin OLD``, ``--channel C``
+    (``--flag=value`` works too)."""
     rest: list[str] = []
     opts: dict = {}
     words = iter(args)
     for word in words:
         flag, eq, value = word.partition("=")
-        if word == "--with-companions":
-            opts["with_companions"] = True
+        if word in _BUMP_SWITCHES:
+            opts[_BUMP_SWITCHES[word]] = True
         elif flag in _BUMP_VALUE_FLAGS:
+            key, what = _BUMP_VALUE_FLAGS[flag]
             value = value if eq else next(words, "")
             if not value or value.startswith("--"):
-                raise UsageError(f"/bump {flag} needs a value ({'X.Y.Z' if flag == '--pytorch' else 'REV,HASH'}).")
-            opts[_BUMP_VALUE_FLAGS[flag]] = value
+                raise UsageError(f"/bump {flag} needs a value ({what}).")
+            opts[key] = value
         elif word.startswith("--"):
-            raise UsageError(f"/bump does not take {word}.")
+            known = ", ".join([*_BUMP_SWITCHES, *_BUMP_VALUE_FLAGS])
+            raise UsageError(f"/bump does not take {word}; it takes {known}.")
         else:
             rest.append(word)
     return rest, opts
@@ -56,8 +66,8 @@ def replay_args(command: str, args: list[str], plan: dict) -> list[str]:
     pin keeps its flags and no revision)."""
     if command == "bump" and args and plan.get("new_rev"):
         rest, opts = bump_options(args)
-        flags = ["--with-companions"] if opts.get("with_companions") else []
-        flags += [w for flag, key in _BUMP_VALUE_FLAGS.items() if key in opts for w in (flag, opts[key])]
+        flags = [flag for flag, key in _BUMP_SWITCHES.items() if opts.get(key)]
+        flags += [w for flag, (key, _) in _BUMP_VALUE_FLAGS.items() if key in opts for w in (flag, opts[key])]
         if len(rest) < 2 and plan.get("source") == "current pin":
             return [rest[0], *flags]
         return [rest[0], plan["new_rev"], *flags]

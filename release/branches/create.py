@@ -165,9 +165,12 @@ def _read_source(repo, repo_path: Path, name: str, from_branch: str | None, cata
     from release.recipes.reader import read_repository
 
     _check_name(repo, name)
-    heads = gitops.local_branches(repo)
+    from release.adapters.gitrefs import all_branches
+
     remote = settings.repo_remote
-    if name in heads:
+    local = gitops.local_branches(repo)
+    heads = all_branches(repo, remote)  # a source on origin/* only (a fresh clone) is read from there
+    if name in local:
         raise RefusedError(f"Branch '{name}' already exists; choose another name.")
     if repo.git.for_each_ref(f"refs/remotes/{remote}/{name}"):
         raise RefusedError(f"Branch '{name}' already exists on '{remote}'; choose another name.")

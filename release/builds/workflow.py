@@ -76,9 +76,14 @@ def write_workflow(ctx, repo=None, commit: bool = False, branch: str | None = No
         return target, None
     if not branch:
         raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
-    heads = gitops.local_branches(gitops.open_repo(path))
+    from release.adapters.gitrefs import all_branches, make_local
+
+    repo = gitops.open_repo(path)
+    heads = all_branches(repo, ctx.settings.repo_remote)
     if branch not in heads:
-        raise RefusedError(f"No local branch '{branch}' in {path}; nothing was committed.")
+        raise RefusedError(f"No branch '{branch}' in {path} (local or {ctx.settings.repo_remote}/*); "
+                           "nothing was committed.")
+    make_local(repo, {branch: heads[branch]}, ctx.settings.repo_remote)  # a fresh clone's origin/* branch
     s = ctx.settings
     sha = gitops.commit_changes(path, branch, {rel: text}, "torchbot: GitHub Actions build workflow",
                                 s.git_author_name, s.git_author_email)

@@ -9,8 +9,12 @@ from release.cli import refusal as _refusal
 def register(verbs) -> None:
     p = verbs.add_parser("docs", help="keep every branch README's cross-branch tables in line with the repository")
     mode = p.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--check", action="store_true", help="print each stale row; exit 1 on drift")
-    mode.add_argument("--write", action="store_true", help="one commit per branch fixing only those tables")
+    mode.add_argument("--check", action="store_true",
+                      help="print each stale row; exit 1 on drift --write fixes, 3 when only what no write can fix "
+                           "is left (torchvision pairs that differ)")
+    mode.add_argument("--write", action="store_true",
+                      help="one commit per branch fixing only those tables (a branch only on origin/* gets its local "
+                           "branch), then check again: exit 0 when the tables match, 3 naming what no write can fix")
     p.add_argument("--repo", help="the build-pytorch repository (default: TORCHBOT_REPO_PATH)")
     p.add_argument(
         "--torchvision",
@@ -26,7 +30,8 @@ def _docs(args, ctx) -> int:
     from release.docs.commands import docs_check, docs_write
 
     try:
-        result = docs_check(ctx, args.repo, args.torchvision) if args.check else docs_write(ctx, args.repo)
+        result = docs_check(ctx, args.repo, args.torchvision) if args.check else docs_write(
+            ctx, args.repo, args.torchvision)
     except TorchbotError as err:
         return _refusal(err, args.json)
     _emit(result, args.json)

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from config.errors import UsageError
 from release.context import repo_path
 
 README = "README.md"
+UNFIXABLE = 3  # exit status: what is left is drift no `docs --write` can fix (docs/releases-weekly-loop.md)
+NO_WRITE_FIXES = ("No `docs --write` fixes these: a torchvision branch's pins and versions are its recipes' own; "
+                  "move the pair together (`release bump-pins --with-companions`) or edit the recipes.")
 
 
 @dataclass
@@ -30,17 +32,26 @@ class DocsResult:
     lines_changed: dict[str, tuple[int, int]] = field(default_factory=dict)  # branch -> (changed, total)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    left: list = field(default_factory=list)  # write: rows still stale after writing (tables.Stale)
 
     @property
     def drift(self) -> bool:
         return bool(self.stale or self.pairing)
 
     @property
+    def unfixable(self) -> bool:
+        """Drift no ``--write`` can fix: torchvision pairs that differ, rows a write left stale."""
+        return bool(self.pairing or self.left) if self.mode == "write" else bool(self.pairing and not self.stale)
+
+    @property
     def ok(self) -> bool:
-        return self.mode == "write" or not self.drift
+        return not self.unfixable if self.mode == "write" else not self.drift
 
     @property
     def exit_code(self) -> int:
+        """0: the tables match; 1 (--check): stale rows `--write` fixes; 3: only what no write can fix."""
+        if self.unfixable:
+            return UNFIXABLE
         return 0 if self.ok else 1
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,16 +78,26 @@ class DocsResult:
             if self.stale:
                 lines.append(f"{len(self.stale)} stale rows in {len(by)} of {len(self.checked)} READMEs:")
                 lines.extend("  " + s.text() for s in self.stale)
+            if self.stale:
+                lines.append("Run `torchbot release docs --write` to bring the tables in line.")
             if self.pairing:
                 lines.append(f"{len(self.pairing)} torchvision branches differ from their build-pytorch branch:")
                 lines.extend("  " + m.text() for m in self.pairing)
-            lines.append("Run `torchbot release docs --write` to bring the tables in line.")
+                lines.append(NO_WRITE_FIXES)
         else:
             if not self.commits:
-                return f"README tables of {len(self.checked)} branches already match the repository; nothing written."
+                lines.append(f"README tables of {len(self.checked)} branches already match the repository; "
+                             "nothing written.")
             for b, sha in self.commits.items():
                 changed, total = self.lines_changed[b]
                 lines.append(f"{b}: {sha[:7]} README.md, {changed} of {total} lines")
+            if self.left:
+                lines.append(f"{len(self.left)} rows are still stale after writing (no write can fix them):")
+                lines.extend("  " + s.text() for s in self.left)
+            if self.pairing:
+                lines.append(f"{len(self.pairing)} torchvision branches differ from their build-pytorch branch:")
+                lines.extend("  " + m.text() for m in self.pairing)
+                lines.append(NO_WRITE_FIXES)
         lines.extend(self.notes)
         return "\n".join(lines)
 
@@ -139,10 +160,28 @@ def docs_check(ctx, repo=None, torchvision=None) -> DocsResult:
     return result
 
 
-def docs_write(ctx, repo=None) -> DocsResult:
-    from release.adapters import git as gitops
-
+def docs_write(ctx, repo=None, torchvision=None) -> DocsResult:
+    """One commit per stale README, then the check again: what is left (rows a write cannot fix,
+    torchvision pairs that differ) is named and makes the exit status 3."""
     path = repo_path(ctx, repo)
+    result = _write(ctx, path)
+    model, checked = plan_docs(ctx, path)
+    for c in checked.values():
+        result.left.extend(c.stale)
+    from release.context import torchvision_model
+
+    vision = torchvision_model(ctx, torchvision)
+    if vision is not None:
+        from release.docs.pairing import check_pairing
+
+        result.pairing = check_pairing(model, vision, ctx.settings.docs_skip_branches)
+    return result
+
+
+def _write(ctx, path: Path) -> DocsResult:
+    from release.adapters import git as gitops
+    from release.adapters.gitrefs import make_local
+
     model, checked = plan_docs(ctx, path)
     result = DocsResult(str(path), "write", checked=list(checked))
     work = {n: c for n, c in checked.items() if c.stale}
@@ -151,22 +190,21 @@ def docs_write(ctx, repo=None) -> DocsResult:
     if not work:
         return result
     repo_obj = gitops.open_repo(path)
-    heads = gitops.local_branches(repo_obj)
     specs, names = [], []
     for name, c in work.items():
         bm = model.branches[name]
-        if bm.ref != f"refs/heads/{name}":
-            raise UsageError(
-                f"Branch '{name}' exists only as {bm.ref}; create a local branch (git branch {name} {bm.ref}) "
-                "so torchbot can commit to it. Nothing was changed."
-            )
         rows = len(c.stale)
         specs.append((bm.tip, {README: c.text}, f"docs(README): cross-branch tables from the repository ({rows} rows)"))
         names.append(name)
     shas = gitops.make_commits(repo_obj, specs, ctx.settings.git_author_name, ctx.settings.git_author_email)
+    # a branch read from origin/* (a fresh clone) gets its local branch, at the tip that was read
+    made = make_local(repo_obj, {n: model.branches[n].tip for n in names if model.branches[n].ref != f"refs/heads/{n}"},
+                      ctx.settings.repo_remote)
+    if made:
+        result.notes.append(f"Made local branches from {ctx.settings.repo_remote}/*: {', '.join(made)}.")
     moves = {}
     for name, sha in zip(names, shas, strict=True):
-        moves[name] = (sha, heads[name])
+        moves[name] = (sha, model.branches[name].tip)
         old_text = gitops.read_paths(path, [f"{model.branches[name].tip}:{README}"])
         old = next(iter(old_text.values())) or ""
         a, b = old.splitlines(), work[name].text.splitlines()

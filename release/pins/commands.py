@@ -188,8 +188,13 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
     delivery = opts.pop("delivery", None)  # pr | push | local: the front end's choice (None: its flags)
     if target == "all":
         return plan_every_branch(ctx, delivery=delivery, rev=rev, **opts)
+    if delivery and not (opts.get("pytorch") or opts.get("torch_src") or opts.get("with_companions")):
+        # chat's /bump B: the same outcomes and delivery as the schedule, for the named branches
+        names = (target,) if isinstance(target, str) else tuple(target)
+        return plan_every_branch(ctx, delivery=delivery, rev=rev, only=names, **opts)
     if delivery and not opts.get("push") and not opts.get("open_pr") and not opts.get("dry_run"):
-        opts["push"], opts["open_pr"] = delivery == "push", delivery == "pr"  # chat: a PR (or push), as the schedule
+        mode, _ = delivery_mode(settings, delivery=delivery)  # a move from chat: a PR or a push too
+        opts["push"], opts["open_pr"] = mode == "push", mode == "pr"
     repo = repo_arg(ctx, opts.pop("repo", None))
     progress = opts.pop("progress", None)  # config.progress.Progress for the branch checks
     names = (() if target == "all" else (target,)) if isinstance(target, str) else tuple(target)
@@ -220,6 +225,8 @@ def delivery_mode(settings, *, delivery: str | None = None, push: bool = False, 
 
     if push and open_pr:
         raise ValidationError("--open-pr already pushes (to bump/<branch>-<rev>); do not combine it with --push.")
+    if delivery == "auto":  # a front end that delivers as the schedule does (chat)
+        delivery = None
     if delivery not in (None, "pr", "push", "local"):
         raise ValidationError(f"--delivery '{delivery}' is not pr, push or local.")
     github = settings.github_token is not None and bool(settings.github_repo)
@@ -234,7 +241,7 @@ def delivery_mode(settings, *, delivery: str | None = None, push: bool = False, 
     return mode, why
 
 
-def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None, **opts):
+def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None, only=(), **opts):
     """Every branch of every configured repository (or of ``repo``), every pin group, its own
     outcome (release.pins.sweep); ``rev``/``channel`` replace each branch's tracked head,
     ``cuda``/``from_pin`` narrow the pin groups. Returns a release.pins.weekly.SweepBump."""
@@ -249,11 +256,13 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
             raise ValidationError(f"{flag} says what the branches given with --branch build; not with --all.")
     if rev and opts.get("channel"):
         raise ValidationError("Give either --rev or --channel, not both.")
+    _check_selectors(opts.get("cuda"), opts.get("from_pin"))
     s = ctx.settings
     mode, why = delivery_mode(s, delivery=delivery, push=opts.get("push", False), open_pr=opts.get("open_pr", False))
     fixed = validate_rev(rev) if rev else None
     channel = opts.get("channel")
-    paths = [repo_arg(ctx, repo)] if repo else (s.repositories() or [repo_arg(ctx, None)])
+    # named branches are of the repository release commands work on (the first); all: every repository
+    paths = [repo_arg(ctx, repo)] if repo or only else (s.repositories() or [repo_arg(ctx, None)])
     plans = []
     with NixpkgsClient(s) as client:
         if fixed:
@@ -263,12 +272,38 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
             plans.append(plan_sweep(path, client, catalog=catalog, remote=s.repo_remote, force=opts.get("force", False),
                                     tracks=(lambda b: channel) if channel else tracked(s), rev=fixed,
                                     cuda=opts.get("cuda"), from_pin=opts.get("from_pin"),
-                                    progress=progress))
+                                    only=only, progress=progress))
+    if only and (opts.get("cuda") or opts.get("from_pin")):
+        _refuse_unmatched(plans, only, opts.get("cuda"), opts.get("from_pin"))
     others = [Path(x).resolve() for x in s.repositories()[1:]]
     for p in plans:
         p.first = Path(p.repo_path).resolve() not in others  # a companion's PRs go to its own GitHub repository
         record_sweep_hashes(p, s)
-    return SweepBump(plans, s, mode, dry_run=opts.get("dry_run", False), why_local=why)
+    return SweepBump(plans, s, mode, dry_run=opts.get("dry_run", False), why_local=why, only=only)
+
+
+def _check_selectors(cuda: str | None, from_pin: str | None) -> None:
+    """--cuda and --from-pin as the CLI's single-branch bump checks them."""
+    import re
+
+    from config.errors import ValidationError
+
+    if from_pin and not re.fullmatch(r"[0-9a-f]{4,40}", from_pin.strip().lower()):
+        raise ValidationError(f"--from-pin '{from_pin}' is not a commit id prefix (4 to 40 hex characters).")
+    if cuda and not re.fullmatch(r"\d+(?:\.\d+)?", cuda.strip()):
+        raise ValidationError(f"--cuda '{cuda}' is not a CUDA version (A.B, e.g. 12.8).")
+
+
+def _refuse_unmatched(plans, only, cuda, from_pin) -> None:
+    """A named branch none of whose pin groups --cuda/--from-pin match is refused, listing its groups."""
+    from config.errors import RefusedError
+
+    for name in only:
+        mine = [o for p in plans for o in p.outcomes if o.branch == name]
+        if mine and all(o.kind == "skipped" and "--cuda" in o.reason for o in mine):
+            what = f"recipes for CUDA {cuda}" if cuda else f"pin starting with {from_pin}"
+            groups = "; ".join(f"{(o.old_pin or '')[:7]} ({o.group})" for o in mine)
+            raise RefusedError(f"Branch '{name}' has no {what}. Its pin groups: {groups}.")
 
 
 def bump(ctx, target, rev=None, **opts) -> BumpResult:

@@ -17,7 +17,7 @@ May import: config, release.adapters, release.pins.
 from __future__ import annotations
 
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -42,10 +42,12 @@ class Delivered:
     head: str | None = None  # pr: the bump/ branch the pull request builds from
     number: int | None = None
     repo: str = ""  # the repository's path
+    commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject), one per moved pin group
 
     def to_dict(self) -> dict:
         return {"repo": self.repo, "branch": self.branch, "commit": self.commit, "how": self.how, "url": self.url,
-                "head": self.head, "number": self.number}
+                "head": self.head, "number": self.number,
+                "commits": [{"sha": sha, "message": m} for sha, m in self.commits]}
 
     def describe(self) -> str:
         if self.url or self.number:
@@ -105,10 +107,18 @@ def _one(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, gh, nix) -> 
     now = all_branches(repo, remote).get(w.branch)
     if now != w.tip:
         raise _moved(w, now)
-    sha = w.tip
+    sha, made = w.tip, []
     for bp in w.plans:
         sha = gitops.make_commit(repo, sha, bp.edit.changes, bp.message, settings.git_author_name,
                                  settings.git_author_email)
+        made.append((sha, bp.message))
+    d = _deliver(repo, plan, w, settings, mode, sha, gh, nix)
+    d.commits = made if d.how != "pull request already up to date" else []
+    return d
+
+
+def _deliver(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, sha: str, gh, nix) -> Delivered:
+    remote = settings.repo_remote
     if mode == "local":
         make_local(repo, {w.branch: w.tip}, remote)
         gitops.advance_branches(repo, {w.branch: (sha, w.tip)})

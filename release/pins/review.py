@@ -158,13 +158,13 @@ def render(r: Review) -> str:
     lines += ["", "---", "", "### Configuration", ""]
     cron = f" (`{r.bump_cron}`, `TORCHBOT_BUMP_CRON`)" if r.bump_cron else ""
     lines += [
-        f"📅 **Schedule**: opened on request (`bump-pins --open-pr`). torchbot's scheduled bumps{cron} "
-        "commit to the branch without opening a pull request.",
+        f"📅 **Schedule**: torchbot's weekly bump{cron} delivers as `TORCHBOT_BUMP_DELIVERY` says; with GitHub "
+        "configured, as this pull request.",
         "",
         "🚦 **Automerge**: disabled. torchbot never merges; merge when the review and the builds are good.",
         "",
-        f"♻ **Rebasing**: not automatic. If `{r.branch}` moves before this is merged, close this PR, delete "
-        f"`{r.head or 'the bump branch'}` and run the bump again.",
+        f"♻ **Updating**: the next bump of `{r.branch}` force-pushes `{r.head or 'the bump branch'}` and edits "
+        "this pull request instead of opening another.",
         "",
         "🔕 **Ignore**: close this PR. Nothing reopens it; a later bump opens a new one.",
         "",

@@ -100,6 +100,7 @@ class SweepPlan:
     outcomes: list[PinOutcome] = field(default_factory=list)
     work: list[BranchWork] = field(default_factory=list)
     heads: dict[str, str] = field(default_factory=dict)  # channel -> the head it had when planned
+    tips: dict[str, str] = field(default_factory=dict)  # every branch looked at -> its tip when planned
     first: bool = True  # the first configured repository (its pull requests go to TORCHBOT_GITHUB_REPO)
 
     @property
@@ -142,10 +143,12 @@ def tracked(settings) -> Callable[[str], str]:
 
 def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] = lambda b: "nixos-unstable",
                remote: str = "origin", force: bool = False, exclude=("bump/*",), rev: str | None = None,
-               cuda: str | None = None, from_pin: str | None = None, progress: Progress | None = None) -> SweepPlan:
+               cuda: str | None = None, from_pin: str | None = None, only: tuple[str, ...] = (),
+               progress: Progress | None = None) -> SweepPlan:
     """Plan the bump of every branch of ``repo_path`` (see the module docstring); ``tracks(branch)``
     names the channel or nixpkgs branch it follows; ``rev`` replaces every head; ``cuda`` and
-    ``from_pin`` keep the groups of that CUDA version or pin; ``force`` includes vLLM-certified branches."""
+    ``from_pin`` keep the groups of that CUDA version or pin; ``only``: just these branches (a named
+    one is bumped even when vLLM-certified); ``force`` includes vLLM-certified branches."""
     from fnmatch import fnmatchcase
 
     def select(g) -> bool:
@@ -155,6 +158,11 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
     repo = gitops.open_repo(repo_path)
     names = all_branches(repo, remote)
     targets = [b for b in names if not any(fnmatchcase(b, p) for p in exclude)]
+    if only:  # named branches (chat's /bump B): the same outcomes, for those branches
+        missing = [b for b in only if b not in names]
+        if missing:
+            raise RefusedError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(sorted(names))}.")
+        targets = [b for b in targets if b in only]
     targets.sort(key=lambda b: (b != "main", b))
     remote_names = remote_only(repo, targets, remote)
     env = _Env(Path(repo_path).name, client, catalog, read_model(repo_path), names, tracks, {}, rev, select)
@@ -164,7 +172,8 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
     for name in targets:
         progress.started(name)
         work = BranchWork(name, names[name], name in remote_names, "")
-        _plan_branch(repo, env, work, plan, force)
+        plan.tips[name] = names[name]
+        _plan_branch(repo, env, work, plan, force or name in only)
         if work.plans:
             plan.work.append(work)
         kinds = sorted({o.kind for o in plan.outcomes if o.branch == name})
@@ -249,10 +258,14 @@ def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[
             return bp, PinOutcome(**base, kind="bumped", new_pin=head, torch_old=bp.torch_old,
                                   torch_new=bp.torch_new, reason="; ".join(n.removeprefix(f"{work.branch}: ")
                                                                            for n in bp.notes))
-        if not _breaks_promise(bp):
+        if not _breaks_promise(bp) or env.rev:  # a revision asked for by name is that revision or nothing
             return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
                                     reason=refusal)
-        return _keep_promise(env, work, g, recipes, readme, head, bp, base)
+        try:
+            return _keep_promise(env, work, g, recipes, readme, head, bp, base)
+        except TorchbotError as err:
+            return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
+                                    reason=f"{refusal} (no older commit keeping it could be looked for: {err.message})")
     except TorchbotError as err:  # a fact nixpkgs would not give: this group is held, the others go on
         return None, PinOutcome(**base, kind="held", reason=f"could not check it: {err.message}")
 

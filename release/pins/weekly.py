@@ -31,9 +31,10 @@ def counts(outcomes) -> str:
 class SweepBump:
     """The plan of a bump of every branch of one or more repositories."""
 
-    def __init__(self, plans: list[SweepPlan], settings, mode: str, dry_run: bool = False, why_local: str = ""):
+    def __init__(self, plans: list[SweepPlan], settings, mode: str, dry_run: bool = False, why_local: str = "",
+                 only: tuple[str, ...] = ()):
         self.plans, self.settings, self.mode, self.dry_run = plans, settings, mode, dry_run
-        self.why_local = why_local
+        self.why_local, self.only = why_local, tuple(only)
 
     @property
     def outcomes(self):
@@ -52,11 +53,13 @@ class SweepBump:
             "repos": [str(p.repo_path) for p in self.plans], "new_rev": None, "source": "tracked heads",
             "heads": {k: v for p in self.plans for k, v in p.heads.items()},
             "headline": self.headline(), "branches": branches,
+            "tips": {(b if p.first else f"{p.repo_path.name}:{b}"): t for p in self.plans for b, t in p.tips.items()},
             "outcomes": [o.to_dict() for o in self.outcomes], "held": len(held),
         }
 
     def headline(self) -> str:
-        return f"Bump of every branch: {counts(self.outcomes)}."
+        what = f"Bump of {', '.join(self.only)}" if self.only else "Bump of every branch"
+        return f"{what}: {counts(self.outcomes)}."
 
     def _delivery_line(self) -> str:
         if self.mode == "pr":
@@ -104,6 +107,8 @@ class SweepResult:
 
     def text(self) -> str:
         lines = [self.plan.text()]
+        for d in self.delivered:
+            lines.extend(f"  {d.branch}: {sha[:7]} {message}" for sha, message in d.commits)
         if self.plan.dry_run:
             lines.append("Dry run: nothing was written.")
         held = [o for o in self.outcomes if o.kind == "held"]

@@ -12,6 +12,9 @@ def register(verbs) -> None:
     p.add_argument("path", help="directory for the repository (new, empty, or an existing build-pytorch repository)")
     p.add_argument("--branch", action="append", dest="branches", metavar="NAME",
                    help="only this catalog branch (repeatable; default: every branch)")
+    p.add_argument("--force", action="store_true",
+                   help="write into a repository with recipes and history torchbot did not make (refused otherwise, "
+                        "saying what would be replaced)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_init)
 
@@ -28,7 +31,8 @@ def _init(args, ctx) -> int:
 
     settings = ctx.settings
     result = init_repository(
-        args.path, load_catalog(), args.branches, settings.git_author_name, settings.git_author_email
+        args.path, load_catalog(), args.branches, settings.git_author_name, settings.git_author_email,
+        force=args.force,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

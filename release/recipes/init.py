@@ -124,7 +124,10 @@ def init_repository(
     branches: list[str] | None,
     author_name: str,
     author_email: str,
+    force: bool = False,
 ) -> InitResult:
+    """``force``: write into a repository whose history torchbot did not make (refused otherwise,
+    saying what would be replaced)."""
     names = _order(catalog, branches)
     for n in names:
         if not _BRANCH_NAME_RE.match(n) or ".." in n or n.endswith(".lock"):
@@ -135,6 +138,8 @@ def init_repository(
     path = Path(path)
     existed = path.exists()
     repo, created = _open_or_create(path)
+    if not created and not force:
+        _refuse_foreign(repo, path, names, rendered, author_email)
     result = InitResult(str(path), created)
     try:
         _write(repo, path, catalog, names, rendered, created, author_name, author_email, result)
@@ -190,6 +195,39 @@ def _write(repo, path, catalog, names, rendered, created, author_name, author_em
         first = "main" if "main" in names else names[0]
         repo.git.symbolic_ref("HEAD", f"refs/heads/{first}")
         repo.git.read_tree("-u", "--reset", "HEAD")
+
+
+def _refuse_foreign(repo, path: Path, names: list[str], rendered: dict, author_email: str) -> None:
+    """Refuse a repository with commits torchbot did not make, naming what init would replace."""
+    authors = repo.git.log("--all", "--format=%ae").split()
+    foreign = [a for a in authors if a != author_email]
+    if not foreign:
+        return
+    from release.adapters import git as gitops
+    from release.adapters.gitrefs import all_branches, remote_only
+
+    every = all_branches(repo)
+    only_remote = remote_only(repo, every)
+    lines = []
+    for name in names:
+        tip = every.get(name)
+        new_readme = rendered[name].get(README, "")
+        if tip is None:
+            lines.append(f"{name}: a new branch")
+            continue
+        old = gitops.read_files(repo, tip, RECIPES_DIR, (README,))
+        old_readme = old.get(README, "")
+        recipes = sum(1 for p in old if p.startswith(RECIPES_DIR + "/"))
+        unrelated = " as a new local branch unrelated to origin/" + name if name in only_remote else ""
+        made = sum(1 for p in rendered[name] if p.startswith(RECIPES_DIR + "/"))
+        lines.append(f"{name}{unrelated}: {recipes} recipes replaced by {made}, "
+                     f"README.md {len(old_readme.splitlines())} -> {len(new_readme.splitlines())} lines")
+    raise RefusedError(
+        f"{path} already has recipes and history torchbot did not make ({len(foreign)} commits by "
+        f"{len(set(foreign))} authors); `release init` would replace: " + "; ".join(lines)
+        + ". Nothing was written. Pass --force to write it anyway (bumps, branch create and docs --write work on "
+          "the repository as it is)."
+    )
 
 
 def _tree(repo, rev: str) -> str:

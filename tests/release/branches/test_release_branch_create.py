@@ -206,3 +206,20 @@ def test_a_new_pin_never_inherits_the_cudnn_and_cuda_patch_versions_of_the_sourc
     # main's own nixpkgs: main's statements hold
     rows, _record = created("pytorch-2.8-python312-cu128", "--pytorch", "2.8.0", "--pin", PIN_A)
     assert rows and all(r[2] == "12.8.1" and r[3] == "9.13.0" for r in rows), rows
+
+
+def test_create_from_a_branch_that_a_fresh_clone_has_only_as_origin(env, tmp_path, monkeypatch, capsys):
+    """Issue 25: release commands see origin/* as `catalog` does; the source is read from there."""
+    _work, origin, _local = env
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    monkeypatch.setenv("TORCHBOT_REPO_PATH", str(clone))
+    assert "pytorch-2.8-python312" not in git(clone, "branch")
+    rc = cli([*ARGS, "pytorch-2.8-python311", "--python", "3.11", "--cuda", "12.8", "--gpu", "sm61,sm75",
+              "--from", "pytorch-2.8-python312", "--pytorch", "2.8.0", "--pin", PIN_A])
+    assert rc == 0, capsys.readouterr().err
+    source = git(clone, "rev-parse", "origin/pytorch-2.8-python312").strip()
+    ancestor = subprocess.run(["git", "-C", str(clone), "merge-base", "--is-ancestor", source, "pytorch-2.8-python311"],
+                              check=False)
+    assert ancestor.returncode == 0  # derived from the remote-tracking branch, sharing its history
+    assert any("pytorch-python311" in p for p in tree_files(clone, "pytorch-2.8-python311"))

@@ -177,9 +177,29 @@ def test_rerun_keeps_the_pins_of_a_bump(catalog, tmp_path):
     files = render_branch(catalog, "main")
     bumped = {p: t.replace(old, new) for p, t in files.items() if old in t}
     assert len(bumped) == 62
-    sha = commit_changes(work, "main", bumped, "bump", "t", "t@example.com")
+    sha = commit_changes(work, "main", bumped, "bump", "torchbot", "bot@example.com")  # torchbot's own bump
     result = init_repository(work, catalog, ["main"], "torchbot", "bot@example.com")
     assert result.up_to_date and git(work, "rev-parse", "main").strip() == sha
+
+
+def test_init_refuses_a_repository_it_did_not_make_unless_forced(catalog, tmp_path, author, capsys):
+    """Issue 25, point 5: on a clone of the real-shaped repository init says what it would replace
+    and writes nothing; --force writes."""
+    from tests.support.fixtures_realshapes import make_pytorch_repo
+
+    made = make_pytorch_repo(tmp_path / "made")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(made.origin), str(clone))
+    before = refs(clone)
+    rc = cli(["release", "init", str(clone)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "already has recipes and history torchbot did not make" in err, err
+    assert "would replace: main: " in err and "README.md" in err and "--force" in err
+    assert "as a new local branch unrelated to origin/" in err  # a fresh clone's other branches
+    assert refs(clone) == before
+    rc = cli(["release", "init", str(clone), "--branch", "main", "--force"])
+    assert rc == 0, capsys.readouterr().err
+    assert refs(clone)["refs/heads/main"] != before["refs/heads/main"]
 
 
 def test_render_cli(tmp_path, author, capsys):
