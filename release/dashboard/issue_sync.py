@@ -141,5 +141,6 @@ def _write(gh, repo, rv, model, numbers, found) -> str:
         numbers[rv.name] = made["number"]
         return f"{rv.name}: created dashboard issue #{made['number']} in {repo}"
     numbers[rv.name] = found["number"]
-    gh.update_issue(repo, found["number"], body=body, title=render_issue.title(rv.name))
-    return f"{rv.name}: updated dashboard issue #{found['number']} in {repo}"
+    reopen = {"state": "open"} if found.get("state") == "closed" else {}  # closed by hand: it is the dashboard
+    gh.update_issue(repo, found["number"], body=body, title=render_issue.title(rv.name), **reopen)
+    return f"{rv.name}: {'reopened' if reopen else 'updated'} dashboard issue #{found['number']} in {repo}"

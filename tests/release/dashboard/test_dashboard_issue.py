@@ -77,6 +77,9 @@ def test_issues_are_created_once_edited_in_place_and_a_ticked_box_acted_on_once(
         assert (w.tmp / "audit.log").read_text().count(f"dashboard acted {key} ") == 1
         assert len(w.gh.issues) == 2 and w.gh.issues[number]["state"] == "open"
         assert any(f"updated dashboard issue #{number}" in line for line in lines)
+        w.gh.issues[number]["state"] = "closed"  # closed by hand: reopened, not duplicated
+        assert any(f"reopened dashboard issue #{number}" in line for line in sync_issues(w.ctx))
+        assert len(w.gh.issues) == 2 and w.gh.issues[number]["state"] == "open"
 
 
 def test_after_a_release_operation_the_outcomes_are_kept_and_the_issues_edited(tmp_path: Path):
