@@ -195,9 +195,8 @@ def run_action(ctx, action) -> str:
                 i = rest.index(flag)
                 opts[flag[2:]] = rest[i + 1]
                 rest = rest[:i] + rest[i + 2:]
-        if action.kind == "rebase-pr":
-            opts["open_pr"] = True
-        result = plan_bump(ctx, words[1], rest[0] if rest else None, **opts).apply()
+        # delivered as chat's /bump delivers (TORCHBOT_BUMP_DELIVERY; a bump PR already open is updated)
+        result = plan_bump(ctx, words[1], rest[0] if rest else None, delivery="auto", **opts).apply()
         return (result.text().splitlines() or ["bumped"])[0]
     if action.kind == "retry-builds":
         from release.builds.commands import plan_build
