@@ -137,6 +137,11 @@ class NixpkgsFacts:
         return self.client
 
     def _ask(self, what: str, fn):
+        """``fn(client)``, or None: a fact nixpkgs does not have is not asked for again for a while
+        (``misses``); nixpkgs not answering at all stops every question for a while."""
+        misses = self.data.setdefault("misses", {})
+        if misses.get(what, 0) > self.now():
+            return None
         client = self._client()
         if client is None:
             return None
@@ -144,7 +149,10 @@ class NixpkgsFacts:
             return fn(client)
         except TorchbotError as err:
             self.notes.append(f"nixpkgs: {what}: {err.message}")
-            self.data["failed_until"] = self.now() + FAILED_TTL
+            if err.message.startswith("GitHub knows no"):  # this fact only (a commit nixpkgs lacks)
+                misses[what] = self.now() + FAILED_TTL
+            else:
+                self.data["failed_until"] = self.now() + FAILED_TTL
             self.dirty = True
             return None
 

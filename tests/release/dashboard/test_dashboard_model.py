@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -178,3 +179,31 @@ def test_recorded_per_group_outcomes_of_a_bump_of_every_branch_are_shown(world):
     needs = [n for n in d["needs_a_human"] if n["branch"] == "pytorch-2.10" and n["kind"] == "held"]
     assert needs and needs[0]["action"]["command"] == f"bump pytorch-2.10 {HEAD} --pytorch 2.11.0 --cuda 13.1"
     assert needs[0]["action"]["key"] == "approve-bump:pytorch-2.10:CUDA-13.1"
+
+
+def test_a_pin_nixpkgs_does_not_know_leaves_only_its_own_facts_unknown(tmp_path):
+    """One unknown commit (a force-pushed nixpkgs branch) is noted and not asked for again; the
+    other pins still get their dates; nixpkgs down is not asked again on the next run."""
+    from release.dashboard.collect import NixpkgsFacts
+    from tests.support.fakes_nixpkgs import FakeNixpkgs
+    from tests.support.fixtures_dashboard import DATES
+    from tests.support.fixtures_dashboard import settings as world_settings
+
+    with FakeNixpkgs() as nix:
+        nix.add_commit(PIN_MAIN)
+        nix.dates.update(DATES)
+        s = world_settings(tmp_path, SimpleNamespace(path=tmp_path), SimpleNamespace(path=tmp_path), nix,
+                           SimpleNamespace(url=nix.api_url))
+        facts = NixpkgsFacts(s)
+        assert facts.date("ab" * 20) is None and facts.date(PIN_MAIN) == DATES[PIN_MAIN]
+        facts.close()
+        asked = len(nix.requests)
+        again = NixpkgsFacts(s)
+        assert again.date("ab" * 20) is None and again.date(PIN_MAIN) == DATES[PIN_MAIN]
+        assert len(nix.requests) == asked  # neither asked again: one kept, one a known miss
+        nix.mode = "down"
+        assert again.head("nixos-unstable") is None and "nixpkgs" in again.notes[-1]
+        again.close()
+        asked = len(nix.requests)
+        third = NixpkgsFacts(s)
+        assert third.head("nixos-unstable") is None and len(nix.requests) == asked  # not asked while it is down
