@@ -78,6 +78,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pytorch", default=str(MIRRORS / "barstoolbluz+build-pytorch/repo"))
     ap.add_argument("--torchvision", default=str(MIRRORS / "barstoolbluz+build-torchvision/repo"))
+    ap.add_argument("--apply", action="store_true",
+                    help="also run it for real twice (local delivery): the second run shows what is held")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="weekly-bump-"))
     clones = []
@@ -102,6 +104,13 @@ def main() -> int:
         rc = cli(["release", "bump-pins", "--all", "--dry-run"])
         took = time.perf_counter() - start
         print(f"exit status {rc}; {took:.1f} s; {len(fake.requests)} requests to the nixpkgs stand-in")
+        # the deliberate move that ended in KeyError on a fresh clone (issue 25)
+        rc = cli(["release", "bump-pins", "--branch", "main", "--pytorch", "2.9.1", "--rev", HEAD, "--dry-run"])
+        print(f"bump-pins --branch main --pytorch 2.9.1 --rev {HEAD[:7]} --dry-run: exit status {rc}")
+        for run in (1, 2) if args.apply else ():
+            start = time.perf_counter()
+            rc = cli(["release", "bump-pins", "--all"])
+            print(f"run {run} (local delivery): exit status {rc}; {time.perf_counter() - start:.1f} s")
     return 0
 
 

@@ -26,16 +26,31 @@ def _refs(repo, *patterns: str) -> list[tuple[str, str]]:
     return rows
 
 
-def all_branches(repo, remote: str = "origin") -> dict[str, str]:
+def all_branches(repo, remote: str = "origin", *, prefer_remote: bool = False) -> dict[str, str]:
     """Branch name -> tip SHA: every local branch, and every ``refs/remotes/<remote>/X`` with no
-    local branch X (``HEAD`` left out)."""
+    local branch X (``HEAD`` left out). ``prefer_remote``: the remote-tracking tip wherever there
+    is one (what a pull request or a push builds on), the local one only for local-only branches."""
     out = {ref[len("refs/heads/"):]: sha for ref, sha in _refs(repo, "refs/heads/")}
     prefix = f"refs/remotes/{remote}/"
     for ref, sha in _refs(repo, prefix):
         name = ref[len(prefix):]
         if name and name != "HEAD":
-            out.setdefault(name, sha)
+            if prefer_remote:
+                out[name] = sha
+            else:
+                out.setdefault(name, sha)
     return out
+
+
+def fetch(repo, remote: str = "origin") -> str | None:
+    """``git fetch <remote>`` (best effort); None, or why it did not work (the refs this clone has
+    are then used as they are)."""
+    r = subprocess.run(["git", f"--git-dir={repo.git_dir}", "fetch", "--quiet", "--prune", remote],
+                       check=False, capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        lines = (r.stderr or "").strip().splitlines()
+        return lines[-1] if lines else f"git fetch {remote} failed"
+    return None
 
 
 def remote_only(repo, names, remote: str = "origin") -> set[str]:

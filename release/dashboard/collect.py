@@ -217,46 +217,43 @@ OUTCOME_STATE = {"bumped": "bumped", "kept-promise": "bumped", "current": "curre
                  "skipped": "skipped"}
 
 
-def record_outcomes(st, outcomes) -> int:
-    """Keep one bump's per-group outcomes (objects with ``repo, branch, group, kind, old_pin,
-    new_pin, tracks, torch_old, torch_new, reason, delivery``: ``release.pins``' PinOutcome)."""
-    import uuid
-
-    from release.state import BumpOutcome
-
-    fields = ("repo", "branch", "group", "kind", "old_pin", "new_pin", "tracks", "torch_old", "torch_new", "reason",
-              "delivery")
-    run = uuid.uuid4().hex
-    rows = [BumpOutcome(run=run, **{f: getattr(o, f, None) for f in fields}) for o in outcomes]
-    if rows:
-        with st.session() as s:
-            s.add_all(rows)
-    return len(rows)
+def outcome_rows(result) -> tuple[list[str], list[dict]]:
+    """(repositories, rows) of a bump of every branch (``release.pins``' result: ``plan.plans``
+    with their ``PinOutcome``s, ``delivered`` with each pull request), as the schedule records them
+    (``State.record_bump_outcomes``)."""
+    plans = getattr(getattr(result, "plan", None), "plans", None) or []
+    prs = {(d.repo, d.branch): d for d in getattr(result, "delivered", None) or [] if getattr(d, "head", None)}
+    rows = []
+    for p in plans:
+        for o in p.outcomes:
+            d = prs.get((str(p.repo_path), o.branch))
+            rows.append({**o.to_dict(), "repo": str(p.repo_path), "pr_url": d.url if d else None,
+                         "pr_number": d.number if d else None, "head": d.head if d else None})
+    return [str(p.repo_path) for p in plans], rows
 
 
-def recorded_outcomes(st) -> dict[tuple[str, str], list[dict]]:
-    """(repository folder name, branch) -> the groups of its latest recorded bump, as facts."""
-    from sqlalchemy import select
+def _key(repo: str) -> str:
+    return str(Path(repo).resolve())
 
-    from release.state import BumpOutcome
 
-    latest: dict[tuple[str, str], tuple[str, list[dict]]] = {}
-    with st.session() as s:
-        for o in s.scalars(select(BumpOutcome).order_by(BumpOutcome.id)):
-            key = (o.repo, o.branch)
-            run, groups = latest.get(key, (None, []))
-            if run != o.run:
-                groups = []
-                latest[key] = (o.run, groups)
-            reason = o.reason or ""
-            if o.kind in ("bumped", "kept-promise") and not reason:
-                reason = f"{(o.old_pin or '?')[:7]} -> {(o.new_pin or '?')[:7]} ({o.tracks or 'channel'})"
-            groups.append({"group": o.group or "", "state": OUTCOME_STATE.get(o.kind, "unknown"), "kind": o.kind,
-                           "reason": reason + (f"; {o.delivery}" if o.delivery else ""),
-                           "when": o.recorded.isoformat(timespec="seconds") + "Z", "tracks": o.tracks,
-                           "rev": o.new_pin if o.kind == "held" else None,
-                           "pytorch": o.torch_new if o.kind == "held" else None})
-    return {k: v[1] for k, v in latest.items()}
+def recorded_outcomes(st) -> tuple[dict[tuple[str, str], list[dict]], dict[tuple[str, str], dict]]:
+    """((repository, branch) -> its groups' outcomes of the last recorded bump, as facts;
+    (repository, branch) -> the pull request that bump went out as)."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    prs: dict[tuple[str, str], dict] = {}
+    for o in st.bump_outcomes():
+        key = (_key(o.repo), o.branch)
+        reason = o.reason or ""
+        if o.kind in ("bumped", "kept-promise") and not reason:
+            reason = f"{(o.old_pin or '?')[:7]} -> {(o.new_pin or '?')[:7]} ({o.tracks or 'channel'})"
+        groups.setdefault(key, []).append({
+            "group": o.grp or "", "state": OUTCOME_STATE.get(o.kind, "unknown"), "kind": o.kind,
+            "reason": reason + (f"; {o.delivery}" if o.delivery else ""),
+            "when": o.recorded.isoformat(timespec="seconds") + "Z", "tracks": o.tracks,
+            "rev": o.new_pin if o.kind == "held" else None, "pytorch": o.torch_new if o.kind == "held" else None})
+        if o.head and o.pr_url:
+            prs[key] = {"number": o.pr_number, "url": o.pr_url, "head": o.head}
+    return groups, prs
 
 
 def bump_runs(st) -> list:

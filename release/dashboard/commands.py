@@ -83,25 +83,28 @@ def github_repo(settings, kind: str) -> str | None:
     return repo if kind == "build-pytorch" else f"{repo.split('/')[0]}/{kind}"
 
 
-def _bump_outcomes(ctx, st) -> dict[tuple[str, str], list[dict]]:
-    """(repository folder, branch) -> its bump outcome per pin group: the recorded outcomes of the
-    last bump of every branch, else the last ``bump:<branch>`` run of the schedule (build-pytorch)."""
+def _bump_outcomes(ctx, st) -> tuple[dict[tuple[str, str], list[dict]], dict[tuple[str, str], dict]]:
+    """((repository, branch) -> its bump outcome per pin group; (repository, branch) -> the bump PR
+    it went out as): the outcomes the last bump of every branch recorded, else the last
+    ``bump:<branch>`` run of a per-branch schedule (build-pytorch)."""
     if st is None:
-        return {}
-    recorded = collect.recorded_outcomes(st)
-    first = Path(ctx.repositories[0]).name if ctx.repositories else "build-pytorch"
+        return {}, {}
+    recorded, prs = collect.recorded_outcomes(st)
+    first = collect._key(str(ctx.repositories[0])) if ctx.repositories else ""
     from_runs = {(first, b): v for b, v in collect.bump_outcomes_from_runs(collect.bump_runs(st)).items()}
-    return {**from_runs, **recorded}
+    return {**from_runs, **recorded}, prs
 
 
 def record_bump(ctx, result) -> int:
-    """Keep the per-group outcomes of a bump of every branch (a result with ``outcomes``)."""
-    outcomes = getattr(result, "outcomes", None)
-    if not outcomes:
+    """Keep the per-group outcomes of a bump of every branch (release.pins' result objects):
+    they replace the recorded outcomes of the repositories it went through."""
+    repos, rows = collect.outcome_rows(result)
+    if not repos:
         return 0
     from release.state import state_for
 
-    return collect.record_outcomes(state_for(ctx), outcomes)
+    state_for(ctx).record_bump_outcomes(repos, rows)
+    return len(rows)
 
 
 def facts(ctx, repo=None, now: datetime | None = None) -> dict:
@@ -123,11 +126,12 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
 
         st = state_for(ctx)
         names = {n for m in rs.models for n in m.branches} | {p["head"] for x in prs.values() for p in x.values()}
+        outcomes, recorded_prs = _bump_outcomes(ctx, st)
+        names |= {p["head"] for p in recorded_prs.values()}
         latest, published = collect.build_facts(st, names)
-        outcomes = _bump_outcomes(ctx, st)
     except TorchbotError as err:
         notes.append(f"state DB: {err.message}")
-        latest, published, outcomes = {}, {}, {}
+        latest, published, outcomes, recorded_prs = {}, {}, {}, {}
     jobs = _jobs(ctx, now)
     tracks = _tracks(s)
     nix = collect.NixpkgsFacts(s)
@@ -147,7 +151,8 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
             branches = []
             for name, bm in m.branches.items():
                 cat = by_name.get((m.path, name))
-                pr = prs[m.kind].get(name)
+                key = (collect._key(m.path), name)
+                pr = prs[m.kind].get(name) or recorded_prs.get(key)  # GitHub's list, else what the bump recorded
                 if pr is not None:
                     pr = {**pr, "builds": collect.pr_builds(latest, pr["head"])}
                 channel = tracks(name)
@@ -159,7 +164,7 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
                     "python": cat.python if cat else None,
                     "cuda": list(cat.cuda_versions) if cat else [], "purpose": cat.purpose if cat else None,
                     "pins": collect.pin_facts(collect.pin_groups(bm), channel, nix),
-                    "bumps": outcomes.get((Path(m.path).name, name), []),
+                    "bumps": outcomes.get(key, []),
                     "pr": pr, "readme_drift": readme.get(name, []),
                     "pairs_with": cat.pairs_with if cat else None, "companion_drift": pairing.get(name, []),
                     "variants": collect.variant_facts(bm, name, latest, published),
@@ -226,14 +231,14 @@ def sync_issues(ctx, model: Dashboard | None = None) -> list[str]:
     return sync(s, model, lambda a: run_action(ctx, a), repos, rebuild=lambda: dashboard(ctx).model)
 
 
-def after_operation(ctx, what: str, result=None) -> None:
+def after_operation(ctx, what: str, result=None, every_branch: bool = False) -> None:
     """After a release operation (a bump, build or publish, from the CLI, chat or the schedule):
-    a bump of every branch's per-group outcomes are kept, and the dashboard issues say what it
-    changed. Never fails the operation: a failure is logged."""
+    a bump of every branch (``every_branch``) has its per-group outcomes kept, and the dashboard
+    issues say what it changed. Never fails the operation: a failure is logged."""
     import logging
 
     try:
-        if result is not None:
+        if result is not None and every_branch:  # a bump of some branches would replace the others' outcomes
             record_bump(ctx, result)
     except TorchbotError as err:
         logging.getLogger("torchbot.dashboard").warning("bump outcomes not kept after %s: %s", what, err.message)

@@ -80,5 +80,6 @@ def _bump(args, ctx) -> int:
     if not args.dry_run:  # the dashboard (registered by name: it reads the pins) keeps each group's outcome
         import importlib
 
-        importlib.import_module("release.dashboard.commands").after_operation(ctx, "bump-pins", result)
+        importlib.import_module("release.dashboard.commands").after_operation(ctx, "bump-pins", result,
+                                                                              every_branch=bool(args.all))
     return _emit(result, args.json)

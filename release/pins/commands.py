@@ -264,6 +264,23 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
     # named branches are of the repository release commands work on (the first); all: every repository
     paths = [repo_arg(ctx, repo)] if repo or only else (s.repositories() or [repo_arg(ctx, None)])
     plans = []
+    remote_first = mode in ("pr", "push")  # a PR or a push builds on what the remote has: fetch it first
+    if remote_first:
+        from release.adapters.git import open_repo
+        from release.adapters.gitrefs import fetch
+
+        for path in paths:
+            why = fetch(open_repo(path), s.repo_remote)
+            if why and progress is not None:
+                progress.note(f"{path.name}: could not fetch {s.repo_remote} ({why}); using the refs it has")
+    counted = progress is not None and len(paths) > 1  # one count over every repository
+    if counted:
+        from release.adapters.git import open_repo
+        from release.adapters.gitrefs import all_branches
+        from release.pins.sweep import sweep_targets
+
+        progress.begin(sum(len(sweep_targets(all_branches(open_repo(p), s.repo_remote, prefer_remote=remote_first),
+                                             only=only, repo_path=p)) for p in paths))
     with NixpkgsClient(s) as client:
         if fixed:
             client.resolve(fixed)
@@ -272,9 +289,14 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
             plans.append(plan_sweep(path, client, catalog=catalog, remote=s.repo_remote, force=opts.get("force", False),
                                     tracks=(lambda b: channel) if channel else tracked(s), rev=fixed,
                                     cuda=opts.get("cuda"), from_pin=opts.get("from_pin"),
-                                    only=only, progress=progress))
+                                    only=only, prefer_remote=remote_first, progress=progress, counted=counted))
+    if counted:
+        progress.end()
     if only and (opts.get("cuda") or opts.get("from_pin")):
         _refuse_unmatched(plans, only, opts.get("cuda"), opts.get("from_pin"))
+    revs = sorted({bp.edit.new_pin for p in plans for w in p.work for bp in w.plans})
+    if progress is not None and revs:
+        progress.note(f"hashing the nixpkgs tarball of {', '.join(r[:7] for r in revs)} (nix-prefetch-url)")
     others = [Path(x).resolve() for x in s.repositories()[1:]]
     for p in plans:
         p.first = Path(p.repo_path).resolve() not in others  # a companion's PRs go to its own GitHub repository

@@ -59,12 +59,14 @@ def bump_head(branch: str, work: BranchWork) -> str:
     return f"bump/{branch}-{short(work.plans[0].edit.new_pin)}"
 
 
-def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = None) -> list[Delivered]:
+def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = None,
+            counted: bool = False) -> list[Delivered]:
     """Commit and deliver every branch of ``plan`` (see the module docstring); outcomes of
     branches that could not be delivered become held."""
     repo = gitops.open_repo(plan.repo_path)
     progress = progress or Progress(verb="bumped")
-    progress.begin(len(plan.work))
+    if not counted:  # else the caller counted every repository's branches
+        progress.begin(len(plan.work))
     out: list[Delivered] = []
     gh = nix = None
     try:
@@ -89,7 +91,8 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
         for client in (gh, nix):
             if client is not None:
                 client.close()
-        progress.end()
+        if not counted:
+            progress.end()
     return out
 
 
@@ -104,7 +107,7 @@ def _mark(plan: SweepPlan, w: BranchWork, kind: str | None, text: str) -> None:
 
 def _one(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, gh, nix) -> Delivered:
     remote = settings.repo_remote
-    now = all_branches(repo, remote).get(w.branch)
+    now = all_branches(repo, remote, prefer_remote=plan.prefer_remote).get(w.branch)
     if now != w.tip:
         raise _moved(w, now)
     sha, made = w.tip, []
@@ -120,7 +123,7 @@ def _one(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, gh, nix) -> 
 def _deliver(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, sha: str, gh, nix) -> Delivered:
     remote = settings.repo_remote
     if mode == "local":
-        make_local(repo, {w.branch: w.tip}, remote)
+        make_local(repo, {w.branch: w.tip}, remote)  # (planned on local tips: prefer_remote is off)
         gitops.advance_branches(repo, {w.branch: (sha, w.tip)})
         return Delivered(w.branch, sha, "committed locally")
     if mode == "push":

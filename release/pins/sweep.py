@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Literal
 
 from config.catalog import vtuple
 from config.errors import RefusedError, TorchbotError
@@ -38,7 +39,8 @@ from release.pins.bump import BranchPlan
 from release.pins.guards import guard_branch, read_model
 from release.pins.rules import README, RECIPES_DIR, commit_message, find_groups, plan_edit
 
-KINDS = ("bumped", "kept-promise", "current", "held", "skipped")
+Kind = Literal["bumped", "kept-promise", "current", "held", "skipped"]
+KINDS: tuple[Kind, ...] = ("bumped", "kept-promise", "current", "held", "skipped")
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class PinOutcome:
     repo: str  # the repository's folder name ("build-pytorch")
     branch: str
     group: str  # what the group builds: "CUDA 12.8, CPU"
-    kind: str  # one of KINDS
+    kind: Kind
     old_pin: str | None = None
     new_pin: str | None = None
     tracks: str = ""  # the channel or nixpkgs branch the branch follows
@@ -101,6 +103,7 @@ class SweepPlan:
     work: list[BranchWork] = field(default_factory=list)
     heads: dict[str, str] = field(default_factory=dict)  # channel -> the head it had when planned
     tips: dict[str, str] = field(default_factory=dict)  # every branch looked at -> its tip when planned
+    prefer_remote: bool = False  # planned on the remote-tracking tips (pr and push deliveries)
     first: bool = True  # the first configured repository (its pull requests go to TORCHBOT_GITHUB_REPO)
 
     @property
@@ -144,31 +147,26 @@ def tracked(settings) -> Callable[[str], str]:
 def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] = lambda b: "nixos-unstable",
                remote: str = "origin", force: bool = False, exclude=("bump/*",), rev: str | None = None,
                cuda: str | None = None, from_pin: str | None = None, only: tuple[str, ...] = (),
-               progress: Progress | None = None) -> SweepPlan:
+               prefer_remote: bool = False, progress: Progress | None = None, counted: bool = False) -> SweepPlan:
     """Plan the bump of every branch of ``repo_path`` (see the module docstring); ``tracks(branch)``
     names the channel or nixpkgs branch it follows; ``rev`` replaces every head; ``cuda`` and
     ``from_pin`` keep the groups of that CUDA version or pin; ``only``: just these branches (a named
-    one is bumped even when vLLM-certified); ``force`` includes vLLM-certified branches."""
-    from fnmatch import fnmatchcase
-
+    one is bumped even when vLLM-certified); ``force`` includes vLLM-certified branches;
+    ``prefer_remote``: build on ``<remote>/X`` where it exists (pull requests and pushes);
+    ``counted``: the caller began ``progress`` with the total of several repositories."""
     def select(g) -> bool:
         return ((not cuda or cuda in g.cuda_versions or f"CUDA {cuda}" in g.labels)
                 and (not from_pin or g.pin.startswith(from_pin.strip().lower())))
 
     repo = gitops.open_repo(repo_path)
-    names = all_branches(repo, remote)
-    targets = [b for b in names if not any(fnmatchcase(b, p) for p in exclude)]
-    if only:  # named branches (chat's /bump B): the same outcomes, for those branches
-        missing = [b for b in only if b not in names]
-        if missing:
-            raise RefusedError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(sorted(names))}.")
-        targets = [b for b in targets if b in only]
-    targets.sort(key=lambda b: (b != "main", b))
+    names = all_branches(repo, remote, prefer_remote=prefer_remote)
+    targets = sweep_targets(names, exclude, only, repo_path)
     remote_names = remote_only(repo, targets, remote)
     env = _Env(Path(repo_path).name, client, catalog, read_model(repo_path), names, tracks, {}, rev, select)
-    plan = SweepPlan(Path(repo_path), heads=env.heads)
+    plan = SweepPlan(Path(repo_path), heads=env.heads, prefer_remote=prefer_remote)
     progress = progress or Progress(verb="checked")
-    progress.begin(len(targets))
+    if not counted:
+        progress.begin(len(targets))
     for name in targets:
         progress.started(name)
         work = BranchWork(name, names[name], name in remote_names, "")
@@ -177,9 +175,24 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
         if work.plans:
             plan.work.append(work)
         kinds = sorted({o.kind for o in plan.outcomes if o.branch == name})
-        progress.finished(name, ", ".join(kinds) or "nothing")
-    progress.end()
+        progress.finished(name, "checked", ", ".join(kinds))
+    if not counted:
+        progress.end()
     return plan
+
+
+def sweep_targets(names, exclude=("bump/*",), only=(), repo_path="") -> list[str]:
+    """The branches a sweep goes through, main first: ``names`` less ``exclude`` patterns, or the
+    ``only`` ones (RefusedError naming a missing one)."""
+    from fnmatch import fnmatchcase
+
+    targets = [b for b in names if not any(fnmatchcase(b, p) for p in exclude)]
+    if only:  # named branches (chat's /bump B): the same outcomes, for those branches
+        missing = [b for b in only if b not in names]
+        if missing:
+            raise RefusedError(f"No branch {', '.join(missing)} in {repo_path}. Branches: {', '.join(sorted(names))}.")
+        targets = [b for b in targets if b in only]
+    return sorted(targets, key=lambda b: (b != "main", b))
 
 
 def _is_vllm(name: str, catalog) -> bool:

@@ -81,8 +81,13 @@ class SweepBump:
     def apply(self, progress=None, notice=None) -> SweepResult:
         delivered: list[Delivered] = []
         if not self.dry_run:
+            counted = progress is not None and len(self.plans) > 1
+            if counted:
+                progress.begin(sum(len(p.work) for p in self.plans))
             for p in self.plans:
-                delivered.extend(deliver(p, self.settings, self.mode, progress))
+                delivered.extend(deliver(p, self.settings, self.mode, progress, counted=counted))
+            if counted:
+                progress.end()
         return SweepResult(self, delivered)
 
 
@@ -113,5 +118,7 @@ class SweepResult:
             lines.append("Dry run: nothing was written.")
         held = [o for o in self.outcomes if o.kind == "held"]
         if held:
-            lines.append(f"Held: {', '.join(sorted({f'{o.branch}' for o in held}))} (see why above).")
+            several = len(self.plan.plans) > 1
+            names = dict.fromkeys(f"{o.repo} {o.branch}" if several else o.branch for o in held)
+            lines.append(f"Held: {', '.join(names)} (see why above).")
         return "\n".join(lines)

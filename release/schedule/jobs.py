@@ -145,13 +145,19 @@ def _job_bump(ctx, _arg) -> str:
     if ctx.settings.repo_path is None:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
     result = plan_bump(ctx, "all", None, force=ctx.settings.bump_vllm_branches).apply()
-    _dashboard().record_bump(ctx, result)  # each group's outcome, for the dashboard
     from release.pins.weekly import counts
 
+    try:
+        _record_outcomes(ctx, result)
+    except Exception as err:  # noqa: BLE001  the bump is done; the dashboard's copy waits for the next run
+        log.warning("bump outcomes not recorded: %s", getattr(err, "message", err))
     parts = [counts(result.outcomes)]
     held = [o for o in result.outcomes if o.kind == "held"]
-    if held:
-        parts.append("held: " + "; ".join(f"{o.branch} ({o.group}): {o.reason}" for o in held))
+    if held:  # grouped by reason: a delivery that failed for a whole repository is said once
+        why: dict[str, list[str]] = {}
+        for o in held:
+            why.setdefault(o.reason.rsplit("not delivered: ", 1)[-1], []).append(f"{o.repo} {o.branch} ({o.group})")
+        parts.append("held: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in why.items()))
     prs = [d for d in result.delivered if d.head]
     if prs:
         parts.append(f"{len(prs)} pull request(s): " + ", ".join(d.url or d.head for d in prs))
@@ -161,6 +167,20 @@ def _job_bump(ctx, _arg) -> str:
         parts.append(f"pushed: {', '.join(d.branch for d in result.delivered)}")
     parts.append(_build_after_bump(ctx, result.delivered))
     return "; ".join(parts)
+
+
+def _record_outcomes(ctx, result) -> None:
+    """The run's outcomes in the state DB (``bump_outcomes``), with the pull request each went out as."""
+    from release.state import state_for
+
+    prs = {(d.repo, d.branch): d for d in result.delivered if d.head}
+    rows = []
+    for p in result.plan.plans:
+        for o in p.outcomes:
+            d = prs.get((str(p.repo_path), o.branch))
+            rows.append({**o.to_dict(), "repo": str(p.repo_path), "pr_url": d.url if d else None,
+                         "pr_number": d.number if d else None, "head": d.head if d else None})
+    state_for(ctx).record_bump_outcomes([str(p.repo_path) for p in result.plan.plans], rows)
 
 
 def _build_after_bump(ctx, delivered) -> str:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from config.errors import ConfigError
 from config.paths import redact_url
 from release.state.owners import RUNNING, alive, owner_id
-from release.state.tables import ACTIVE, Base, Build, BuildRun, Delivery, JobRun, PendingPlan, utcnow
+from release.state.tables import ACTIVE, Base, Build, BuildRun, BumpOutcome, Delivery, JobRun, PendingPlan, utcnow
 
 DEFAULT_TIMEOUT = 10.0  # seconds; Settings.state_timeout_seconds
 
@@ -178,6 +178,27 @@ class State:
             q = select(JobRun).order_by(JobRun.id)
             if job_id:
                 q = q.where(JobRun.job_id == job_id)
+            return list(s.scalars(q))
+
+    # -- bump outcomes (the weekly bump's, for the dashboard) ---------------------------
+
+    def record_bump_outcomes(self, repos: list[str], rows: list[dict]) -> None:
+        """Replace the outcomes of ``repos`` with ``rows`` (``PinOutcome.to_dict()`` plus ``pr_url``,
+        ``pr_number``, ``head``), in one transaction."""
+        keys = ("branch", "old_pin", "new_pin", "tracks", "reason", "delivery", "pr_url", "pr_number", "head")
+        with self.session() as s:
+            s.execute(delete(BumpOutcome).where(BumpOutcome.repo.in_(repos)))
+            for r in rows:
+                torch = r.get("torch") or {}
+                s.add(BumpOutcome(repo=r["repo"], grp=r.get("group") or "", kind=r.get("kind") or r["outcome"],
+                                  torch_old=torch.get("old"),
+                                  torch_new=torch.get("new"), **{k: r.get(k) for k in keys if r.get(k) is not None}))
+
+    def bump_outcomes(self, repo: str | None = None) -> list[BumpOutcome]:
+        with self.session() as s:
+            q = select(BumpOutcome).order_by(BumpOutcome.id)
+            if repo:
+                q = q.where(BumpOutcome.repo == repo)
             return list(s.scalars(q))
 
     # -- Slack deliveries ---------------------------------------------------------------

@@ -247,24 +247,25 @@ class Delivery(Base):
 
 
 class BumpOutcome(Base):
-    """What a bump of every branch did with one pin group of one branch (``release.pins``'
-    outcome objects, recorded by the dashboard after each such bump): ``kind`` bumped |
-    kept-promise | current | held | skipped, with its reason; ``run`` groups the rows of one bump
-    (the dashboard shows each branch's latest)."""
+    """The last scheduled bump's outcome of one pin group of one branch (release.pins.sweep.PinOutcome):
+    a run replaces the rows of the repositories it went through. ``kind``: bumped | kept-promise |
+    current | held | skipped; ``pr_*``/``head``: the pull request it went out as."""
 
     __tablename__ = "bump_outcomes"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    run: Mapped[str] = mapped_column(String(64), index=True)
-    repo: Mapped[str] = mapped_column(String(200))
-    branch: Mapped[str] = mapped_column(String(200), index=True)
-    group: Mapped[str] = mapped_column(String(200), default="")
+    repo: Mapped[str] = mapped_column(String(500), index=True)
+    branch: Mapped[str] = mapped_column(String(200))
+    grp: Mapped[str] = mapped_column(String(200), default="")
     kind: Mapped[str] = mapped_column(String(20))
-    old_pin: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    new_pin: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    tracks: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    old_pin: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    new_pin: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    tracks: Mapped[str] = mapped_column(String(200), default="")
     torch_old: Mapped[str | None] = mapped_column(String(40), nullable=True)
     torch_new: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
-    delivery: Mapped[str | None] = mapped_column(Text, nullable=True)
-    recorded: Mapped[datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    delivery: Mapped[str] = mapped_column(Text, default="")
+    pr_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    pr_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    head: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    recorded: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

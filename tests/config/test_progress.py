@@ -118,8 +118,9 @@ def test_bump_all_reports_each_branch_as_it_is_checked_and_committed(env, capsys
     assert rc == 0, err
     lines = [x for x in err.splitlines() if x.startswith("[")]
     checked = [x for x in lines if x.endswith(" checked)") or " checked " in x.split("(")[0]]
-    assert [re.match(r"\[(\d+)/3\] checked (\S+)", x).group(2) for x in checked] == \
-        ["main", "pytorch-2.10-python313", "pytorch-2.8-python312"]
+    # every branch is checked and gets its outcome (the vLLM one: skipped); three are committed
+    assert [re.match(r"\[(\d+)/4\] checked (\S+)", x).group(2) for x in checked] == \
+        ["main", "pytorch-2.10-python313", "pytorch-2.8-python312", "pytorch-2.9-vllm-0.15.1"]
     assert "torchbot: hashing the nixpkgs tarball of 0123abc (nix-prefetch-url)" in err
     committed = [x for x in lines if " committed " in x]
     assert len(committed) == 3 and committed[-1].endswith("(3/3 bumped)")

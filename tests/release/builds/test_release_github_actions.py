@@ -238,7 +238,7 @@ def test_workflow_commit_goes_to_the_named_branch_without_touching_the_checkout(
     assert cli.main(["release", "workflow", "--repo", str(repo), "--commit"]) == 2
     assert "--branch" in capsys.readouterr().err
     assert cli.main(["release", "workflow", "--repo", str(repo), "--commit", "--branch", "nope"]) == 1
-    assert "No local branch 'nope'" in capsys.readouterr().err
+    assert "No branch 'nope'" in capsys.readouterr().err
     assert builds.git(repo, "rev-parse", fx.BRANCH).strip() == sha
 
 

@@ -153,29 +153,33 @@ def test_the_cli_prints_the_json_of_the_configured_repositories(world, tmp_path)
 
 def test_recorded_per_group_outcomes_of_a_bump_of_every_branch_are_shown(world):
     """The outcome objects of a bump of every branch (one per pin group), kept in the state DB,
-    give each group its own state; the latest bump of a branch wins."""
-    from types import SimpleNamespace
-
+    give each group its own state; the latest bump of a repository replaces the one before."""
     from release.dashboard.commands import record_bump
+    from release.pins.sweep import PinOutcome
+
+    def bump(*outcomes, delivered=()):
+        plan = SimpleNamespace(plans=[SimpleNamespace(repo_path=world.tv.path, outcomes=list(outcomes))])
+        return SimpleNamespace(plan=plan, delivered=list(delivered))
 
     def outcome(group, kind, reason="", **kw):
-        return SimpleNamespace(repo="build-torchvision", branch="pytorch-2.10", group=group, kind=kind,
-                               old_pin=kw.get("old"), new_pin=kw.get("new"), tracks="nixos-unstable",
-                               torch_old="2.10.0", torch_new=kw.get("torch"), reason=reason,
-                               delivery=kw.get("delivery", ""))
+        return PinOutcome(repo="build-torchvision", branch="pytorch-2.10", group=group, kind=kind,
+                          old_pin=kw.get("old"), new_pin=kw.get("new"), tracks="nixos-unstable", torch_old="2.10.0",
+                          torch_new=kw.get("torch"), reason=reason, delivery=kw.get("delivery", ""))
 
-    older = SimpleNamespace(outcomes=[outcome("CUDA 13.1", "current")])
-    newer = SimpleNamespace(outcomes=[
-        outcome("CUDA 13.1", "held", "nixpkgs ff66ff6 has torch 2.11.0; the branch promises 2.10.0", new=HEAD,
-                torch="2.11.0"),
-        outcome("CUDA 13.0, CPU", "kept-promise", "moved to the newest commit that keeps torch 2.10.0",
-                old=PIN_13_0, new="2" * 40, delivery="pull request opened: https://github.test/pr/9")])
-    assert record_bump(world.ctx, older) == 1 and record_bump(world.ctx, newer) == 2
+    assert record_bump(world.ctx, bump(outcome("CUDA 13.1", "current"))) == 1
+    pr = SimpleNamespace(repo=str(world.tv.path), branch="pytorch-2.10", head="bump/pytorch-2.10-222222222222",
+                         url="https://github.test/acme/build-torchvision/pull/9", number=9)
+    newer = bump(outcome("CUDA 13.1", "held", "nixpkgs ff66ff6 has torch 2.11.0; the branch promises 2.10.0",
+                         new=HEAD, torch="2.11.0"),
+                 outcome("CUDA 13.0, CPU", "kept-promise", "moved to the newest commit that keeps torch 2.10.0",
+                         old=PIN_13_0, new="2" * 40, delivery="pull request opened"), delivered=[pr])
+    assert record_bump(world.ctx, newer) == 2
     d = dashboard(world.ctx, now=world.now).to_dict()
-    bump = _branch(d, "build-torchvision", "pytorch-2.10")["bump"]
-    assert [(g["group"], g["state"]) for g in bump["groups"]] == [("CUDA 13.1", "held"), ("CUDA 13.0, CPU", "bumped")]
-    assert bump["state"] == "held" and bump["groups"][0]["pytorch"] == "2.11.0" and bump["groups"][0]["rev"] == HEAD
-    assert "pull request opened" in bump["groups"][1]["reason"]
+    bump_ = _branch(d, "build-torchvision", "pytorch-2.10")["bump"]
+    assert [(g["group"], g["state"]) for g in bump_["groups"]] == [("CUDA 13.1", "held"), ("CUDA 13.0, CPU", "bumped")]
+    assert bump_["state"] == "held" and bump_["groups"][0]["pytorch"] == "2.11.0" and bump_["groups"][0]["rev"] == HEAD
+    assert "pull request opened" in bump_["groups"][1]["reason"]
+    assert bump_["pull_request"]["url"].endswith("/pull/9")  # the PR the bump went out as (no GitHub list for it)
     needs = [n for n in d["needs_a_human"] if n["branch"] == "pytorch-2.10" and n["kind"] == "held"]
     assert needs and needs[0]["action"]["command"] == f"bump pytorch-2.10 {HEAD} --pytorch 2.11.0 --cuda 13.1"
     assert needs[0]["action"]["key"] == "approve-bump:pytorch-2.10:CUDA-13.1"

@@ -552,7 +552,8 @@ def test_pr_body_lets_a_reviewer_judge_the_bump(env, repo, fake):
         assert f"{count} {platform}" in body
     # Renovate-style notes that say what torchbot does
     for note in ("📅 **Schedule**: torchbot's weekly bump", "`0 6 * * 1`", "🚦 **Automerge**: disabled",
-                 "♻ **Updating**: the next bump of `main` force-pushes", "`bump/main-0123abc`", "🔕 **Ignore**: close this PR",
+                 "♻ **Updating**: the next bump of `main` force-pushes", "`bump/main-0123abc`",
+                 "🔕 **Ignore**: close this PR",
                  "### Status", "✅ Guards passed: torch stays 2.8", f"--branch main --changed-only` ({n} variants"):
         assert note in body, note
     assert f'✅ Tarball hash: `sha256 = "{prefetched(fake, NEW)}"` written into {n} recipes' in body

@@ -97,7 +97,9 @@ def test_local_delivery_makes_the_local_branches_then_holds_what_cannot_move(wor
     assert "no commit of nixos-unstable newer than the pin 1128112 keeps PyTorch 2.8" in main["reason"]
     assert by[("build-pytorch", "pytorch-2.9-python311", "CUDA 12.8, CUDA 12.9, CPU")]["outcome"] == "current"
     cli(["release", "bump-pins", "--all", "--dry-run"])
-    assert "Held: main, main-staging" in capsys.readouterr().out
+    text = capsys.readouterr()
+    assert "Held: build-pytorch main, build-pytorch main-staging, build-torchvision main" in text.out
+    assert "[8/8] checked" in text.err  # one count over both repositories (5 + 3 branches)
 
 
 def test_a_branch_may_track_its_own_channel(world, capsys, monkeypatch):
@@ -193,3 +195,25 @@ def test_a_deliberate_move_on_a_fresh_clone_reads_the_other_branches_from_origin
     assert rc == 0, capsys.readouterr().err
     assert "pytorch-2.9-python311" in W.local_branches(pt)
     assert W.HEAD in git(pt, "show", "pytorch-2.9-python311:.flox/pkgs/pytorch-python311-cpu-avx2.nix")
+
+
+def test_a_pull_request_builds_on_what_the_remote_has(world, tmp_path, capsys, monkeypatch):
+    """The clone's main is behind origin (someone pushed since it was cloned): the bump PR is made
+    on origin's main after a fetch, not on the stale local tip."""
+    pt, _tv, ptf, _tvf, nix = world
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(ptf.origin), str(other))
+    (other / "NOTES.md").write_text("pushed after the clone\n")
+    git(other, "add", "NOTES.md")
+    git(other, "-c", "user.name=m", "-c", "user.email=m@example.com", "commit", "-qm", "notes")
+    git(other, "push", "-q", "origin", "main")
+    upstream = git(other, "rev-parse", "main").strip()
+    assert git(pt, "rev-parse", "main").strip() != upstream
+    with FakeGitHub(upstream=nix.api_url, git_dir=ptf.origin) as gh:
+        for key, value in {"TORCHBOT_REPO_PATH": str(pt), "TORCHBOT_GITHUB_API_URL": gh.url,
+                           "TORCHBOT_GITHUB_TOKEN": gh.token, "TORCHBOT_GITHUB_REPO": gh.repo}.items():
+            monkeypatch.setenv(key, value)
+        rc, out = run(capsys)
+        assert rc == 0, out
+        pr = next(p for p in gh.pulls.prs.values() if p["base"]["ref"] == "main")
+    assert git(ptf.origin, "rev-parse", f"{pr['head']['sha']}~1").strip() == upstream
