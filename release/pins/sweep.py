@@ -150,8 +150,8 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
                prefer_remote: bool = False, progress: Progress | None = None, counted: bool = False) -> SweepPlan:
     """Plan the bump of every branch of ``repo_path`` (see the module docstring); ``tracks(branch)``
     names the channel or nixpkgs branch it follows; ``rev`` replaces every head; ``cuda`` and
-    ``from_pin`` keep the groups of that CUDA version or pin; ``only``: just these branches (a named
-    one is bumped even when vLLM-certified); ``force`` includes vLLM-certified branches;
+    ``from_pin`` keep the groups of that CUDA version or pin; ``only``: just these branches;
+    ``force`` includes vLLM-certified branches (named ones too);
     ``prefer_remote``: build on ``<remote>/X`` where it exists (pull requests and pushes);
     ``counted``: the caller began ``progress`` with the total of several repositories."""
     def select(g) -> bool:
@@ -171,7 +171,7 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
         progress.started(name)
         work = BranchWork(name, names[name], name in remote_names, "")
         plan.tips[name] = names[name]
-        _plan_branch(repo, env, work, plan, force or name in only)
+        _plan_branch(repo, env, work, plan, force)
         if work.plans:
             plan.work.append(work)
         kinds = sorted({o.kind for o in plan.outcomes if o.branch == name})

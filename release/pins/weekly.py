@@ -78,6 +78,31 @@ class SweepBump:
         lines.append(self._delivery_line())
         return "\n".join(lines)
 
+    def changes(self):
+        """Every file the bump would write, with its text now and after (``config.diffs``): per
+        branch, what its chained commits leave (a later group's README already carries the earlier
+        groups' edits)."""
+        from config.diffs import planned
+        from release.adapters.git import read_paths
+
+        out = []
+        for p in self.plans:
+            edits = []
+            for w in p.work:
+                files: dict[str, str] = {}
+                for bp in w.plans:
+                    files.update(bp.edit.changes)
+                where = w.branch if p.first else f"{w.branch} ({p.repo_path.name})"
+                edits.append((where, w.tip, files))
+            out += planned(edits, lambda names, p=p: read_paths(p.repo_path, names))
+        return out
+
+    def diff(self) -> str:
+        """The unified diff of what the bump would write (``bump-pins --all --diff``, chat's diff)."""
+        from config.diffs import unified
+
+        return unified(self.changes())
+
     def apply(self, progress=None, notice=None) -> SweepResult:
         delivered: list[Delivered] = []
         if not self.dry_run:

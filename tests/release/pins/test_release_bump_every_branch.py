@@ -217,3 +217,17 @@ def test_a_pull_request_builds_on_what_the_remote_has(world, tmp_path, capsys, m
         assert rc == 0, out
         pr = next(p for p in gh.pulls.prs.values() if p["base"]["ref"] == "main")
     assert git(ptf.origin, "rev-parse", f"{pr['head']['sha']}~1").strip() == upstream
+
+
+def test_the_diff_of_a_bump_of_every_branch(world):
+    """`--diff` and chat's diff read SweepBump.diff() (config.diffs, on main since the branch began)."""
+    pytest.importorskip("config.diffs")
+    from config.settings import Settings
+    from release.context import Context
+    from release.pins.commands import plan_bump
+
+    plan = plan_bump(Context(Settings(), use_repo=False), "all", None, dry_run=True)
+    diff = plan.diff()
+    assert "diff pytorch-2.10-python313: .flox/pkgs/" in diff
+    assert f"+    url = \"https://github.com/NixOS/nixpkgs/archive/{W.HEAD}" in diff
+    assert "(build-torchvision)" in diff
