@@ -1,11 +1,11 @@
 # `make run`  : set up the venv and answer a sample question.
-# `make test` : set up the venv (+ nix-bin and postgresql when missing), `ruff check`, then the test suite.
+# `make test` : set up the venv (+ nix-bin, postgresql and chromium when missing), `ruff check`, then the test suite.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench nix postgres clean
+.PHONY: run test lint bench nix postgres chromium clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,13 @@ postgres:
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql >/dev/null; }
 
+# Debian's chromium: the dashboard page test renders /dashboard headless and keeps a screenshot.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium (needs root)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
 run: $(STAMP)
 	$(BIN)/torchbot ask "which variant for an H100 with Graviton3"
 	@echo
@@ -40,7 +47,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-test: lint nix postgres
+test: lint nix postgres chromium
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

@@ -175,13 +175,13 @@ class Settings(BaseSettings):
     log_url: str | None = Field(None, description=(
         "base URL where TORCHBOT_LOG_DIR is served (http:// or https://); progress in Slack links failed builds "
         "to their logs under it, and shows the log's path when unset"))
-
     # `torchbot serve --http` (the --host/--port options override these)
     host: str = Field("0.0.0.0", description="where `torchbot serve --http` listens (`--host` overrides)")
+    api_token: SecretStr | None = Field(None, description="what `serve --http`'s read-only `/dashboard` asks for "
+                                        "beyond loopback: `Authorization: Bearer <token>` or the Basic password")
     port: int = Field(3000, ge=0, le=65535, description=(
         "the port of `torchbot serve --http`, 1-65535 (`--port` overrides; 0: any free port, which the "
         "start line names)"))
-
     # Schedule (cron expressions, APScheduler crontab syntax)
     bump_cron: str = Field("0 6 * * 1", description="when scheduled pin bumps run (crontab, UTC)")
     bump_vllm_branches: bool = Field(False, description="whether scheduled bumps include vLLM-certified branches")
@@ -325,7 +325,7 @@ class Settings(BaseSettings):
         return _secret(token(value and value.get_secret_value(), "xapp-",
                              "Basic Information > App-Level Tokens, scope connections:write"))
 
-    @field_validator("slack_signing_secret", "github_token")
+    @field_validator("slack_signing_secret", "github_token", "api_token")
     @classmethod
     def _strip_secret(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None:

@@ -33,12 +33,16 @@ ALLOWED: dict[str, set[str]] = {
                            "release.cli"},
     "release.schedule": {"config", "release.adapters", "release.state", "release.context", "release.recipes",
                          "release.pins", "release.branches", "release.docs", "release.builds", "release.publishing"},
+    # the dashboard: its model is pure (config only, checked below); collect and commands read the rest
+    "release.dashboard": {"config", "release.adapters", "release.state", "release.context", "release.recipes",
+                          "release.pins", "release.docs", "release.builds", "release.publishing", "release.schedule",
+                          "release.cli"},
     "release": {"config"},  # release/__init__.py
     # The answer engine is pure apart from bot.engine.host (checked below): config only.
     "bot.engine": {"config"},
     "bot.frontends": {"bot.engine", "config", "release.context", "release.recipes", "release.pins",
                       "release.branches", "release.docs", "release.builds", "release.publishing",
-                      "release.schedule", "release.cli", "release.state"},
+                      "release.schedule", "release.cli", "release.state", "release.dashboard"},
     "bot": {"bot.frontends"},  # bot/__init__.py, bot/__main__.py
 }
 COMMAND_LAYERS = ("commands", "cli")
@@ -52,14 +56,19 @@ FRONTENDS_ALLOWED: dict[str, set[str]] = {
     "incidents": set(),
     "pending": set(),
     "store": set(),
+    "web": {"incidents"},
     "jobs": {"incidents"},
     "chat": {"commands", "incidents", "jobs", "pending", "store"},
     "console": FRONTEND_CORE,
     "slack": FRONTEND_CORE,
-    "cli": FRONTEND_CORE | {"console", "slack"},
+    "cli": FRONTEND_CORE | {"console", "slack", "web"},
 }
 # Modules that may import nothing of torchbot: adapters to the machine itself.
 IMPORT_NOTHING = ("bot.engine.host",)
+# Pure modules: config and themselves only (no git, HTTP, database, Slack).
+PURE = {"release.dashboard.model": {"config", "release.dashboard.model"},
+        "release.dashboard.issue": {"config", "release.dashboard.model", "release.dashboard.issue"},
+        "release.dashboard.page": {"config", "release.dashboard.model", "release.dashboard.page"}}
 
 
 def layer(module: str) -> str:
@@ -127,6 +136,8 @@ def violations() -> list[str]:
                 found.append(f"{where}: {mine} may not import {theirs}")
             if not is_command_layer(me) and is_command_layer(target) and target != "release.cli":
                 found.append(f"{where}: adapters and domain modules never import a command layer or the bot")
+            if me in PURE and not any(target == p or target.startswith(p + ".") for p in PURE[me]):
+                found.append(f"{where}: {me} is pure (model and config only)")
             if me in IMPORT_NOTHING:
                 found.append(f"{where}: {me} imports nothing of torchbot")
             found += frontend_violations(me, target, where)

@@ -32,7 +32,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.frontends import pending as plans
-from bot.frontends.commands import ask, catalog
+from bot.frontends.commands import PinsResult, ask
 from bot.frontends.incidents import report
 from bot.frontends.jobs import Job, JobRunner
 from bot.frontends.store import AnsweringStore, StateStoreNotAnswering, unreachable
@@ -59,6 +59,7 @@ HELP = """\
 /build <branch> [glob] [--resume]  build variants of a branch (admins; plan first); --resume: the interrupted
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
+/torchbot dashboard          where the release stands on every branch (held bumps, failed builds, drift)
 @torchbot <words>            in words: help, "what pin is main on?", "how are the builds going", "bump main",
                              "build <branch>", "release pytorch 2.9" (the same commands, plan first);
                              a question naming hardware is a /variant question, answered in the thread"""
@@ -74,7 +75,7 @@ USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--cuda A.B] [--from-pin OLD] 
          "build": "Usage: /build <branch> [glob] [--resume]",
          "publish": "Usage: /publish <branch>"}
 VERBS = {"build": "built", "publish": "published", "bump": "bumped"}  # "57/237 built"
-SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status."
+SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status | dashboard."
 
 _MENTION_RE = re.compile(r"<@[A-Z0-9]+>")
 STATUS_SECONDS = 3.0  # what /torchbot status waits for the state DB at most: a busy store is said, not waited for
@@ -137,51 +138,6 @@ class JobReply:
         return self.job.wait(timeout)
 
 
-class PinsResult:
-    """/pins: every branch's PyTorch, CUDA, Python and nixpkgs pins; ``/pins B...`` only those
-    (an unknown one is a usage error naming the branches there are)."""
-
-    def __init__(self, ctx: Context, only: list[str] | None = None):
-        self.data = catalog(ctx).to_dict()
-        self.cron = ctx.settings.bump_cron
-        self.vllm = ctx.settings.bump_vllm_branches
-        if only:
-            names = [b["branch"] for b in self.data["branches"]]
-            unknown = [b for b in only if b not in names]
-            if unknown:
-                raise UsageError(f"No branch {', '.join(unknown)}. Branches: {', '.join(names)}.")
-            self.data["branches"] = [b for b in self.data["branches"] if b["branch"] in only]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.data, "bump_cron": self.cron}
-
-    def text(self) -> str:
-        lead = []
-        torch = [b for b in self.data["branches"] if b.get("kind") != "build-torchvision"]
-        if len(torch) == 1:
-            b = torch[0]
-            lead = [f"{b['branch']} is pinned to nixpkgs {' and '.join(b['pins']) or 'nothing'} "
-                    f"(PyTorch {b['pytorch']}, Python {b['python']})."]
-        rows = [("branch", "pytorch", "cuda", "python", "pin", "next bump")]
-        for b in self.data["branches"]:
-            vision = b.get("kind") == "build-torchvision"  # same names as build-pytorch's: said apart
-            scheduled = self.vllm or b["purpose"] != "vllm-certified"
-            rows.append(
-                (
-                    f"{b['branch']} (torchvision)" if vision else b["branch"],
-                    b["pytorch"],
-                    "/".join(b["cuda"]) or "-",
-                    b["python"],
-                    ",".join(p[:7] for p in b["pins"]),
-                    "with its pair (/bump --with-companions)" if vision
-                    else f"cron '{self.cron}'" if scheduled else "manual (vLLM pin)",
-                )
-            )
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return "\n".join(lead + ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                                 for r in rows])
-
-
 def _title(command: str, args: list[str], limit: int = 200) -> str:
     """A job's title: the command as typed, at most ``limit`` characters of it."""
     text = " ".join(f"/{command} {' '.join(args)}".split())
@@ -229,6 +185,10 @@ class Chat:
                 sub = args[0].lower() if args else "help"
                 if sub == "status":
                     return self._status()
+                if sub == "dashboard":
+                    from release.dashboard.commands import dashboard
+
+                    return dashboard(self.ctx)
                 if sub in PLANNERS or sub in ("variant", "pins"):
                     rest = text.split(None, 1)[1] if len(args) > 1 else ""
                     return self.command(sub, rest, user, channel)
@@ -254,7 +214,9 @@ class Chat:
         first, _, rest = body.partition(" ")
         word = first.lower()
         if first.startswith("/") or word == "variant" or (word in PLANNERS and "--" in rest):
-            return self.command(word, rest, user, channel)  # the slash command as typed, options and all
+            return self.command(word.lstrip("/"), rest, user, channel)  # the slash command as typed, options and all
+        if word == "dashboard" and not rest:
+            return self.command("torchbot", "dashboard", user, channel)
         return self.understood(body, user, channel)
 
     def understood(self, body: str, user: str, channel: str):
@@ -446,11 +408,16 @@ class Chat:
         if changes:
             return MessageResult(plans.refused_moved(row.command, args, changes), ok=False)
         if job is None:
-            return plan.apply()
-        from config.progress import Progress
+            result = plan.apply()
+        else:
+            from config.progress import Progress
 
-        progress = Progress(job.heard, verb=VERBS.get(row.command, "done"))
-        return plan.apply(progress, job.notice() if job.notice else None)
+            progress = Progress(job.heard, verb=VERBS.get(row.command, "done"))
+            result = plan.apply(progress, job.notice() if job.notice else None)
+        from release.dashboard.commands import after_operation
+
+        after_operation(self.ctx, f"/{row.command}", result, every_branch=row.command == "bump" and args[:1] == ["all"])
+        return result
 
     def _status(self):
         s = self.ctx.settings

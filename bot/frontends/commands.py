@@ -3,13 +3,14 @@ Each function takes a Context and returns a result object (config/results.py).""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.engine.answer import Answer
 from bot.engine.companions import answer_companion, companion_kind
 from bot.engine.hardware import parse
 from bot.engine.select import recommend
-from config.errors import UsageError
+from config.errors import TorchbotError, UsageError
 from release.context import Context
 
 
@@ -137,3 +138,57 @@ def catalog(ctx: Context, with_problems: bool = False) -> CatalogResult:
     repo_set = ctx.repo_set()
     problems = repo_set.problems if (with_problems and repo_set is not None) else []
     return CatalogResult(ctx, problems, repo_set)
+
+
+class PinsResult:
+    """/pins: every branch of each repository with its PyTorch, CUDA, Python and nixpkgs pins and
+    when the schedule next bumps it: a time from the bump trigger (APScheduler), "manual (vLLM
+    pin)", or, for build-torchvision when the schedule bumps build-pytorch branch by branch, that
+    nothing schedules it (it moves with ``/bump ... --with-companions``). ``/pins B...`` only
+    those (an unknown one is a usage error naming the branches there are)."""
+
+    def __init__(self, ctx: Context, only: list[str] | None = None):
+        self.data = catalog(ctx).to_dict()
+        self.cron = ctx.settings.bump_cron
+        self.vllm = ctx.settings.bump_vllm_branches
+        if only:
+            names = [b["branch"] for b in self.data["branches"]]
+            unknown = [b for b in only if b not in names]
+            if unknown:
+                raise UsageError(f"No branch {', '.join(unknown)}. Branches: {', '.join(dict.fromkeys(names))}.")
+            self.data["branches"] = [b for b in self.data["branches"] if b["branch"] in only]
+        try:
+            from release.schedule.jobs import crontab_trigger, job_specs
+
+            nxt = crontab_trigger(self.cron).get_next_fire_time(None, datetime.now(UTC))
+            self.next_run = nxt.strftime("%Y-%m-%d %H:%M UTC") if nxt else None
+            self.every_branch = any(spec.id == "bump" for spec in job_specs(ctx))  # one bump of every repository
+        except (ValueError, TorchbotError):
+            self.next_run, self.every_branch = None, False
+
+    def next_bump(self, b: dict[str, Any]) -> str:
+        if b["kind"] == "build-torchvision" and not self.every_branch:
+            return "not scheduled (with --with-companions)"
+        if b["purpose"] == "vllm-certified" and not self.vllm:
+            return "manual (vLLM pin)"
+        return self.next_run or f"invalid TORCHBOT_BUMP_CRON '{self.cron}'"
+
+    def to_dict(self) -> dict[str, Any]:
+        branches = [{**b, "next_bump": self.next_bump(b)} for b in self.data["branches"]]
+        return {**self.data, "branches": branches, "bump_cron": self.cron, "next_scheduled_bump": self.next_run}
+
+    def text(self) -> str:
+        lead = []
+        torch = [b for b in self.data["branches"] if b.get("kind") != "build-torchvision"]
+        if len(torch) == 1:
+            b = torch[0]
+            lead = [f"{b['branch']} is pinned to nixpkgs {' and '.join(b['pins']) or 'nothing'} "
+                    f"(PyTorch {b['pytorch']}, Python {b['python']})."]
+        rows = [("repository", "branch", "pytorch", "cuda", "python", "pin", "next bump")]
+        for b in self.data["branches"]:
+            repo = "torchvision" if b["kind"] == "build-torchvision" else "pytorch"
+            rows.append((repo, b["branch"], str(b["pytorch"]), "/".join(b["cuda"]) or "-", str(b["python"]),
+                         ",".join(p[:7] for p in b["pins"]), self.next_bump(b)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        return "\n".join(lead + ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                                 for r in rows])

@@ -73,6 +73,46 @@ class GitHub:
             raise ExternalError("GitHub answered the pull request with garbage.") from None
 
 
+    # -- issues and pull requests (the dashboard) ----------------------------------------------
+    def _call(self, method: str, path: str, what: str, ok=(200,), **kw):
+        url = f"{self.settings.github_api_url}{path}"
+        resp = self.http.request(method, url, failure=f"Could not {what}", **kw)
+        if resp.status_code not in ok:
+            raise ExternalError(f"GitHub refused to {what} (HTTP {resp.status_code}).")
+        try:
+            return resp.json()
+        except ValueError:
+            raise ExternalError(f"GitHub answered {what} with garbage.") from None
+
+    def pulls(self, repo: str, state: str = "open") -> list[dict]:
+        """GET /repos/{repo}/pulls (one page of 100, newest first)."""
+        data = self._call("GET", f"repos/{repo}/pulls", f"list the pull requests of {repo}",
+                          params={"state": state, "per_page": 100})
+        return data if isinstance(data, list) else []
+
+    def issues(self, repo: str, *, creator: str | None = None, labels: str | None = None) -> list[dict]:
+        """GET /repos/{repo}/issues (open and closed, one page of 100; pull requests left out)."""
+        params = {"state": "all", "per_page": 100, **({"creator": creator} if creator else {}),
+                  **({"labels": labels} if labels else {})}
+        data = self._call("GET", f"repos/{repo}/issues", f"list the issues of {repo}", params=params)
+        return [i for i in data if "pull_request" not in i] if isinstance(data, list) else []
+
+    def issue(self, repo: str, number: int) -> dict | None:
+        url = f"{self.settings.github_api_url}repos/{repo}/issues/{number}"
+        resp = self.http.request("GET", url, failure=f"Could not read issue #{number} of {repo}")
+        if resp.status_code in (404, 410):
+            return None
+        if resp.status_code != 200:
+            raise ExternalError(f"GitHub refused to read issue #{number} of {repo} (HTTP {resp.status_code}).")
+        return resp.json()
+
+    def create_issue(self, repo: str, title: str, body: str) -> dict:
+        return self._call("POST", f"repos/{repo}/issues", f"create an issue in {repo}", ok=(201,),
+                          json={"title": title, "body": body})
+
+    def update_issue(self, repo: str, number: int, **fields) -> dict:
+        return self._call("PATCH", f"repos/{repo}/issues/{number}", f"edit issue #{number} of {repo}", json=fields)
+
     def open_pulls(self, *, base: str, repo: str | None = None) -> list[dict]:
         """Every open pull request into ``base`` (GET /repos/{repo}/pulls?state=open&base=B, 100 per
         page, following ``Link: rel="next"``): ``[{"number", "url", "head", "sha", "title"}]``."""

@@ -114,6 +114,15 @@ class NixpkgsClient:
             raise ExternalError(f"The GitHub API returned garbage for {what}; nothing was changed.")
         return sha
 
+    def commit_date(self, rev: str) -> str | None:
+        """When a nixpkgs commit was committed (ISO 8601, the GitHub commits API), or None."""
+        data = self._json(f"repos/{self.repo}/commits/{rev}", f"nixpkgs commit {short(rev)}")
+        try:
+            commit = data["commit"]
+            return (commit.get("committer") or commit.get("author") or {}).get("date")
+        except (KeyError, TypeError, AttributeError):
+            raise ExternalError(f"The GitHub API returned garbage for nixpkgs commit {short(rev)}.") from None
+
     def _json(self, path: str, what: str):
         try:
             return self._get(self._api(path), what, accept=GITHUB_JSON).json()

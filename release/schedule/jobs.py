@@ -47,6 +47,7 @@ log = logging.getLogger("torchbot.schedule")
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 BUMP_GRACE = 6 * 3600
 JOBS_TABLE = "apscheduler_jobs"
+DASHBOARD_SECONDS = 3600  # the dashboard issues are edited hourly, and after each bump and publish
 
 class _Jobs:
     """The Context jobs run with. APScheduler stores a job as a reference to ``run_job``, so the
@@ -110,6 +111,7 @@ def job_specs(ctx) -> list[JobSpec]:
     specs.append(JobSpec("docs-check", "docs-check", None, docs_cron, BUMP_GRACE,
                          "check the README cross-branch tables; drift goes to the announce channel"))
     for kind, seconds, what in (
+        ("dashboard-issue", DASHBOARD_SECONDS, "edit the dashboard issues on GitHub (act on ticked boxes)"),
         ("poll-builds", s.poll_interval_seconds, "follow running builds"),
         ("publish", s.publish_interval_seconds, "publish succeeded variants"),
         ("flush-announcements", s.flush_interval_seconds, "send pending release announcements"),
@@ -262,7 +264,23 @@ def _job_docs(ctx, _arg) -> str:
     return f"{line}; posted to {s.announce_channel}"
 
 
+def _dashboard():
+    """The dashboard's command layer, registered by name (it reads the schedule's triggers)."""
+    import importlib
+
+    return importlib.import_module("release.dashboard.commands")
+
+
+def _job_dashboard(ctx, _arg) -> str:
+    if ctx.settings.github_token is None:
+        return "skipped: no TORCHBOT_GITHUB_TOKEN"
+    if not ctx.repositories:
+        return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
+    return "; ".join(_dashboard().sync_issues(ctx)) or "nothing to do"
+
+
 JOB_KINDS = {
+    "dashboard-issue": _job_dashboard,
     "docs-check": _job_docs,
     "bump": _job_bump,
     "poll-builds": _job_poll,
@@ -312,6 +330,8 @@ def run_job(job_id: str, slot: str | None = None, ctx=None) -> str:
         log.exception("job %s failed", job_id)
         result = f"error: {type(err).__name__}: {err}"
     st.finish_run(run_id, result)
+    if spec.kind in ("bump", "publish"):
+        _dashboard().after_operation(ctx, job_id)
     return result
 
 

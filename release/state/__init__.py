@@ -26,6 +26,7 @@ from release.state.tables import (
     Build,
     BuildLock,
     BuildRun,
+    BumpOutcome,
     Claim,
     Delivery,
     GithubRun,
@@ -37,7 +38,7 @@ from release.state.tables import (
     utcnow,
 )
 
-__all__ = ["ACTIVE", "DEFAULT_TIMEOUT", "RUNNING", "STATES", "Base", "Build", "BuildLock", "BuildRun", "Claim",
-           "Delivery",
-           "GithubRun", "JobRun", "Outbox", "PendingPlan", "Publish", "Release", "State", "open_state",
+__all__ = ["ACTIVE", "DEFAULT_TIMEOUT", "RUNNING", "STATES", "Base", "Build", "BuildLock", "BuildRun", "BumpOutcome",
+           "Claim", "Delivery", "GithubRun", "JobRun", "Outbox", "PendingPlan", "Publish", "Release", "State",
+           "open_state",
            "owner_alive", "owner_id", "process_start", "state_for", "utcnow"]

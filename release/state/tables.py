@@ -1,6 +1,7 @@
 """The state DB's tables (SQLAlchemy 2 models): builds and their runs and locks, the GitHub runs
 being followed, publishes, releases (Slack threads), the announcement outbox, job-run locks,
-pending chat plans and the Slack deliveries already answered. May import nothing of torchbot."""
+pending chat plans, the Slack deliveries already answered and the outcomes of the last bumps.
+May import nothing of torchbot."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """/pins with both repositories: build-torchvision has branches of the same names as
-build-pytorch's (main, main-staging), so its rows are said apart, and the one-line answer to
+build-pytorch's (main, main-staging), so its rows are said apart by a repository column, and the one-line answer to
 "what pin is main on?" is build-pytorch's main."""
 
 from __future__ import annotations
@@ -16,6 +16,6 @@ def test_pins_says_which_main_is_torchvision(tmp_path):
     text = PinsResult(ctx, ["main"]).text()
     lines = text.splitlines()
     assert lines[0].startswith("main is pinned to nixpkgs ")  # build-pytorch's main: one sentence
-    rows = [line.split("  ")[0] for line in lines[2:]]
-    assert rows == ["main", "main (torchvision)"], text
-    assert "with its pair (/bump --with-companions)" in lines[-1]  # the schedule bumps build-pytorch only
+    assert lines[1].split()[:2] == ["repository", "branch"]  # the repository column says them apart
+    rows = [line.split()[:2] for line in lines[2:]]
+    assert rows == [["pytorch", "main"], ["torchvision", "main"]], text

@@ -55,6 +55,10 @@ backend, paging and rate-limiting the way GitHub documents it.
   merges included. Commit statuses (``/repos/{repo}/statuses/{sha}``, ``commits/{ref}/status(es)``)
   too: ``statuses`` (tests/support/fakes_github_statuses.py). With ``git_dir``, a dispatch at a ref
   the repository does not have is refused 422 ("No ref found for: …"), as GitHub does.
+- Issues (the dashboard issue): ``GET/POST .../issues``, ``GET/PATCH .../issues/{n}`` with GitHub's
+  issue object (its required fields), 422 for a missing title or a body over 65,536 characters;
+  ``issues`` holds them and ``tick(n, key)`` ticks a dashboard box as a person would. ``add_pull(head,
+  base)`` opens a pull request as a person would.
 """
 
 from __future__ import annotations
@@ -117,6 +121,7 @@ class FakeGitHub:
         self.requests: list[tuple[str, str]] = []
         self.log: list[Logged] = []
         self.runs: dict[int, dict] = {}
+        self.issues: dict[int, dict] = {}  # number -> issue (GitHub's issue object)
         self._window_start: float | None = None
         self._used = 0
         self._throttle: list[tuple[int, float | None, bool]] = []
@@ -293,7 +298,74 @@ class FakeGitHub:
         status, payload, extra = self._route(req, method, path, query, body)
         return status, payload, {**self._rate_headers(now), **extra}
 
+    # -- issues and pull requests (the dashboard issue) -------------------------------------------
+
+    def _issue(self, repo: str, number: int, title: str, body: str | None, user: str = "torchbot[bot]") -> dict:
+        issue = shapes.issue(repo, number, title=title, body=body, user=user)  # GitHub's issue object
+        base = f"https://api.github.test/repos/{repo}/issues/{number}"
+        issue.update({"url": base, "repository_url": f"https://api.github.test/repos/{repo}",
+                      "html_url": f"https://github.test/{repo}/issues/{number}"})
+        return issue
+
+    def add_pull(self, head: str, base: str) -> dict:
+        """An open pull request ``head`` -> ``base`` of the fake's repository, opened as a person would."""
+        status, pr, _ = self.pulls.route(None, "POST", [], {}, {"title": f"Bump {base}", "head": head, "base": base})
+        assert status == 201, pr
+        return pr
+
+    def tick(self, number: int, key: str) -> None:
+        """A person ticks the box of ``key`` in issue ``number``."""
+        issue = self.issues[number]
+        box = f"- [ ] <!-- torchbot:act:{key} -->"
+        assert box in issue["body"], f"no box {key} in issue #{number}"
+        issue["body"] = issue["body"].replace(box, box.replace("[ ]", "[x]"))
+
+    def _issues_route(self, repo: str, method: str, rest: list[str], query: dict, body: dict
+                      ) -> tuple[int, object, dict]:
+        if rest == ["pulls"] and method == "GET":  # another repository of the owner: none open
+            return 200, [], {}
+        if rest == ["issues"] and method == "GET":
+            state = query.get("state", "open")
+            items = [i for i in reversed(self.issues.values()) if i["repository_url"].endswith("/repos/" + repo)
+                     and (state == "all" or i["state"] == state)]
+            return 200, items[: min(int(query.get("per_page", DEFAULT_PER_PAGE)), MAX_PER_PAGE)], {}
+        if rest == ["issues"] and method == "POST":
+            if not isinstance(body.get("title"), str) or not body["title"]:
+                return 422, shapes.validation_failed({"resource": "Issue", "field": "title",
+                                                      "code": "missing_field"}), {}
+            if len(body.get("body") or "") > 65536:
+                return 422, shapes.validation_failed({"resource": "Issue", "field": "body", "code": "custom",
+                                                      "message": "body is too long (maximum is 65536 characters)"}), {}
+            n = max([*self.pulls.prs, *self.issues], default=0) + 1  # issues and PRs share numbers
+            self.issues[n] = self._issue(repo, n, body["title"], body.get("body"))
+            return 201, self.issues[n], {}
+        if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit():
+            issue = self.issues.get(int(rest[1]))
+            if issue is None or not issue["repository_url"].endswith("/repos/" + repo):
+                return 404, {"message": "Not Found"}, {}
+            if method == "GET":
+                return 200, issue, {}
+            if method == "PATCH":
+                if len(body.get("body") or "") > 65536:
+                    too_long = "body is too long (maximum is 65536 characters)"
+                    return 422, shapes.validation_failed({"resource": "Issue", "field": "body", "code": "custom",
+                                                          "message": too_long}), {}
+                unknown = set(body) - {"title", "body", "state", "state_reason", "labels", "assignees", "milestone"}
+                if unknown:
+                    return 422, shapes.validation_failed(), {}
+                issue.update(body)
+                issue["updated_at"] = _iso(time.time())
+                return 200, issue, {}
+        return 404, {"message": "Not Found"}, {}
+
     def _route(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
+        owner = self.repo.split("/")[0]
+        parts = path.strip("/").split("/")
+        other = len(parts) >= 4 and f"{owner}/{parts[2]}" != self.repo
+        if len(parts) >= 4 and parts[:2] == ["repos", owner] and (
+                parts[3] == "issues" or (other and parts[3:] == ["pulls"] and method == "GET")):
+            # issues of any repository of the owner; pull requests of the others (none open)
+            return self._issues_route(f"{owner}/{parts[2]}", method, parts[3:], query, body)
         prefix = f"/repos/{self.repo}/actions/"
         if method == "GET" and path == f"/repos/{self.repo}":  # the token still reaches the repository
             return 200, shapes.repository(self.repo), {}

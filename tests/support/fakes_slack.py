@@ -9,7 +9,8 @@ Usage::
 
 Implemented methods (JSON bodies, form bodies and query strings are all accepted):
 ``auth.test``, ``chat.postMessage`` (``thread_ts``, ``metadata``, ``client_msg_id`` kept),
-``chat.update``, ``chat.postEphemeral``, ``conversations.replies`` and
+``chat.update``, ``chat.postEphemeral``, ``views.publish`` (App Home; strict: ``user_id``, a
+``home`` view, Block Kit limits checked by ``blocks_problem``), ``conversations.replies`` and
 ``conversations.history`` (``metadata`` returned only with ``include_all_metadata``, as
 Slack does), the three steps of ``files_upload_v2`` (``files.getUploadURLExternal``, the
 POST of the bytes to the upload URL, ``files.completeUploadExternal``; ``slack.files`` holds
@@ -55,6 +56,27 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+TEXT_LIMITS = {"section": 3000, "header": 150, "context": 2000}
+
+
+def blocks_problem(blocks: list, max_blocks: int = 50) -> str | None:
+    """Why Slack would refuse these blocks (count, a block without a type, a text or button over
+    its limit), or None."""
+    if len(blocks) > max_blocks:
+        return f"[ERROR] no more than {max_blocks} items allowed [json-pointer:/blocks]"
+    for i, b in enumerate(blocks):
+        if not isinstance(b, dict) or not b.get("type"):
+            return f"[ERROR] missing required field: type [json-pointer:/blocks/{i}]"
+        texts = [b.get("text"), *list(b.get("elements") or []), *list(b.get("fields") or [])]
+        limit = TEXT_LIMITS.get(b["type"], 3000)
+        for t in texts:
+            if isinstance(t, dict) and isinstance(t.get("text"), str) and len(t["text"]) > limit:
+                return f"[ERROR] must be less than {limit + 1} characters [json-pointer:/blocks/{i}/text]"
+        acc = b.get("accessory") or {}
+        if acc.get("type") == "button" and (len(acc.get("value", "")) > 2000 or len(acc["text"]["text"]) > 75):
+            return f"[ERROR] button too long [json-pointer:/blocks/{i}/accessory]"
+    return None
+
 
 class FakeSlack:
     def __init__(self, token: str = "xoxb-test", app_token: str = "xapp-test"):
@@ -75,6 +97,7 @@ class FakeSlack:
         self._fail_status = 200
         self._clock = time.time()
         self.usergroups: dict[str, list[str]] = {}
+        self.views: dict[str, dict[str, Any]] = {}  # user -> the App Home view published for them
         self.disabled: set[str] = set()
         self.slow: dict[str, float] = {}  # method -> seconds it takes to answer (a slow Slack)
         self.scopes = {"chat:write", "commands", "app_mentions:read", "files:write", "usergroups:read"}
@@ -303,6 +326,26 @@ class FakeSlack:
             parent["reply_count"] = parent.get("reply_count", 0) + 1
         self.channels.setdefault(channel, []).append(msg)
         return 200, {"ok": True, "channel": channel, "ts": msg["ts"], "message": self._public(msg, True)}
+
+    def _m_views_publish(self, p):
+        """As Slack: ``user_id`` and a ``view`` of type ``home`` with at most 100 blocks, each with a
+        ``type``, texts within their limits (section 3,000, header 150); kept in ``views``."""
+        view = p.get("view")
+        if isinstance(view, str):
+            try:
+                view = json.loads(view)
+            except ValueError:
+                return 200, {"ok": False, "error": "invalid_arguments"}
+        if not p.get("user_id"):
+            return 200, {"ok": False, "error": "invalid_arguments", "response_metadata": {
+                "messages": ["[ERROR] missing required field: user_id"]}}
+        if not isinstance(view, dict) or view.get("type") != "home" or not isinstance(view.get("blocks"), list):
+            return 200, {"ok": False, "error": "invalid_arguments"}
+        problem = blocks_problem(view["blocks"], 100)
+        if problem:
+            return 200, {"ok": False, "error": "invalid_blocks", "response_metadata": {"messages": [problem]}}
+        self.views[p["user_id"]] = view
+        return 200, {"ok": True, "view": {"id": "V" + str(len(self.views)), "type": "home", **view}}
 
     def _m_chat_postEphemeral(self, p):
         return 200, {"ok": True, "message_ts": self._next_ts()}

@@ -16,7 +16,7 @@ import sys
 from config.errors import TorchbotError
 
 REGISTRARS = ("bot.frontends.cli.ask", "release.cli", "release.schedule.cli", "bot.frontends.cli.serve",
-              "bot.frontends.cli.paths", "bot.frontends.cli.completion")
+              "bot.frontends.cli.paths", "bot.frontends.cli.completion", "release.dashboard.cli")
 
 
 EXIT_CODES = """exit status:

@@ -45,9 +45,11 @@ def _serve(args, ctx) -> int:
     server = None
     if mode == "http":
         from bot.frontends.slack.http_mode import make_http_server
+        from bot.frontends.web import PATH, dashboard_app, route
 
+        page = dashboard_app(ctx, host)
         try:
-            server = make_http_server(app, host, port)
+            server = make_http_server(app, host, port, pages=lambda slack: route({PATH: page}, slack))
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
@@ -61,8 +63,8 @@ def _serve(args, ctx) -> int:
         scheduler = Leader(ctx).start()
     try:
         if server is not None:
-            _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events")
-                 + said)
+            _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events "
+                                             "(and /dashboard)") + said)
             server.serve_forever()
         else:
             _serve_socket(app, s, who, said)

@@ -20,6 +20,7 @@ from bot.engine.answer import Answer
 from bot.frontends.chat import JobReply, PlanReply
 from bot.frontends.pending import DiffResult
 from bot.frontends.slack.text import escape, excerpt, quoted
+from release.dashboard.commands import DashboardResult
 
 MAX_TEXT = 2900  # a section's text limit is 3000 characters
 MAX_PAGES = 12  # code sections in one message (Slack allows 50 blocks)
@@ -196,6 +197,10 @@ def render(result: Any, can_attach: bool = False, name: str = "torchbot-output.t
     if isinstance(result, DiffResult):
         blocks, file = diff_blocks(result, can_attach)
         return Rendered(escape(result.text().partition("\n")[0]), blocks, file)
+    if isinstance(result, DashboardResult):
+        from bot.frontends.slack import dashboard
+
+        return Rendered(escape(dashboard.summary(result.model)), dashboard.blocks(result.model))
     if isinstance(result, JobReply):
         return Rendered(escape(result.text()), [_section(escape(result.text()))])
     summary, failures = summary_of(result)

@@ -198,8 +198,10 @@ class HttpServer:
         """Nothing more to close after ``shutdown`` (kept for callers that close in two steps)."""
 
 
-def make_http_server(app, host: str = "127.0.0.1", port: int = 3000) -> HttpServer:
-    """Bolt's WSGI adapter on ``/slack/events`` behind the guard, served by waitress."""
+def make_http_server(app, host: str = "127.0.0.1", port: int = 3000, pages=None) -> HttpServer:
+    """Bolt's WSGI adapter on ``/slack/events`` behind the guard, served by waitress; ``pages``
+    (a WSGI app taking every request and handing the rest on, see ``bot.frontends.web.route``)
+    serves read-only pages beside it."""
     from slack_bolt.adapter.wsgi import SlackRequestHandler
 
     secret = app._torchbot_signing_secret  # set by create_app
@@ -207,7 +209,8 @@ def make_http_server(app, host: str = "127.0.0.1", port: int = 3000) -> HttpServ
         from config.errors import ConfigError
 
         raise ConfigError("TORCHBOT_SLACK_SIGNING_SECRET is not set: HTTP mode checks every request against it.")
-    return HttpServer(guard(SlackRequestHandler(app, path=PATH), secret), host, port)
+    slack = guard(SlackRequestHandler(app, path=PATH), secret)
+    return HttpServer(pages(slack) if pages else slack, host, port)
 
 
 def start_in_thread(server: HttpServer) -> threading.Thread:

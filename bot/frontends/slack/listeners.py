@@ -17,6 +17,7 @@ from typing import Any
 from bot.frontends.chat import PLANNERS, SHORT_HELP, Chat, JobReply
 from bot.frontends.commands import ask
 from bot.frontends.incidents import report
+from bot.frontends.slack import dashboard
 from bot.frontends.slack.blocks import render
 from bot.frontends.slack.deliveries import Deliveries
 from bot.frontends.slack.jobs import JobReport
@@ -32,7 +33,7 @@ def answers_later(name: str, text: str) -> bool:
     """Whether a command is answered after its ack (it plans, or reads the state DB), rather
     than in the ack itself."""
     word = (text.split() or [""])[0].lower()
-    return name in PLANNERS or (name == "torchbot" and (word in PLANNERS or word == "status"))
+    return name in PLANNERS or (name == "torchbot" and (word in PLANNERS or word in ("status", "dashboard")))
 
 
 def _status(name: str, text: str) -> bool:
@@ -54,8 +55,10 @@ class Listeners:
         app.action("cancel_plan")(self.on_cancel)
         app.action("show_diff")(self.on_diff)
         app.action("share_answer")(self.on_share)
+        app.action(dashboard.ACTION_ID)(self.on_dashboard_act)
         app.action(re.compile(r".*"))(self.on_unknown_action)
         app.event("app_mention")(self.on_mention)
+        app.event("app_home_opened")(self.on_home_opened)
         app.event(re.compile(r".*"))(self.on_other_event)
         app.error(self.on_error)
 
@@ -160,6 +163,25 @@ class Listeners:
 
         self._button(ack, body, request, respond, "Share in channel", answer)
 
+    def on_dashboard_act(self, ack, body, respond, request):
+        """A dashboard button: the chat command of its row, planned as typed (admins only), with
+        the usual Confirm and Cancel."""
+        def answer():
+            from release.dashboard.commands import dashboard as current
+
+            action = dashboard.find_action(current(self.ctx).model, _first_action(body).get("value", ""))
+            if action is None:
+                respond(replace_original=False, response_type="ephemeral",
+                        text="That row has nothing to do any more (the dashboard moved on).")
+                return
+            user = body.get("user", {}).get("id", "")
+            channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")
+            name, _, rest = action.command.partition(" ")
+            out = render(self.chat.command(name, rest, user=user, channel=channel or "app_home"))
+            respond(replace_original=False, response_type="ephemeral", text=out.text, blocks=out.blocks)
+
+        self._button(ack, body, request, respond, "a dashboard button", answer)
+
     def on_unknown_action(self, ack, body, respond):
         ack()
         action = _first_action(body).get("action_id", "?")
@@ -179,6 +201,19 @@ class Listeners:
             say(text=out.text, blocks=out.blocks, thread_ts=thread)
         except Exception:  # noqa: BLE001  (a listener's boundary)
             say(text=report(log, "@torchbot"), thread_ts=thread)
+
+    def on_home_opened(self, event, client, body, request):
+        """The App Home tab: the dashboard, published for the user who opened it."""
+        if event.get("tab", "home") != "home":
+            return
+        try:
+            from release.dashboard.commands import dashboard as current
+
+            view = dashboard.home_view(current(self.ctx).model)
+        except Exception:  # noqa: BLE001  (a listener's boundary: the tab says so, with an error id)
+            view = {"type": "home", "blocks": [{"type": "section", "text": {
+                "type": "mrkdwn", "text": escape(report(log, "the App Home dashboard"))}}]}
+        client.views_publish(user_id=event.get("user", ""), view=view)
 
     def on_other_event(self, event):  # subscribed by mistake or new: acked, nothing to do
         log.debug("ignoring a %s event", event.get("type"))

@@ -1,0 +1,378 @@
+"""The dashboard's model, built from plain data (``build(facts, now)``); pure: no git, HTTP,
+database or clock of its own. ``release.dashboard.collect`` gathers the facts.
+
+Facts (dicts and lists only)::
+
+    {"generated": ISO, "notes": [str],
+     "repositories": [{"name", "path", "kind", "github",
+        "branches": [{"name", "head", "pytorch", "python", "cuda": [..], "purpose",
+            "pins": [{"rev", "labels": [..], "packages": n, "date": ISO|None, "channel",
+                      "channel_head": sha|None, "channel_date": ISO|None, "behind": n|None}],
+            "bumps": [{"group", "state": bumped|current|held, "reason", "when", "rev", "pytorch"}],
+            "pr": {"number", "url", "head", "builds": {state: n}} | None,
+            "readme_drift": [str], "pairs_with": str|None, "companion_drift": [str],
+            "variants": [{"package", "platform", "gpu_arch", "build": Build.state|None,
+                          "at_head": bool, "published": bool}],
+            "jobs": [{"id", "description", "next_run": ISO|None}]}]}]}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+BUILD_STATES = ("built", "failed", "running", "not built")
+BUMP_STATES = ("held", "pr-open", "bumped", "current", "skipped", "unknown")  # most urgent first
+_FROM_BUILD = {"succeeded": "built", "failed": "failed", "interrupted": "failed", "queued": "running",
+               "running": "running"}
+_TORCH_RE = re.compile(r"(?:has|holds|moved) torch (?:to )?(\d+\.\d+(?:\.\d+)?)")
+_REV_RE = re.compile(r"nixpkgs ([0-9a-f]{7,40})\b")
+
+
+def _date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    d = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return d if d.tzinfo else d.replace(tzinfo=None)
+
+
+def _days(later: datetime | None, earlier: datetime | None) -> int | None:
+    if later is None or earlier is None:
+        return None
+    if (later.tzinfo is None) != (earlier.tzinfo is None):
+        later, earlier = later.replace(tzinfo=None), earlier.replace(tzinfo=None)
+    return max(0, (later - earlier).days)
+
+
+@dataclass
+class Pin:
+    rev: str
+    labels: list[str]
+    packages: int
+    date: str | None
+    age_days: int | None
+    channel: str
+    channel_head: str | None
+    behind_commits: int | None
+    behind_days: int | None
+
+    @property
+    def current(self) -> bool:
+        return self.channel_head is not None and self.channel_head == self.rev
+
+
+@dataclass
+class PullRequest:
+    number: int | None
+    url: str | None
+    head: str | None
+    builds: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        total = sum(self.builds.values())
+        if not total:
+            return "no builds yet"
+        return f"{self.builds.get('built', 0)}/{total} built, {self.builds.get('failed', 0)} failed"
+
+
+@dataclass
+class Bump:
+    group: str  # the pin group ("" for a branch with one pin)
+    state: str  # BUMP_STATES
+    reason: str = ""
+    when: str | None = None
+    rev: str | None = None  # the revision a held bump would move to
+    pytorch: str | None = None  # the PyTorch that revision holds (held: what the promise refuses)
+    kind: str | None = None  # the outcome as the bump recorded it (bumped, kept-promise, current, held, skipped)
+
+
+@dataclass
+class PlatformBuilds:
+    platform: str
+    built: int = 0
+    failed: int = 0
+    running: int = 0
+    not_built: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.built + self.failed + self.running + self.not_built
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "total": self.total}
+
+
+@dataclass
+class Action:
+    """What a person can ask for on a row: the chat command that does it (as the CLI would)."""
+
+    kind: str  # approve-bump | retry-builds | rebase-pr
+    repository: str
+    branch: str
+    label: str
+    command: str  # "bump main <rev> --pytorch 2.9.1", "build main pkg-a pkg-b"
+    key: str  # stable id of this action on this row (checkbox markers, audit lines)
+
+
+@dataclass
+class Need:
+    repository: str
+    branch: str
+    kind: str  # held | failed | readme-drift | companion-drift
+    text: str
+    action: Action | None = None
+
+
+@dataclass
+class Job:
+    id: str
+    description: str
+    next_run: str | None
+
+
+@dataclass
+class BranchView:
+    repository: str
+    name: str
+    head: str
+    pytorch: str | None
+    python: str | None
+    cuda: list[str]
+    pins: list[Pin]
+    bumps: list[Bump]
+    pr: PullRequest | None
+    readme_drift: list[str]
+    pairs_with: str | None
+    companion_drift: list[str]
+    platforms: list[PlatformBuilds]
+    grid: dict[str, dict[str, int]]  # column (sm90, cpu, darwin) -> {state: count}
+    published: int
+    variants: int
+    failed_packages: list[str]
+    jobs: list[Job]
+    actions: list[Action] = field(default_factory=list)
+
+    @property
+    def bump_state(self) -> str:
+        states = [b.state for b in self.bumps] or ["unknown"]
+        return min(states, key=BUMP_STATES.index)
+
+    @property
+    def builds(self) -> dict[str, int]:
+        return {"built": sum(p.built for p in self.platforms), "failed": sum(p.failed for p in self.platforms),
+                "running": sum(p.running for p in self.platforms),
+                "not built": sum(p.not_built for p in self.platforms), "total": self.variants}
+
+    @property
+    def oldest_pin_days(self) -> int | None:
+        ages = [p.age_days for p in self.pins if p.age_days is not None]
+        return max(ages) if ages else None
+
+    @property
+    def drift(self) -> bool:
+        return bool(self.readme_drift or self.companion_drift)
+
+    @property
+    def next_bump(self) -> str | None:
+        return next((j.next_run for j in self.jobs if j.id == "bump" or j.id.startswith("bump:")), None)
+
+    def to_dict(self) -> dict:
+        return {
+            "repository": self.repository, "branch": self.name, "head": self.head, "pytorch": self.pytorch,
+            "python": self.python, "cuda": self.cuda,
+            "pins": [{**asdict(p), "current": p.current} for p in self.pins],
+            "bump": {"state": self.bump_state, "groups": [asdict(b) for b in self.bumps],
+                     "pull_request": ({**asdict(self.pr), "summary": self.pr.summary()} if self.pr else None)},
+            "drift": {"readme": self.readme_drift, "companion": self.companion_drift, "pairs_with": self.pairs_with},
+            "builds": {**self.builds, "platforms": [p.to_dict() for p in self.platforms], "grid": self.grid,
+                       "failed_packages": self.failed_packages},
+            "published": {"packages": self.published, "of": self.variants},
+            "jobs": [asdict(j) for j in self.jobs],
+            "actions": [asdict(a) for a in self.actions],
+        }
+
+
+@dataclass
+class RepoView:
+    name: str
+    path: str
+    kind: str
+    github: str | None
+    branches: list[BranchView]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "path": self.path, "kind": self.kind, "github": self.github,
+                "branches": [b.to_dict() for b in self.branches]}
+
+
+@dataclass
+class Dashboard:
+    generated: str
+    repositories: list[RepoView]
+    needs: list[Need]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def branches(self) -> list[BranchView]:
+        return [b for r in self.repositories for b in r.branches]
+
+    @property
+    def columns(self) -> list[str]:
+        """The grid's columns: GPU architectures by number, then cpu and darwin."""
+        cols = {c for b in self.branches for c in b.grid}
+        gpus = sorted((c for c in cols if c.startswith("sm")), key=lambda c: int(re.sub(r"\D", "", c) or 0))
+        return gpus + [c for c in ("cpu", "darwin") if c in cols]
+
+    def to_dict(self) -> dict:
+        return {"ok": True, "generated": self.generated, "repositories": [r.to_dict() for r in self.repositories],
+                "needs_a_human": [{**{k: v for k, v in asdict(n).items() if k != "action"},
+                                   "action": asdict(n.action) if n.action else None} for n in self.needs],
+                "notes": self.notes}
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+def cell_state(counts: dict[str, int]) -> str:
+    """A grid cell's colour: failed before running before not built before built."""
+    for state in ("failed", "running", "not built", "built"):
+        if counts.get(state):
+            return state
+    return "not built"
+
+
+def _pins(raw: list[dict], now: datetime) -> list[Pin]:
+    out = []
+    for p in raw:
+        date, head_date = _date(p.get("date")), _date(p.get("channel_date"))
+        out.append(Pin(rev=p["rev"], labels=list(p.get("labels") or []), packages=int(p.get("packages") or 0),
+                       date=p.get("date"), age_days=_days(now, date), channel=p.get("channel") or "",
+                       channel_head=p.get("channel_head"), behind_commits=p.get("behind"),
+                       behind_days=_days(head_date, date)))
+    return out
+
+
+def _bumps(raw: list[dict], pins: list[Pin], scheduled: bool = True) -> list[Bump]:
+    out = []
+    for b in raw:
+        reason = b.get("reason") or ""
+        torch, rev = _TORCH_RE.search(reason), _REV_RE.search(reason)
+        out.append(Bump(group=b.get("group") or "", state=b.get("state") or "unknown", reason=reason,
+                        when=b.get("when"), rev=b.get("rev") or (rev.group(1) if rev else None),
+                        pytorch=b.get("pytorch") or (torch.group(1) if torch else None), kind=b.get("kind")))
+    heads = {p.channel_head for p in pins if p.channel_head}
+    for b in out:  # a short revision in a reason: the channel head it abbreviates
+        full = [h for h in heads if b.rev and h.startswith(b.rev)]
+        if b.rev and len(b.rev) < 40 and len(full) == 1:
+            b.rev = full[0]
+    if not out:  # nothing recorded: what the pins say against their channel
+        for p in pins:
+            state = "current" if p.current else "unknown"
+            why = "" if p.current else ("not scheduled: bumped by hand or with its companion" if not scheduled
+                                        else "not run yet" if p.channel_head else "channel head unknown")
+            out.append(Bump(group=", ".join(p.labels) if len(pins) > 1 else "", state=state, reason=why))
+    return out
+
+
+def _builds(variants: list[dict]) -> tuple[list[PlatformBuilds], dict[str, dict[str, int]], list[str], int]:
+    platforms: dict[str, PlatformBuilds] = {}
+    grid: dict[str, dict[str, int]] = {}
+    failed, published = [], 0
+    for v in variants:
+        state = _FROM_BUILD.get(v.get("build") or "", "not built") if v.get("at_head") else "not built"
+        pb = platforms.setdefault(v["platform"], PlatformBuilds(v["platform"]))
+        attr = state.replace(" ", "_")
+        setattr(pb, attr, getattr(pb, attr) + 1)
+        column = v.get("gpu_arch") or ("darwin" if "darwin" in v["platform"] else "cpu")
+        cell = grid.setdefault(column, {})
+        cell[state] = cell.get(state, 0) + 1
+        if state == "failed":
+            failed.append(v["package"])
+        published += bool(v.get("published"))
+    return sorted(platforms.values(), key=lambda p: p.platform), grid, failed, published
+
+
+def _actions(repo: str, b: BranchView) -> list[Action]:
+    out = []
+    for bump in b.bumps:
+        if bump.state != "held":
+            continue
+        words = ["bump", b.name]
+        if bump.rev:
+            words.append(bump.rev)
+        if bump.pytorch:
+            words += ["--pytorch", bump.pytorch]
+        what = f"PyTorch {bump.pytorch}" if bump.pytorch else "the channel head"
+        group = f" ({bump.group})" if bump.group else ""
+        cuda = re.search(r"CUDA (\d+\.\d+)", bump.group or "")
+        if cuda and len(b.pins) > 1:
+            words += ["--cuda", cuda.group(1)]
+        slug = re.sub(r"[^A-Za-z0-9.]+", "-", bump.group).strip("-") or "-"
+        out.append(Action("approve-bump", repo, b.name, f"Approve the held bump of {b.name}{group} to {what}",
+                          " ".join(words), f"approve-bump:{b.name}:{slug}"))
+    if b.failed_packages:
+        out.append(Action("retry-builds", repo, b.name,
+                          f"Retry {len(b.failed_packages)} failed build(s) of {b.name} at {b.head[:7]}",
+                          " ".join(["build", b.name, *b.failed_packages]), f"retry-builds:{b.name}:{b.head[:12]}"))
+    if b.pr is not None:
+        out.append(Action("rebase-pr", repo, b.name, f"Rebase bump PR #{b.pr.number} of {b.name}",
+                          f"bump {b.name}", f"rebase-pr:{b.name}:{b.pr.number}"))
+    return out
+
+
+def _needs(b: BranchView) -> list[Need]:
+    out = []
+    by_kind = {a.kind: a for a in b.actions}
+    approvals = iter(a for a in b.actions if a.kind == "approve-bump")  # one per held group, in order
+    for bump in b.bumps:
+        if bump.state == "held":
+            group = f" ({bump.group})" if bump.group else ""
+            out.append(Need(b.repository, b.name, "held", f"bump held{group}: {bump.reason or 'no reason recorded'}",
+                            next(approvals, None)))
+    if b.failed_packages:
+        shown = ", ".join(b.failed_packages[:3]) + (" …" if len(b.failed_packages) > 3 else "")
+        out.append(Need(b.repository, b.name, "failed", f"{len(b.failed_packages)} failed build(s): {shown}",
+                        by_kind.get("retry-builds")))
+    if b.readme_drift:
+        out.append(Need(b.repository, b.name, "readme-drift",
+                        f"README drift: {len(b.readme_drift)} stale row(s) (`torchbot release docs --write`)"))
+    if b.companion_drift:
+        out.append(Need(b.repository, b.name, "companion-drift", "companion drift: " + "; ".join(b.companion_drift)))
+    return out
+
+
+def branch_view(repo: str, raw: dict, now: datetime) -> BranchView:
+    pins = _pins(raw.get("pins") or [], now)
+    platforms, grid, failed, published = _builds(raw.get("variants") or [])
+    pr = raw.get("pr")
+    b = BranchView(
+        repository=repo, name=raw["name"], head=raw.get("head") or "", pytorch=raw.get("pytorch"),
+        python=raw.get("python"), cuda=list(raw.get("cuda") or []), pins=pins,
+        bumps=_bumps(raw.get("bumps") or [], pins,
+                     any(j["id"] == "bump" or j["id"].startswith("bump:") for j in raw.get("jobs") or [])),
+        pr=PullRequest(pr.get("number"), pr.get("url"), pr.get("head"), dict(pr.get("builds") or {})) if pr else None,
+        readme_drift=list(raw.get("readme_drift") or []), pairs_with=raw.get("pairs_with"),
+        companion_drift=list(raw.get("companion_drift") or []), platforms=platforms, grid=grid,
+        published=published, variants=len(raw.get("variants") or []), failed_packages=failed,
+        jobs=[Job(j["id"], j.get("description", ""), j.get("next_run")) for j in raw.get("jobs") or []],
+    )
+    if b.pr is not None and all(x.state in ("bumped", "unknown") for x in b.bumps):
+        for x in b.bumps:
+            x.state = "pr-open"
+    b.actions = _actions(repo, b)
+    return b
+
+
+def build(facts: dict, now: datetime) -> Dashboard:
+    repos, needs = [], []
+    for r in facts.get("repositories") or []:
+        branches = [branch_view(r["name"], raw, now) for raw in r.get("branches") or []]
+        repos.append(RepoView(r["name"], r.get("path", ""), r.get("kind", ""), r.get("github"), branches))
+        for b in branches:
+            needs.extend(_needs(b))
+    order = {"held": 0, "failed": 1, "companion-drift": 2, "readme-drift": 3}
+    needs.sort(key=lambda n: order.get(n.kind, 9))
+    return Dashboard(facts.get("generated") or now.isoformat(timespec="seconds"), repos, needs,
+                     list(facts.get("notes") or []))

@@ -1,0 +1,142 @@
+"""A world for the dashboard tests: the build-pytorch and build-torchvision fixture repositories
+(fixtures_realshapes: several branches, a three-pin branch, a companion repository, stale
+READMEs, a companion pin that differs), a nixpkgs stand-in with dated pins and a channel head
+ahead of them, a GitHub stand-in with an open bump pull request, and a state DB holding builds
+in every state at the branch heads, publishes and the schedule's bump outcomes (held with its
+reason, bumped, current).
+
+    with dashboard_world(tmp_path) as w:
+        w.ctx, w.pt, w.tv, w.nix, w.gh, w.now
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from tests.support.fakes_github import FakeGitHub
+from tests.support.fakes_nixpkgs import FakeNixpkgs
+from tests.support.fixtures_realshapes import PIN_12_X, PIN_13_0, PIN_13_1, PIN_MAIN, RepoFixture, make_repos
+
+NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+HEAD = "ff66ff66ff66ff66ff66ff66ff66ff66ff66ff66"  # the channel's head
+DATES = {PIN_MAIN: "2025-08-01T00:00:00Z", PIN_12_X: "2025-11-01T00:00:00Z", PIN_13_0: "2026-01-10T00:00:00Z",
+         PIN_13_1: "2026-02-01T00:00:00Z", HEAD: "2026-03-01T00:00:00Z"}
+HELD = ("Refusing to bump 'main': it promises PyTorch 2.8.0 but nixpkgs ff66ff6 has torch 2.9.1; "
+        "pass --pytorch 2.9.1 to move it deliberately")
+MULTI = "pytorch-2.10-python313"  # three pins
+PR_BRANCH = "pytorch-2.9-python311"
+PR_HEAD = f"bump/{PR_BRANCH}-{HEAD[:12]}"
+
+
+@dataclass
+class World:
+    ctx: object
+    pt: RepoFixture
+    tv: RepoFixture
+    nix: FakeNixpkgs
+    gh: FakeGitHub
+    now: datetime
+    failed: list[str]  # main's failed packages
+    tmp: Path
+
+
+def settings(tmp: Path, pt: RepoFixture, tv: RepoFixture, nix: FakeNixpkgs, gh: FakeGitHub, **over):
+    from config.settings import Settings
+
+    base = dict(repo_path=pt.path, repo_paths=[pt.path, tv.path], state_db=f"sqlite:///{tmp / 'state.sqlite'}",
+                cache_dir=str(tmp / "cache"), audit_log=tmp / "audit.log", log_dir=tmp / "logs",
+                channels_url=nix.channels_url, github_api_url=gh.url, github_token="ghp-test",
+                github_repo="acme/build-pytorch", default_channel="nixos-unstable", http_retries=1,
+                flox_org="acme", _env_file=None)
+    base.update(over)
+    return Settings(**base)
+
+
+def _nixpkgs(nix: FakeNixpkgs) -> None:
+    for sha in (PIN_MAIN, "1" * 40, PIN_12_X, "2" * 40, PIN_13_0, PIN_13_1, "3" * 40, HEAD):
+        nix.add_commit(sha)
+    nix.dates.update(DATES)
+    nix.channels["nixos-unstable"] = HEAD
+
+
+def _state(ctx, pt: RepoFixture) -> list[str]:
+    """Builds in every state at the heads, a publish, and the bump outcomes. Returns main's failed."""
+    from release.state import Build, JobRun, Publish, state_for
+
+    st = state_for(ctx)
+    main = pt.branches["main"].packages
+    multi = pt.branches[MULTI].packages
+    rows = []
+    states = ["succeeded", "succeeded", "failed", "running", "queued", "interrupted"]
+    for pkg, state in zip(main, states, strict=False):
+        rows.append(Build(package=pkg, branch="main", state=state, commit=pt.tip("main"), pin=PIN_MAIN))
+    for pkg in multi[:3]:  # built, but at an older commit: not built at the head
+        rows.append(Build(package=pkg, branch=MULTI, state="succeeded", commit="0" * 40, pin=PIN_13_0))
+    for pkg in multi[3:5]:
+        rows.append(Build(package=pkg, branch=MULTI, state="succeeded", commit=pt.tip(MULTI), pin=PIN_13_0))
+    for pkg, state in zip(pt.branches[PR_BRANCH].packages[:3], ["succeeded", "succeeded", "failed"], strict=False):
+        rows.append(Build(package=pkg, branch=PR_HEAD, state=state, commit="9" * 40, pin=HEAD))
+    finished = NOW.replace(tzinfo=None) - timedelta(days=1)
+    with st.session() as s:
+        s.add_all(rows)
+        s.flush()
+        s.add(Publish(package=main[0], branch="main", pin=PIN_MAIN, build_id=rows[0].id))
+        for job, result in ((f"bump:{'main'}", f"error: {HELD}"),
+                            (f"bump:{MULTI}", f"{MULTI}: up to date ({PIN_13_1[:7]})"),
+                            (f"bump:{PR_BRANCH}", f"nixpkgs {HEAD[:7]} (nixos-unstable):")):
+            s.add(JobRun(job_id=job, slot="2026-03-01T06:00:00+00:00", owner="test", started=finished,
+                         finished=finished, result=result))
+    return [p for p, st_ in zip(main, states, strict=False) if st_ in ("failed", "interrupted")]
+
+
+def companion_drift(tv: RepoFixture, branch: str = "pytorch-2.9") -> None:
+    """Move the torchvision branch's pin off its build-pytorch pair's (a commit there)."""
+    from tests.support.fixtures_pins import git
+
+    git(tv.path, "checkout", "-q", branch)
+    for f in sorted((tv.path / ".flox" / "pkgs").glob("*.nix")):
+        f.write_text(f.read_text().replace(PIN_12_X, PIN_13_0))
+    git(tv.path, "commit", "-qam", "pin off the pair")
+    git(tv.path, "checkout", "-q", "main")
+
+
+@contextlib.contextmanager
+def dashboard_world(tmp_path: Path, **over):
+    from release.context import Context
+
+    pt, tv = make_repos(tmp_path, stale_readme=True)
+    companion_drift(tv)
+    with FakeNixpkgs() as nix, FakeGitHub(repo="acme/build-pytorch", upstream=nix.api_url) as gh:
+        _nixpkgs(nix)
+        gh.add_pull(PR_HEAD, PR_BRANCH)
+        ctx = Context(settings(tmp_path, pt, tv, nix, gh, **over))
+        failed = _state(ctx, pt)
+        yield World(ctx, pt, tv, nix, gh, NOW, failed, tmp_path)
+
+
+def many_branches(n: int) -> dict:
+    """Facts of ``n`` branches, each with a held bump, failed builds, an open PR and drift."""
+    rev = "ab" * 20
+    branches = []
+    for i in range(n):
+        name = f"pytorch-2.{i}-python313-a-rather-long-branch-name"
+        variants = [{"package": f"pytorch-python313-cuda12_8-sm{80 + j}-avx512-{i}", "platform": "x86_64-linux",
+                     "gpu_arch": f"sm{80 + j}", "build": "failed" if j < 3 else "succeeded", "at_head": True}
+                    for j in range(8)]
+        branches.append({
+            "name": name, "head": f"{i:040x}", "pytorch": "2.9.1", "python": "3.13", "cuda": ["12.8"],
+            "pins": [{"rev": rev, "labels": ["CUDA 12.8"], "packages": 8, "date": "2025-01-01T00:00:00Z",
+                      "channel": "nixos-unstable", "channel_head": "cd" * 20, "behind": 1234}],
+            "bumps": [{"group": "", "state": "held", "reason": f"Refusing to bump '{name}': it promises PyTorch "
+                       "2.9.1 but nixpkgs cdcdcdc has torch 2.10.0", "when": "2026-03-01T06:00:00Z"}],
+            "pr": {"number": 1000 + i, "url": f"https://github.com/acme/build-pytorch/pull/{1000 + i}",
+                   "head": f"bump/{name}-cdcdcdcdcdcd", "builds": {"built": 5, "failed": 1}},
+            "readme_drift": [f"{name}:README.md:11 [Branches] x: says a; true: b"] * 3,
+            "companion_drift": [], "variants": variants, "jobs": [],
+        })
+    return {"generated": "2026-03-02T12:00:00+00:00",
+            "repositories": [{"name": "build-pytorch", "path": "/r", "kind": "build-pytorch",
+                              "github": "acme/build-pytorch", "branches": branches}]}
