@@ -77,13 +77,9 @@ def write_workflow(ctx, repo=None, commit: bool = False, branch: str | None = No
         return target, None
     if not branch:
         raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
-    from release.adapters.gitrefs import all_branches, make_local
+    from release.adapters.gitrefs import make_local
 
-    repo = gitops.open_repo(path)
-    heads = all_branches(repo, ctx.settings.repo_remote)
-    if branch not in heads:
-        raise NotFoundError(f"No branch '{branch}' in {path} (local or {ctx.settings.repo_remote}/*); "
-                            "nothing was committed.")
+    repo, heads = _branch_heads(ctx, path, branch)
     make_local(repo, {branch: heads[branch]}, ctx.settings.repo_remote)  # a fresh clone's origin/* branch
     s = ctx.settings
     sha = gitops.commit_changes(path, branch, {rel: text}, "torchbot: GitHub Actions build workflow",
@@ -105,11 +101,18 @@ def workflow_changes(ctx, repo=None, commit: bool = False, branch: str | None = 
         return [FileChange("working tree", rel, target.read_text() if target.is_file() else None, text)]
     if not branch:
         raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
+    _repo, heads = _branch_heads(ctx, path, branch)
+    return planned([(branch, heads[branch], {rel: text})], lambda names: gitops.read_paths(path, names))
+
+
+def _branch_heads(ctx, path: Path, branch: str):
+    """(repo, branch -> tip) with the local branches and the remote's (a fresh clone has one
+    local branch); an unknown ``branch`` is bad input."""
     from release.adapters.gitrefs import all_branches
 
-    heads = all_branches(gitops.open_repo(path), ctx.settings.repo_remote)
+    repo = gitops.open_repo(path)
+    heads = all_branches(repo, ctx.settings.repo_remote)
     if branch not in heads:
         raise NotFoundError(f"No branch '{branch}' in {path} (local or {ctx.settings.repo_remote}/*); "
                             "nothing was committed.")
-    return planned([(branch, heads[branch], {rel: text})], lambda names: gitops.read_paths(path, names))
-
+    return repo, heads

@@ -72,12 +72,12 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from tests.support import github_conformance as conformance
 from tests.support import github_shapes as shapes
 from tests.support import github_spec as spec
+from tests.support import http_stub
 
 MAX_PER_PAGE = 100
 DEFAULT_PER_PAGE = 30
@@ -132,26 +132,7 @@ class FakeGitHub:
         from tests.support.fakes_github_statuses import Statuses
 
         self.statuses = Statuses(self, git_dir)  # commit statuses (tests/support/fakes_github_statuses.py)
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                fake._handle(self, "GET")
-
-            def do_POST(self):
-                fake._handle(self, "POST")
-
-            def do_PATCH(self):
-                fake._handle(self, "PATCH")
-
-            def do_PUT(self):
-                fake._handle(self, "PUT")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = http_stub.serve(self)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

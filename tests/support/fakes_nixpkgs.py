@@ -44,12 +44,12 @@ import math
 import tarfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from tests.support import github_conformance as conformance
 from tests.support import github_shapes as shapes
 from tests.support import github_spec as spec
+from tests.support import http_stub
 
 TORCH_FILE = "pkgs/development/python-modules/torch/source/default.nix"
 CUDA_FILE = "pkgs/top-level/all-packages.nix"
@@ -92,26 +92,7 @@ class FakeNixpkgs:
         self.tarball_gets: list[str] = []
         self._used = 0
         self._lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                fake._handle(self, "GET")
-
-            def do_POST(self):
-                fake._handle(self, "POST")
-
-            def do_PATCH(self):
-                fake._handle(self, "PATCH")
-
-            def do_PUT(self):
-                fake._handle(self, "PUT")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = http_stub.serve(self)
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     # -- HTTP -----------------------------------------------------------------------------

@@ -67,3 +67,18 @@ def fresh_clones(tmp_path: Path) -> tuple[Path, Path, RepoFixture, RepoFixture]:
 
 def local_branches(path: Path) -> set[str]:
     return set(git(path, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split())
+
+
+def serve_env(monkeypatch, tmp_path, pt, tv, nix, **extra: str) -> None:
+    """The settings a weekly-loop test runs torchbot with: both clones, the nixpkgs stand-in, a
+    state DB in ``tmp_path``, no GitHub token (local delivery) unless ``extra`` gives one."""
+    env = {
+        "TORCHBOT_REPO_PATH": f"{pt},{tv}", "TORCHBOT_CHANNELS_URL": nix.channels_url,
+        "TORCHBOT_GITHUB_API_URL": nix.api_url, "TORCHBOT_NIXPKGS_TARBALL_URL": nix.tarball_url,
+        "TORCHBOT_HTTP_RETRIES": "1", "TORCHBOT_HTTP_TIMEOUT": "5", "TORCHBOT_STATE_DB": f"sqlite:///{tmp_path}/s.db",
+        "TORCHBOT_GIT_AUTHOR_NAME": "torchbot", "TORCHBOT_GIT_AUTHOR_EMAIL": "bot@example.com", **extra,
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    if "TORCHBOT_GITHUB_TOKEN" not in extra:
+        monkeypatch.delenv("TORCHBOT_GITHUB_TOKEN", raising=False)

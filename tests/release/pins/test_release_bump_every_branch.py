@@ -24,14 +24,7 @@ def world(tmp_path, monkeypatch):
     pt, tv, ptf, tvf = W.fresh_clones(tmp_path)
     with FakeNixpkgs() as nix:
         W.nixpkgs_history(nix)
-        for key, value in {
-            "TORCHBOT_REPO_PATH": f"{pt},{tv}", "TORCHBOT_CHANNELS_URL": nix.channels_url,
-            "TORCHBOT_GITHUB_API_URL": nix.api_url, "TORCHBOT_NIXPKGS_TARBALL_URL": nix.tarball_url,
-            "TORCHBOT_HTTP_RETRIES": "1", "TORCHBOT_HTTP_TIMEOUT": "5", "TORCHBOT_STATE_DB": f"sqlite:///{tmp_path}/s.db",
-            "TORCHBOT_GIT_AUTHOR_NAME": "torchbot", "TORCHBOT_GIT_AUTHOR_EMAIL": "bot@example.com",
-        }.items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.delenv("TORCHBOT_GITHUB_TOKEN", raising=False)
+        W.serve_env(monkeypatch, tmp_path, pt, tv, nix)
         yield pt, tv, ptf, tvf, nix
 
 
