@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bot.engine.hardware import parse
-from bot.frontends.commands import ask
+from bot.frontends.commands import ask, not_text
+from config.errors import UsageError
 from config.settings import Settings
 from release.context import Context
 
@@ -29,7 +30,12 @@ TEXT = st.one_of(
 
 def check(text):
     start = time.perf_counter()
-    answer = ask(CTX, text)
+    try:
+        answer = ask(CTX, text)
+    except UsageError as err:  # control bytes, not text: one line, never a recommendation
+        assert not_text(text) and "not text I can read" in str(err), (text[:80], err)
+        assert time.perf_counter() - start < 1.0
+        return
     elapsed = time.perf_counter() - start
     d = json.loads(json.dumps(answer.to_dict()))
     assert set(d) == {"query", "hardware", "recommendation", "alternatives", "reasons", "warnings", "missing"}
