@@ -66,17 +66,12 @@ def write_workflow(ctx, repo=None, commit: bool = False, branch: str | None = No
     dispatch runs from), made without touching the checkout, index or working tree; returns
     (path in the repository, new commit or None when the branch already holds it). Without:
     writes the file into the working tree and returns (file, None)."""
-    require_real_org(ctx.settings.flox_org, "writing the build workflow (its publish step names it)")
-    path = repo_path(ctx, repo)
-    text = render_workflow(ctx.settings)
-    rel = workflow_path(ctx.settings)
+    path, text, rel = _prepared(ctx, repo, commit, branch)
     if not commit:
         target = path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
         return target, None
-    if not branch:
-        raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
     from release.adapters.gitrefs import make_local
 
     repo, heads = _branch_heads(ctx, path, branch)
@@ -92,15 +87,10 @@ def workflow_changes(ctx, repo=None, commit: bool = False, branch: str | None = 
     working tree, or on ``branch`` with ``commit``) and after (``config.diffs.FileChange``)."""
     from config.diffs import FileChange, planned
 
-    require_real_org(ctx.settings.flox_org, "writing the build workflow (its publish step names it)")
-    path = repo_path(ctx, repo)
-    text = render_workflow(ctx.settings)
-    rel = workflow_path(ctx.settings)
+    path, text, rel = _prepared(ctx, repo, commit, branch)
     if not commit:
         target = path / rel
         return [FileChange("working tree", rel, target.read_text() if target.is_file() else None, text)]
-    if not branch:
-        raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
     _repo, heads = _branch_heads(ctx, path, branch)
     return planned([(branch, heads[branch], {rel: text})], lambda names: gitops.read_paths(path, names))
 
@@ -116,3 +106,12 @@ def _branch_heads(ctx, path: Path, branch: str):
         raise NotFoundError(f"No branch '{branch}' in {path} (local or {ctx.settings.repo_remote}/*); "
                             "nothing was committed.")
     return repo, heads
+
+
+def _prepared(ctx, repo, commit: bool, branch: str | None) -> tuple[Path, str, str]:
+    """(repository path, the workflow's text, its path in the repository), after the checks
+    both writing and previewing make: a real Flox org, and a branch when committing."""
+    require_real_org(ctx.settings.flox_org, "writing the build workflow (its publish step names it)")
+    if commit and not branch:
+        raise UsageError("--commit needs --branch B: the branch the workflow is dispatched from (the one built).")
+    return repo_path(ctx, repo), render_workflow(ctx.settings), workflow_path(ctx.settings)

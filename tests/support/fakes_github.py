@@ -72,15 +72,14 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import parse_qs, urlparse
 
 from tests.support import github_conformance as conformance
 from tests.support import github_shapes as shapes
 from tests.support import github_spec as spec
 from tests.support import http_stub
 
-MAX_PER_PAGE = 100
-DEFAULT_PER_PAGE = 30
+MAX_PER_PAGE, DEFAULT_PER_PAGE = http_stub.MAX_PER_PAGE, http_stub.DEFAULT_PER_PAGE
 MAX_INPUTS = 25  # GitHub's limit on a workflow_dispatch's inputs
 RUN_T = "/repos/{owner}/{repo}/actions/runs/{run_id}"
 JOBS_T = "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"
@@ -420,24 +419,8 @@ class FakeGitHub:
         return f"http://{host}/repos/{self.repo}/actions/{rest}"
 
     def _page(self, req, path: str, query: dict, total: int) -> tuple[slice, dict]:
-        """The slice of one page and its Link header, as GitHub pages (per_page <= 100)."""
-        try:
-            per_page = min(MAX_PER_PAGE, max(1, int(query.get("per_page", DEFAULT_PER_PAGE))))
-            page = max(1, int(query.get("page", 1)))
-        except ValueError:
-            per_page, page = DEFAULT_PER_PAGE, 1
-        last = max(1, math.ceil(total / per_page))
-        host = req.headers.get("Host") or self.url.split("//", 1)[1].rstrip("/")
-
-        def link(n: int) -> str:
-            return f"http://{host}{path}?{urlencode({**query, 'page': n})}"
-
-        rels = []
-        if page < last:
-            rels += [f'<{link(page + 1)}>; rel="next"', f'<{link(last)}>; rel="last"']
-        if page > 1:
-            rels += [f'<{link(page - 1)}>; rel="prev"', f'<{link(1)}>; rel="first"']
-        return slice((page - 1) * per_page, page * per_page), ({"Link": ", ".join(rels)} if rels else {})
+        """One page and its Link header, as GitHub pages (``http_stub.page``)."""
+        return http_stub.page(req, self.url, path, query, total)
 
     # -- runs and jobs --------------------------------------------------------------------
 

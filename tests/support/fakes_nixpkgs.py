@@ -44,7 +44,7 @@ import math
 import tarfile
 import threading
 import time
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import parse_qs, urlparse
 
 from tests.support import github_conformance as conformance
 from tests.support import github_shapes as shapes
@@ -54,7 +54,7 @@ from tests.support import http_stub
 TORCH_FILE = "pkgs/development/python-modules/torch/source/default.nix"
 CUDA_FILE = "pkgs/top-level/all-packages.nix"
 REPO = "NixOS/nixpkgs"
-MAX_PER_PAGE, DEFAULT_PER_PAGE = 100, 30
+MAX_PER_PAGE, DEFAULT_PER_PAGE = http_stub.MAX_PER_PAGE, http_stub.DEFAULT_PER_PAGE
 DOCS = "https://docs.github.com/rest"
 SHA_MEDIA = "application/vnd.github.sha"
 
@@ -186,24 +186,8 @@ class FakeNixpkgs:
         return 404, _error("Not Found", 404), rate
 
     def _page(self, req, path: str, query: dict, total: int) -> tuple[slice, dict]:
-        """One page (per_page default 30, at most 100) and its Link header, as GitHub pages."""
-        try:
-            per_page = min(MAX_PER_PAGE, max(1, int(query.get("per_page", DEFAULT_PER_PAGE))))
-            page = max(1, int(query.get("page", 1)))
-        except ValueError:
-            per_page, page = DEFAULT_PER_PAGE, 1
-        last = max(1, math.ceil(total / per_page))
-        host = req.headers.get("Host") or self.base.split("//", 1)[1].rstrip("/")
-
-        def link(n: int) -> str:
-            return f"http://{host}{path}?{urlencode({**query, 'page': n})}"
-
-        rels = []
-        if page < last:
-            rels += [f'<{link(page + 1)}>; rel="next"', f'<{link(last)}>; rel="last"']
-        if page > 1:
-            rels += [f'<{link(page - 1)}>; rel="prev"', f'<{link(1)}>; rel="first"']
-        return slice((page - 1) * per_page, page * per_page), ({"Link": ", ".join(rels)} if rels else {})
+        """One page and its Link header, as GitHub pages (``http_stub.page``)."""
+        return http_stub.page(req, self.base, path, query, total)
 
     def _compare(self, req, path: str, query: dict, basehead: str, rate: dict) -> tuple[int, object, dict]:
         old, new = basehead.split("...", 1)
