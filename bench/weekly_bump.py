@@ -80,6 +80,9 @@ def main() -> int:
     ap.add_argument("--torchvision", default=str(MIRRORS / "barstoolbluz+build-torchvision/repo"))
     ap.add_argument("--apply", action="store_true",
                     help="also run it for real twice (local delivery): the second run shows what is held")
+    ap.add_argument("--concurrent", action="store_true",
+                    help="then two torchbot processes run `bump-pins --all` at once on the same clones: each "
+                         "branch must move at most once")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="weekly-bump-"))
     clones = []
@@ -111,7 +114,37 @@ def main() -> int:
             start = time.perf_counter()
             rc = cli(["release", "bump-pins", "--all"])
             print(f"run {run} (local delivery): exit status {rc}; {time.perf_counter() - start:.1f} s")
+        if args.concurrent:
+            concurrent(clones, tmp)
     return 0
+
+
+def concurrent(clones: list[Path], tmp: Path) -> None:
+    """Two `torchbot release bump-pins --all` processes at the same moment (local delivery, one
+    state DB); afterwards no branch may hold two bump commits on top of what it had."""
+    before = {c: dict(line.split() for line in git(c, "for-each-ref", "--format=%(refname:short) %(objectname)",
+                                                    "refs/heads").splitlines()) for c in clones}
+    cmd = [sys.executable, "-m", "bot", "release", "bump-pins", "--all"]
+    start = time.perf_counter()
+    procs = [subprocess.Popen(cmd, cwd=tmp, env=os.environ.copy(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outs = [p.communicate() for p in procs]
+    took = time.perf_counter() - start
+    for i, (p, (out, _)) in enumerate(zip(procs, outs, strict=True), 1):
+        last = [x for x in out.splitlines() if x.strip()][-1:] or ["(no output)"]
+        print(f"process {i}: exit status {p.returncode}; first line: {out.splitlines()[0] if out else ''}; "
+              f"last: {last[0][:160]}")
+        for line in [x for x in out.splitlines() if ": held" in x and "promises" not in x][:2]:
+            print(f"    {line.strip()[:220]}")
+    twice = []
+    for c in clones:
+        for ref, old in before[c].items():
+            new = git(c, "rev-parse", ref).strip()
+            bumps = int(git(c, "rev-list", "--count", f"{old}..{new}").strip() or 0) if new != old else 0
+            if bumps > 2:  # one bump commit per pin group moved, plus at most the README's; never a second run's
+                twice.append(f"{c.name} {ref}: {bumps} commits")
+    print(f"two processes at once: {took:.1f} s; " + (f"moved more than once: {twice}" if twice else
+                                                        "no branch moved twice"))
 
 
 if __name__ == "__main__":
