@@ -22,6 +22,7 @@ import time
 from collections import Counter
 
 from config.errors import ExternalError
+from config.policy import is_bump_head
 
 log = logging.getLogger("torchbot.builds.github")
 CONTEXT = "torchbot/builds"
@@ -94,7 +95,7 @@ def report(ctx, gh, keys: list[str] | None) -> list[dict]:
 def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
     """Merge the bump PR ``ref`` -> ``branch`` at ``sha`` when TORCHBOT_BUMP_AUTOMERGE is on;
     the merge commit, or None (off, not a bump branch, no open PR, its head moved, refused)."""
-    if not ctx.settings.bump_automerge or not ref.startswith("bump/"):
+    if not ctx.settings.bump_automerge or not is_bump_head(ref):
         return None
     try:
         pr = gh.find_pull(ref, branch)

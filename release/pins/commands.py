@@ -266,9 +266,10 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
     outcome (release.pins.sweep); ``rev``/``channel`` replace each branch's tracked head,
     ``cuda``/``from_pin`` narrow the pin groups. Returns a release.pins.weekly.SweepBump."""
     from config.errors import ValidationError
+    from config.policy import tracked
     from release.adapters.nixpkgs import NixpkgsClient
     from release.pins.rules import validate_rev
-    from release.pins.sweep import plan_sweep, record_sweep_hashes, tracked
+    from release.pins.sweep import plan_sweep, record_sweep_hashes
     from release.pins.weekly import SweepBump
 
     for key, flag in _SWEEP_REFUSES.items():

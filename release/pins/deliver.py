@@ -23,6 +23,7 @@ from types import SimpleNamespace
 
 from config.errors import TorchbotError
 from config.naming import short
+from config.policy import bump_head_prefix, github_name_of_url
 from config.progress import Progress
 from release.adapters import git as gitops
 from release.adapters.gitrefs import all_branches, make_local
@@ -146,28 +147,26 @@ def _moved(w: BranchWork, now: str | None):
 def github_repo(repo, settings, first: bool) -> str:
     """``owner/name`` of a repository's pull requests: TORCHBOT_GITHUB_REPO for the first configured
     repository, else what its remote's URL names on github.com."""
-    import re
-
     if first:
         return settings.github_repo
     try:
         url = repo.git.remote("get-url", settings.repo_remote)
     except Exception:  # noqa: BLE001  no such remote: said below
         url = ""
-    m = re.search(r"github\.com[:/]([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$", url.strip())
-    if not m:
+    name = github_name_of_url(url)
+    if not name:
         from config.errors import RefusedError
 
         raise RefusedError(f"no GitHub repository is known for {Path(repo.working_tree_dir or repo.git_dir).name} "
                            f"(its remote '{settings.repo_remote}' is not on github.com), so no pull request can be "
                            "opened; deliver it with TORCHBOT_BUMP_DELIVERY=push or local")
-    return m[1]
+    return name
 
 
 def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, nix) -> Delivered:
     from release.pins.bump import pr_body
 
-    prefix = f"bump/{w.branch}-"
+    prefix = bump_head_prefix(w.branch)
     where = github_repo(repo, settings, plan.first)
     existing = [p for p in gh.open_pulls(base=w.branch, repo=where) if p["head"].startswith(prefix)]
     head = existing[0]["head"] if existing else bump_head(w.branch, w)

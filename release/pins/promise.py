@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from config.catalog import vtuple
 from config.errors import RefusedError
 from config.naming import short
+from config.versions import Version
 from release.recipes.reader import readme_row
 
 _NAME_RE = re.compile(r"pytorch-?(\d+\.\d+)")
@@ -36,7 +37,7 @@ class Promise:
 
     @property
     def major_minor(self) -> tuple[int, ...] | None:
-        return vtuple(self.pytorch)[:2] if self.pytorch else None
+        return Version(self.pytorch).line if self.pytorch else None
 
     def describe(self) -> str:
         where = ", ".join(self.declared_by) or "nothing"
@@ -69,8 +70,8 @@ def branch_promise(branch: str, recipes: dict[str, str], readme: str | None, cat
     if not claims:
         return Promise(branch, None, (), overrides)
     # the branch name is the promise's major.minor; the most specific claim of that line wins
-    line = vtuple(claims[0][1])[:2]
-    same = [(w, v) for w, v in claims if vtuple(v)[:2] == line]
+    line = Version(claims[0][1]).line
+    same = [(w, v) for w, v in claims if Version(v).line == line]
     best = max((v for _, v in same), key=lambda v: len(vtuple(v)))
     return Promise(branch, best, tuple(dict.fromkeys(w for w, _ in same)), overrides)
 
@@ -86,7 +87,7 @@ def check_torch(promise: Promise, group_recipes: tuple[str, ...], new_rev: str, 
         versions = sorted({promise.overrides[p] for p in kept}, key=vtuple)
         return [f"{promise.branch}: the moved recipes build torch {', '.join(versions)} from their source override; "
                 f"nixpkgs {short(new_rev)} has torch {torch_new}"]
-    if vtuple(torch_new)[:2] != promise.major_minor:
+    if Version(torch_new).line != promise.major_minor:
         kept_note = f" ({len(kept)} others keep theirs by a source override)" if kept else ""
         raise RefusedError(
             f"Refusing to bump '{promise.branch}': it promises {promise.describe()}, but nixpkgs {short(new_rev)} "

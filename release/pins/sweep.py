@@ -29,10 +29,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Literal
 
-from config.catalog import vtuple
 from config.errors import RefusedError, TorchbotError
 from config.naming import short
+from config.policy import BUMP_HEADS, is_vllm_branch
 from config.progress import Progress
+from config.versions import Version
 from release.adapters import git as gitops
 from release.adapters.gitrefs import all_branches, remote_only
 from release.pins.bump import BranchPlan
@@ -133,19 +134,8 @@ class _Env:
         return self.heads[channel]
 
 
-def tracked(settings) -> Callable[[str], str]:
-    """branch -> the channel or nixpkgs branch it follows: the first TORCHBOT_BUMP_TRACKS pattern
-    that matches it, else TORCHBOT_DEFAULT_CHANNEL."""
-    from fnmatch import fnmatchcase
-
-    def channel(branch: str) -> str:
-        return next((c for p, c in settings.bump_tracks.items() if fnmatchcase(branch, p)), settings.default_channel)
-
-    return channel
-
-
 def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] = lambda b: "nixos-unstable",
-               remote: str = "origin", force: bool = False, exclude=("bump/*",), rev: str | None = None,
+               remote: str = "origin", force: bool = False, exclude=BUMP_HEADS, rev: str | None = None,
                cuda: str | None = None, from_pin: str | None = None, only: tuple[str, ...] = (),
                prefer_remote: bool = False, progress: Progress | None = None, counted: bool = False) -> SweepPlan:
     """Plan the bump of every branch of ``repo_path`` (see the module docstring); ``tracks(branch)``
@@ -181,7 +171,7 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
     return plan
 
 
-def sweep_targets(names, exclude=("bump/*",), only=(), repo_path="") -> list[str]:
+def sweep_targets(names, exclude=BUMP_HEADS, only=(), repo_path="") -> list[str]:
     """The branches a sweep goes through, main first: ``names`` less ``exclude`` patterns, or the
     ``only`` ones (RefusedError naming a missing one)."""
     from fnmatch import fnmatchcase
@@ -197,7 +187,7 @@ def sweep_targets(names, exclude=("bump/*",), only=(), repo_path="") -> list[str
 
 def _is_vllm(name: str, catalog) -> bool:
     b = catalog.branches.get(name) if catalog is not None else None
-    return bool(b is not None and b.vllm) or "vllm" in name
+    return is_vllm_branch(name, b.vllm if b is not None else None)
 
 
 def _plan_branch(repo, env: _Env, work: BranchWork, plan: SweepPlan, force: bool) -> None:
@@ -256,7 +246,7 @@ def _attempt(env: _Env, work: BranchWork, g, rev: str, recipes: dict, readme):
 def _breaks_promise(bp: BranchPlan) -> bool:
     """The guards refused because recipes building nixpkgs' torch would leave the promised line."""
     promised, new = bp.pytorch_old, bp.torch_new
-    return bool(bp.native and promised and new and vtuple(promised)[:2] != vtuple(new)[:2])
+    return bool(bp.native and promised and new and Version(promised).line != Version(new).line)
 
 
 def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[BranchPlan | None, PinOutcome]:
@@ -294,7 +284,7 @@ def _keep_promise(env: _Env, work: BranchWork, g, recipes, readme, head: str, at
         if not parent or parent == g.pin or not env.client.is_newer(g.pin, parent):
             break
         version = env.client.torch_version(parent)
-        if vtuple(version)[:2] != vtuple(promised)[:2]:
+        if Version(version).line != Version(promised).line:
             continue  # torch was already past the promise before this change
         bp, refusal = _attempt(env, work, g, parent, recipes, readme)
         if refusal is not None:

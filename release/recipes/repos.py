@@ -20,11 +20,12 @@ from pathlib import Path
 
 from config.catalog import Branch, Catalog, vtuple
 from config.errors import CatalogError, RefusedError
+from config.versions import Version
 from release.recipes.reader import PYTORCH_REPO, VISION_REPO, RepoModel, read_repository
 
 
 def major_minor(version: str | None) -> tuple[int, ...]:
-    return vtuple(version or "")[:2]
+    return Version(version or "").line
 
 
 def pair(vision: Branch, candidates: list[Branch]) -> tuple[Branch | None, str]:
