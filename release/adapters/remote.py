@@ -58,3 +58,10 @@ def local_commit(repo: Path, branch: str) -> str | None:
     proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
                            f"refs/heads/{branch}^{{commit}}"], check=False, capture_output=True, text=True)
     return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def remote_url(repo: Path, remote: str) -> str:
+    """The URL of ``remote`` in the repository at ``repo``; "" when it has none."""
+    proc = subprocess.run(["git", "-C", str(repo), "remote", "get-url", remote], check=False, capture_output=True,
+                          text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else ""

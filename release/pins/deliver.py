@@ -23,6 +23,7 @@ from types import SimpleNamespace
 
 from config.errors import TorchbotError
 from config.naming import short
+from config.outcomes import ReasonKind
 from config.policy import bump_head_prefix, github_name_of_url
 from config.progress import Progress
 from release.adapters import git as gitops
@@ -81,7 +82,7 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
             try:
                 d = _one(repo, plan, w, settings, mode, gh, nix)
             except TorchbotError as err:
-                _mark(plan, w, "held", f"not delivered: {err.message}")
+                _mark(plan, w, "held", f"not delivered: {err.message}", error=err.message)
                 progress.finished(w.branch, "failed", err.message)
                 continue
             d.repo = str(plan.repo_path)
@@ -97,13 +98,14 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
     return out
 
 
-def _mark(plan: SweepPlan, w: BranchWork, kind: str | None, text: str) -> None:
+def _mark(plan: SweepPlan, w: BranchWork, kind: str | None, text: str, error: str = "") -> None:
     for i in w.outcomes:
         o = plan.outcomes[i]
         if kind is None:
             plan.outcomes[i] = replace(o, delivery=text)
         else:
-            plan.outcomes[i] = replace(o, kind=kind, reason="; ".join(t for t in (o.reason, text) if t))
+            plan.outcomes[i] = replace(o, kind=kind, reason="; ".join(t for t in (o.reason, text) if t),
+                                       reason_kind=ReasonKind.NOT_DELIVERED, delivery_error=error)
 
 
 def _one(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, gh, nix) -> Delivered:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from config.catalog import vtuple
-from config.errors import RefusedError
+from config.errors import CudaMissing, PromiseRefused
 from config.naming import short
 from config.versions import Version
 from release.recipes.reader import readme_row
@@ -89,7 +89,7 @@ def check_torch(promise: Promise, group_recipes: tuple[str, ...], new_rev: str, 
                 f"nixpkgs {short(new_rev)} has torch {torch_new}"]
     if Version(torch_new).line != promise.major_minor:
         kept_note = f" ({len(kept)} others keep theirs by a source override)" if kept else ""
-        raise RefusedError(
+        raise PromiseRefused(
             f"Refusing to bump '{promise.branch}': it promises {promise.describe()}, but nixpkgs {short(new_rev)} "
             f"has torch {torch_new}, and {len(native)} of the moved recipes build nixpkgs' torch with no source "
             f"override{kept_note}. Nothing was changed."
@@ -113,7 +113,7 @@ def check_cuda(branch: str, attrs: tuple[str, ...], users, new_rev: str, has, av
     there = available(new_rev)
     counts = users() if callable(users) else users
     used = ", ".join(f"{a} ({counts.get(a, 0)} recipes)" for a in missing)
-    raise RefusedError(
+    raise CudaMissing(
         f"Refusing to bump '{branch}': its recipes build with {used}, which nixpkgs {short(new_rev)} does not have "
         f"(it has {', '.join(there) or 'no cudaPackages sets'}). Nothing was changed."
     )

@@ -29,8 +29,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Literal
 
-from config.errors import RefusedError, TorchbotError
+from config.errors import CudaMissing, PromiseRefused, RefusedError, TorchbotError
 from config.naming import short
+from config.outcomes import ReasonKind
 from config.policy import BUMP_HEADS, is_vllm_branch
 from config.progress import Progress
 from config.versions import Version
@@ -59,6 +60,9 @@ class PinOutcome:
     torch_new: str | None = None
     reason: str = ""  # held/skipped: why; kept-promise: what the head has and where the bump stopped
     delivery: str = ""  # after delivery: "pull request opened: <url>", "pushed", "committed locally", ...
+    reason_kind: ReasonKind = ReasonKind.NONE  # why, as a kind (the release record keeps it; views word it)
+    target: str | None = None  # the revision checked: moved to, or (held) would have moved to
+    delivery_error: str = ""  # held because the delivery failed: what failed
 
     @property
     def ok(self) -> bool:
@@ -81,7 +85,7 @@ class PinOutcome:
         return {"repo": self.repo, "branch": self.branch, "group": self.group, "outcome": self.kind,
                 "old_pin": self.old_pin, "new_pin": self.new_pin, "tracks": self.tracks,
                 "torch": {"old": self.torch_old, "new": self.torch_new}, "reason": self.reason,
-                "delivery": self.delivery}
+                "reason_kind": str(self.reason_kind), "target": self.target, "delivery": self.delivery}
 
 
 @dataclass
@@ -202,22 +206,24 @@ def _plan_branch(repo, env: _Env, work: BranchWork, plan: SweepPlan, force: bool
         recipes = {p: t for p, t in files.items() if p.startswith(RECIPES_DIR + "/") and p.endswith(".nix")}
         groups = find_groups(recipes)
     except TorchbotError as err:
-        add(PinOutcome(env.repo_name, name, "", "held", reason=err.message))
+        add(PinOutcome(env.repo_name, name, "", "held", reason=err.message, reason_kind=ReasonKind.UNREADABLE))
         return
     if not groups:
-        add(PinOutcome(env.repo_name, name, "", "skipped", reason="no pinned recipes"))
+        add(PinOutcome(env.repo_name, name, "", "skipped", reason="no pinned recipes", reason_kind=ReasonKind.NO_PINS))
         return
     if _is_vllm(name, env.catalog) and not force:
         for g in groups:
             add(PinOutcome(env.repo_name, name, ", ".join(g.labels), "skipped", g.pin,
-                           reason="vLLM-certified: pinned to vLLM's nixpkgs by design (--force includes it)"))
+                           reason="vLLM-certified: pinned to vLLM's nixpkgs by design (--force includes it)",
+                           reason_kind=ReasonKind.VLLM))
         return
     work.tracks = env.tracks(name)
     readme = files.get(README)
     for g in groups:
         if not env.select(g):
             add(PinOutcome(env.repo_name, name, ", ".join(g.labels), "skipped", g.pin,
-                           reason="not among the pin groups asked for (--cuda/--from-pin)"))
+                           reason="not among the pin groups asked for (--cuda/--from-pin)",
+                           reason_kind=ReasonKind.NOT_SELECTED))
             continue
         bp, outcome = _plan_group(env, work, g, recipes, readme)
         i = add(outcome)
@@ -238,7 +244,7 @@ def _attempt(env: _Env, work: BranchWork, g, rev: str, recipes: dict, readme):
         bp.torch_new = env.client.torch_version(rev)
         bp.notes.extend(guard_branch(bp, recipes, readme, env.client, rev, env.catalog, model=env.model))
     except RefusedError as err:
-        return bp, err.message
+        return bp, err
     bp.message = commit_message(g.pin, rev, bp.torch_new, g.cuda_attrs)
     return bp, None
 
@@ -249,28 +255,41 @@ def _breaks_promise(bp: BranchPlan) -> bool:
     return bool(bp.native and promised and new and Version(promised).line != Version(new).line)
 
 
+def _refusal_kind(err: RefusedError) -> ReasonKind:
+    """A refusal's kind, by its type (never by its wording)."""
+    if isinstance(err, PromiseRefused):
+        return ReasonKind.BREAKS_PROMISE
+    if isinstance(err, CudaMissing):
+        return ReasonKind.CUDA_MISSING
+    return ReasonKind.REFUSED
+
+
 def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[BranchPlan | None, PinOutcome]:
     label = ", ".join(g.labels)
     base = dict(repo=env.repo_name, branch=work.branch, group=label, old_pin=g.pin, tracks=work.tracks)
+    head = None
     try:
         head = env.head(work.tracks)
         bp, refusal = _attempt(env, work, g, head, recipes, readme)
         if refusal is None:
             if bp.edit.up_to_date:
-                return None, PinOutcome(**base, kind="current", new_pin=g.pin)
-            return bp, PinOutcome(**base, kind="bumped", new_pin=head, torch_old=bp.torch_old,
+                return None, PinOutcome(**base, kind="current", new_pin=g.pin, target=g.pin)
+            return bp, PinOutcome(**base, kind="bumped", new_pin=head, target=head, torch_old=bp.torch_old,
                                   torch_new=bp.torch_new, reason="; ".join(n.removeprefix(f"{work.branch}: ")
-                                                                           for n in bp.notes))
+                                                                           for n in bp.notes),
+                                  reason_kind=ReasonKind.PATCH_LEVEL if bp.notes else ReasonKind.NONE)
         if not _breaks_promise(bp) or env.rev:  # a revision asked for by name is that revision or nothing
             return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
-                                    reason=refusal)
+                                    reason=refusal.message, reason_kind=_refusal_kind(refusal), target=head)
         try:
             return _keep_promise(env, work, g, recipes, readme, head, bp, base)
         except TorchbotError as err:
             return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
-                                    reason=f"{refusal} (no older commit keeping it could be looked for: {err.message})")
+                                    reason=f"{refusal.message} (no older commit keeping it could be looked for: "
+                                           f"{err.message})", reason_kind=ReasonKind.BREAKS_PROMISE, target=head)
     except TorchbotError as err:  # a fact nixpkgs would not give: this group is held, the others go on
-        return None, PinOutcome(**base, kind="held", reason=f"could not check it: {err.message}")
+        return None, PinOutcome(**base, kind="held", reason=f"could not check it: {err.message}",
+                                reason_kind=ReasonKind.NIXPKGS_UNANSWERED, target=head)
 
 
 def _keep_promise(env: _Env, work: BranchWork, g, recipes, readme, head: str, at_head: BranchPlan, base: dict):
@@ -290,12 +309,14 @@ def _keep_promise(env: _Env, work: BranchWork, g, recipes, readme, head: str, at
         if refusal is not None:
             return None, PinOutcome(**base, kind="held", torch_old=at_head.torch_old, torch_new=version,
                                     reason=f"{why}; the newest commit keeping {line} ({short(parent)}) is "
-                                           f"refused: {refusal}")
-        return bp, PinOutcome(**base, kind="kept-promise", new_pin=parent, torch_old=bp.torch_old,
-                              torch_new=bp.torch_new,
+                                           f"refused: {refusal.message}", reason_kind=_refusal_kind(refusal),
+                                    target=parent)
+        return bp, PinOutcome(**base, kind="kept-promise", new_pin=parent, target=parent, torch_old=bp.torch_old,
+                              torch_new=bp.torch_new, reason_kind=ReasonKind.PROMISE_KEPT,
                               reason=f"{why}: moved to {short(parent)}, the newest commit keeping {line} "
                                      f"(just before {short(change['sha'])} \"{change['title'][:72]}\")")
     return None, PinOutcome(**base, kind="held", torch_old=at_head.torch_old, torch_new=at_head.torch_new,
+                            target=head, reason_kind=ReasonKind.BREAKS_PROMISE,
                             reason=f"{why}; no commit of {work.tracks} newer than the pin {short(g.pin)} keeps "
                                    f"PyTorch {line}")
 
@@ -318,10 +339,10 @@ def record_sweep_hashes(plan: SweepPlan, settings, prefetch=None) -> None:
         except TorchbotError as err:
             failed.update({id(bp): err.message for bp in bps})
     if failed:
-        drop_plans(plan, failed)
+        drop_plans(plan, failed, ReasonKind.HASH_FAILED)
 
 
-def drop_plans(plan: SweepPlan, failed: dict[int, str]) -> None:
+def drop_plans(plan: SweepPlan, failed: dict[int, str], kind: ReasonKind = ReasonKind.REFUSED) -> None:
     """Hold the plans whose ``id()`` is in ``failed`` (with its reason), and the later groups of
     their branch (whose README edits build on them)."""
     for w in plan.work:
@@ -332,6 +353,7 @@ def drop_plans(plan: SweepPlan, failed: dict[int, str]) -> None:
         for k in range(cut, len(w.plans)):
             i = w.outcomes[k]
             reason = why if k == cut else f"held with the group before it ({why})"
-            plan.outcomes[i] = replace(plan.outcomes[i], kind="held", reason=reason)
+            plan.outcomes[i] = replace(plan.outcomes[i], kind="held", reason=reason,
+                                       reason_kind=kind if k == cut else ReasonKind.WITH_GROUP_BEFORE)
         del w.plans[cut:], w.outcomes[cut:]
     plan.work = [w for w in plan.work if w.plans]

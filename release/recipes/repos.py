@@ -151,11 +151,12 @@ class RepoSet:
         return out
 
 
-def read_repositories(paths: list[str | os.PathLike], embedded: Catalog) -> RepoSet:
-    """The repositories at ``paths`` (cached until a branch of one of them moves)."""
+def read_repositories(paths: list[str | os.PathLike], embedded: Catalog, prefer_remote: str | None = None) -> RepoSet:
+    """The repositories at ``paths`` (cached until a branch of one of them moves); ``prefer_remote``:
+    each branch as that remote has it (the dashboard), else the local branch where there is one."""
     if not paths:
         raise CatalogError("No repository configured.")
-    key = (tuple(str(p) for p in paths), id(embedded))
+    key = (tuple(str(p) for p in paths), id(embedded), prefer_remote)
     hit = _STATE.get(key)
     now = time.monotonic()
     if hit is not None and now - hit[2] < RECHECK_SECONDS:
@@ -165,7 +166,8 @@ def read_repositories(paths: list[str | os.PathLike], embedded: Catalog) -> Repo
     if hit is not None and hit[0] == fp:
         _STATE[key] = (fp, hit[1], now)
         return hit[1]
-    models = [read_repository(p, embedded, git_dir=w.git_dir) for p, w in zip(paths, watches, strict=True)]
+    models = [read_repository(p, embedded, git_dir=w.git_dir, prefer_remote=prefer_remote)
+              for p, w in zip(paths, watches, strict=True)]
     rs = RepoSet(models, _catalog(models, embedded))
     if len(_STATE) > 16:
         _STATE.clear()
