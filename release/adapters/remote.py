@@ -65,3 +65,16 @@ def remote_url(repo: Path, remote: str) -> str:
     proc = subprocess.run(["git", "-C", str(repo), "remote", "get-url", remote], check=False, capture_output=True,
                           text=True)
     return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def same_tree(repo: Path, a: str, b: str, path: str) -> bool:
+    """Whether commits ``a`` and ``b`` hold the same tree at ``path`` (e.g. the same recipes)."""
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--quiet", f"{a}:{path}", f"{b}:{path}"],
+                          check=False, capture_output=True, text=True)
+    trees = proc.stdout.split()
+    return proc.returncode == 0 and len(trees) == 2 and trees[0] == trees[1]
+
+
+def track_remote_branch(repo: Path, remote: str, branch: str) -> None:
+    """``<remote>/<branch>`` brought to what the remote has now (one ref fetched)."""
+    run_git(repo, "fetch", "--quiet", "--refmap=", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")

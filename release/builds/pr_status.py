@@ -107,4 +107,28 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
         log.warning("automerge of %s into %s: %s", ref, branch, err)
         return None
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
+    _merged(ctx, branch, int(pr["number"]), sha, merged.get("sha"))
     return merged.get("sha")
+
+
+def _merged(ctx, branch: str, number: int, head: str, merge: str | None) -> None:
+    """What the merge changed, kept where the views read it: the pull request merged in the release
+    record, and the clone's ``<remote>/<branch>`` at the merge commit (the remote's truth, without
+    waiting for the next fetch). Best effort: the merge is done."""
+    from pathlib import Path
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from config.errors import TorchbotError
+    from config.outcomes import PrState
+    from release.adapters.remote import track_remote_branch
+    from release.state import state_for
+    from release.state.record import set_pr_state
+
+    s = ctx.settings
+    try:
+        set_pr_state(state_for(ctx), s.repo_path, branch, number, PrState.MERGED, head_sha=head)
+        if merge and s.repo_path is not None:
+            track_remote_branch(Path(s.repo_path), s.repo_remote, branch)
+    except (TorchbotError, SQLAlchemyError) as err:
+        log.warning("after merging into %s: %s", branch, getattr(err, "message", err))

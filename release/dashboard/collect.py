@@ -312,12 +312,13 @@ def build_facts(st, branches: set[str], commits: set[str]) -> tuple[dict, dict]:
     return latest, published
 
 
-def variant_facts(bm, branch: str, latest: dict, published: dict) -> list[dict]:
-    """Each variant of the branch: its build at the branch's tip (the commit it ran at) and
-    whether its pin is published."""
+def variant_facts(bm, branch: str, latest: dict, published: dict, also: str | None = None) -> list[dict]:
+    """Each variant of the branch: its build at the branch's tip (the commit it ran at), else at
+    ``also`` (a merged pull request's head with the same recipes: what the branch now builds was
+    built there), and whether its pin is published."""
     out = []
     for v in bm.variants:
-        b = latest.get((bm.tip, v.package))
+        b = latest.get((bm.tip, v.package)) or (latest.get((also, v.package)) if also else None)
         pins = published.get((branch, v.package)) or set()
         out.append({"package": v.package, "platform": v.platform, "gpu_arch": v.gpu_arch,
                     "build": b["state"] if b else None, "at_head": b is not None,

@@ -81,6 +81,16 @@ def _merged_into(path: str, sha: str | None, tip: str | None) -> bool:
     return has_commit(Path(path), sha) and is_ancestor(Path(path), sha, tip)
 
 
+def _built_as(path: str, tip: str, pr: dict | None) -> str | None:
+    """A merged pull request's head whose recipes the branch's tip has: its builds are the branch's."""
+    from config.outcomes import PrState
+    from release.adapters.remote import same_tree
+
+    if pr is None or pr.get("state") != PrState.MERGED or not pr.get("sha") or pr["sha"] == tip:
+        return None
+    return pr["sha"] if same_tree(Path(path), tip, pr["sha"], ".flox/pkgs") else None
+
+
 def _deliveries(ctx, rs, recorded, pulls, st, notes) -> dict[tuple[str, str], dict]:
     """(repository path, branch) -> its bump pull request: the record's, brought up to date with
     what GitHub (or, without it, the remote branch) says of it; else an open bump PR GitHub lists
@@ -186,7 +196,7 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
                     "bumps": collect.bump_facts(recorded.get((collect._key(m.path), name), [])),
                     "pr": pr, "readme_drift": readme.get(name, []),
                     "pairs_with": cat.pairs_with if cat else None, "companion_drift": pairing.get(name, []),
-                    "variants": collect.variant_facts(bm, name, latest, published),
+                    "variants": collect.variant_facts(bm, name, latest, published, _built_as(m.path, bm.tip, pr)),
                     "publish_failures": failures.get(name, []),
                     "jobs": [jobs[j] for j in touching if j in jobs],
                 })

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.support.fakes_github import FakeGitHub
@@ -62,9 +62,11 @@ def _nixpkgs(nix: FakeNixpkgs) -> None:
     nix.channels["nixos-unstable"] = HEAD
 
 
-def _state(ctx, pt: RepoFixture) -> list[str]:
+def _state(ctx, pt: RepoFixture, gh=None) -> list[str]:
     """Builds in every state at the heads, a publish, and the bump outcomes. Returns main's failed."""
-    from release.state import Build, JobRun, Publish, state_for
+    from sqlalchemy import select
+
+    from release.state import Build, Publish, state_for
 
     st = state_for(ctx)
     main = pt.branches["main"].packages
@@ -79,16 +81,30 @@ def _state(ctx, pt: RepoFixture) -> list[str]:
         rows.append(Build(package=pkg, branch=MULTI, state="succeeded", commit=pt.tip(MULTI), pin=PIN_13_0))
     for pkg, state in zip(pt.branches[PR_BRANCH].packages[:3], ["succeeded", "succeeded", "failed"], strict=False):
         rows.append(Build(package=pkg, branch=PR_HEAD, state=state, commit="9" * 40, pin=HEAD))
-    finished = NOW.replace(tzinfo=None) - timedelta(days=1)
     with st.session() as s:
         s.add_all(rows)
         s.flush()
         s.add(Publish(package=main[0], branch="main", pin=PIN_MAIN, build_id=rows[0].id))
-        for job, result in ((f"bump:{'main'}", f"error: {HELD}"),
-                            (f"bump:{MULTI}", f"{MULTI}: up to date ({PIN_13_1[:7]})"),
-                            (f"bump:{PR_BRANCH}", f"nixpkgs {HEAD[:7]} (nixos-unstable):")):
-            s.add(JobRun(job_id=job, slot="2026-03-01T06:00:00+00:00", owner="test", started=finished,
-                         finished=finished, result=result))
+    from config.outcomes import BumpKind, ReasonKind
+    from release.state.record import GroupOutcome, write_bump
+
+    pr = pr_sha = None
+    if gh is not None:
+        (pr,) = [x for x in gh.pulls.prs.values() if x["head"]["ref"] == PR_HEAD]
+        pr_sha = pr["head"]["sha"]
+        with st.session() as s:  # the PR's builds ran at its head
+            for b in s.scalars(select(Build).where(Build.branch == PR_HEAD)):
+                b.commit, b.branch = pr_sha, PR_BRANCH
+    write_bump(st, [
+        GroupOutcome(str(pt.path), "build-pytorch", "main", "CUDA 12.8, CPU, darwin", BumpKind.HELD,
+                     ReasonKind.BREAKS_PROMISE, HELD, PIN_MAIN, HEAD, "2.8.0", "2.9.1", "nixos-unstable"),
+        *[GroupOutcome(str(pt.path), "build-pytorch", MULTI, g, BumpKind.CURRENT, old_pin=p, target=p,
+                       tracks="nixos-unstable") for g, p in (("CUDA 13.0", PIN_13_0), ("CUDA 13.1", PIN_13_1),
+                                                             ("CUDA 12.9", PIN_12_X))],
+        GroupOutcome(str(pt.path), "build-pytorch", PR_BRANCH, "", BumpKind.BUMPED, old_pin=PIN_12_X, target=HEAD,
+                     tracks="nixos-unstable", delivery="pr" if pr else "", pr_number=pr and pr["number"],
+                     pr_url=pr and pr["html_url"], head_ref=PR_HEAD if pr else None, head_sha=pr_sha),
+    ])
     return [p for p, st_ in zip(main, states, strict=False) if st_ in ("failed", "interrupted")]
 
 
@@ -113,7 +129,7 @@ def dashboard_world(tmp_path: Path, **over):
         _nixpkgs(nix)
         gh.add_pull(PR_HEAD, PR_BRANCH)
         ctx = Context(settings(tmp_path, pt, tv, nix, gh, **over))
-        failed = _state(ctx, pt)
+        failed = _state(ctx, pt, gh)
         yield World(ctx, pt, tv, nix, gh, NOW, failed, tmp_path)
 
 
