@@ -76,7 +76,7 @@ def _state(ctx, pt: RepoFixture, gh=None) -> list[str]:
     for pkg, state in zip(main, states, strict=False):
         rows.append(Build(package=pkg, branch="main", state=state, commit=pt.tip("main"), pin=PIN_MAIN))
     for pkg in multi[:3]:  # built, but at an older commit: not built at the head
-        rows.append(Build(package=pkg, branch=MULTI, state="succeeded", commit="0" * 40, pin=PIN_13_0))
+        rows.append(Build(package=pkg, branch=MULTI, state="succeeded", commit="e" * 40, pin=PIN_13_0))
     for pkg in multi[3:5]:
         rows.append(Build(package=pkg, branch=MULTI, state="succeeded", commit=pt.tip(MULTI), pin=PIN_13_0))
     for pkg, state in zip(pt.branches[PR_BRANCH].packages[:3], ["succeeded", "succeeded", "failed"], strict=False):
@@ -116,6 +116,7 @@ def companion_drift(tv: RepoFixture, branch: str = "pytorch-2.9") -> None:
     for f in sorted((tv.path / ".flox" / "pkgs").glob("*.nix")):
         f.write_text(f.read_text().replace(PIN_12_X, PIN_13_0))
     git(tv.path, "commit", "-qam", "pin off the pair")
+    git(tv.path, "push", "-q", "origin", branch)  # the remote has it (the dashboard reads the remote)
     git(tv.path, "checkout", "-q", "main")
 
 
@@ -123,7 +124,14 @@ def companion_drift(tv: RepoFixture, branch: str = "pytorch-2.9") -> None:
 def dashboard_world(tmp_path: Path, **over):
     from release.context import Context
 
+    from tests.support.fixtures_pins import git
+
     pt, tv = make_repos(tmp_path, stale_readme=True)
+    named = tmp_path / "github.com" / "acme" / "build-torchvision.git"  # its remote names its GitHub repository
+    named.parent.mkdir(parents=True)
+    git(tmp_path, "clone", "-q", "--bare", str(tv.origin), str(named))
+    git(tv.path, "remote", "set-url", "origin", str(named))
+    git(tv.path, "fetch", "-q", "origin")
     companion_drift(tv)
     with FakeNixpkgs() as nix, FakeGitHub(repo="acme/build-pytorch", upstream=nix.api_url) as gh:
         _nixpkgs(nix)
