@@ -78,3 +78,13 @@ def same_tree(repo: Path, a: str, b: str, path: str) -> bool:
 def track_remote_branch(repo: Path, remote: str, branch: str) -> None:
     """``<remote>/<branch>`` brought to what the remote has now (one ref fetched)."""
     run_git(repo, "fetch", "--quiet", "--refmap=", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
+
+
+def fetch_remote(repo: Path, remote: str) -> str | None:
+    """``git fetch --prune <remote>``; None, or why it did not work (the refs as last fetched stay)."""
+    proc = subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", "--prune", remote], check=False,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode:
+        lines = (proc.stderr or "").strip().splitlines()
+        return lines[-1] if lines else f"git fetch {remote} failed"
+    return None

@@ -1,7 +1,7 @@
 """`torchbot dashboard` (registrar; no heavy imports at module level): where the release stands on
-every branch of each managed repository. A rich table per repository on a terminal, aligned plain
-text otherwise, ``--json`` the model; ``--issue`` also brings the GitHub dashboard issues up to date
-(acting on ticked boxes first)."""
+every branch of each managed repository, as its remote has it (``--fetch`` fetches first). A rich
+table per repository on a terminal, aligned plain text otherwise, ``--json`` the model; ``--issue``
+also brings the GitHub dashboard issues up to date (acting on ticked boxes first)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ def register(sub) -> None:
     p.add_argument("--issue", action="store_true",
                    help="also create or edit the dashboard issue of each repository on GitHub (ticked boxes "
                         "are acted on first)")
+    p.add_argument("--fetch", action="store_true",
+                   help="fetch each repository's remote first (the dashboard reads the remote's branches)")
     p.set_defaults(func=_dashboard)
 
 
@@ -22,9 +24,9 @@ def _dashboard(args, ctx) -> int:
     from release.cli import emit
     from release.dashboard.commands import dashboard
 
-    result = dashboard(ctx, args.repo)
+    result = dashboard(ctx, args.repo, fetch=args.fetch)
     if args.issue:
-        from release.dashboard.issue_sync import sync_issues
+        from release.dashboard.commands import sync_issues
 
         for line in sync_issues(ctx, result.model):
             print(f"torchbot: {line}", file=sys.stderr)

@@ -121,7 +121,7 @@ def _deliveries(ctx, rs, recorded, pulls, st, notes) -> dict[tuple[str, str], di
     return prs
 
 
-def facts(ctx, repo=None, now: datetime | None = None) -> dict:
+def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> dict:
     """Everything the model is built from, as plain data: the branches as the remote has them
     (``origin/*``; ``bump/*`` heads are no branches of the release), the release record, the builds
     by the commit they ran at, publishes and failed publishes, GitHub's pull requests."""
@@ -130,8 +130,16 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
 
     now = now or datetime.now(UTC)
     s = ctx.settings
-    rs = read_repositories(_paths(ctx, repo), load_catalog(), prefer_remote=s.repo_remote)
+    paths = _paths(ctx, repo)
     notes: list[str] = []
+    if fetch:  # the remote's branches as they are now (a PR merged by a person, a push)
+        from release.adapters.remote import fetch_remote
+
+        for path in paths:
+            failed = fetch_remote(path, s.repo_remote)
+            if failed:
+                notes.append(f"git fetch {s.repo_remote} in {path}: {failed}; its branches as last fetched")
+    rs = read_repositories(paths, load_catalog(), prefer_remote=s.repo_remote)
     names_of = _github_names(ctx, rs.models)
     pulls: dict[str, dict[int, dict]] = {}
     for m in rs.models:
@@ -208,9 +216,9 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
     return {"generated": collect.now_iso(now), "repositories": repos, "notes": notes}
 
 
-def dashboard(ctx, repo=None, now: datetime | None = None) -> DashboardResult:
+def dashboard(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> DashboardResult:
     now = now or datetime.now(UTC)
-    return DashboardResult(build(facts(ctx, repo, now), now))
+    return DashboardResult(build(facts(ctx, repo, now, fetch), now))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,7 +264,7 @@ def sync_issues(ctx, model: Dashboard | None = None) -> list[str]:
         return ["dashboard issues: skipped (no TORCHBOT_GITHUB_TOKEN)"]
     from release.dashboard.issue_sync import sync
 
-    model = model or dashboard(ctx).model
+    model = model or dashboard(ctx, fetch=True).model
     repos = {r.name: r.github for r in model.repositories if r.github}
     return sync(s, model, lambda a: run_action(ctx, a), repos, rebuild=lambda: dashboard(ctx).model)
 

@@ -24,7 +24,7 @@ from types import SimpleNamespace
 from config.errors import TorchbotError
 from config.naming import short
 from config.outcomes import ReasonKind
-from config.policy import bump_head_prefix, github_name_of_url
+from config.policy import bump_head_prefix, github_name
 from config.progress import Progress
 from release.adapters import git as gitops
 from release.adapters.gitrefs import all_branches, make_local
@@ -149,13 +149,15 @@ def _moved(w: BranchWork, now: str | None):
 def github_repo(repo, settings, first: bool) -> str:
     """``owner/name`` of a repository's pull requests: TORCHBOT_GITHUB_REPO for the first configured
     repository, else what its remote's URL names on github.com."""
+    url = ""
+    if not first:
+        try:
+            url = repo.git.remote("get-url", settings.repo_remote)
+        except Exception:  # noqa: BLE001  no such remote: said below
+            url = ""
+    name = github_name(settings, first=first, remote_url=url)
     if first:
-        return settings.github_repo
-    try:
-        url = repo.git.remote("get-url", settings.repo_remote)
-    except Exception:  # noqa: BLE001  no such remote: said below
-        url = ""
-    name = github_name_of_url(url)
+        return name
     if not name:
         from config.errors import RefusedError
 
