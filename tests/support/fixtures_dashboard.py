@@ -123,7 +123,6 @@ def companion_drift(tv: RepoFixture, branch: str = "pytorch-2.9") -> None:
 @contextlib.contextmanager
 def dashboard_world(tmp_path: Path, **over):
     from release.context import Context
-
     from tests.support.fixtures_pins import git
 
     pt, tv = make_repos(tmp_path, stale_readme=True)
