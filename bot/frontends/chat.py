@@ -426,7 +426,7 @@ class Chat:
             result = plan.apply(progress, job.notice() if job.notice else None)
         from release.dashboard.commands import after_operation
 
-        after_operation(self.ctx, f"/{row.command}", result, every_branch=row.command == "bump" and args[:1] == ["all"])
+        after_operation(self.ctx, f"/{row.command}")
         return result
 
     def _status(self):

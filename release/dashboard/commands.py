@@ -269,7 +269,7 @@ def sync_issues(ctx, model: Dashboard | None = None) -> list[str]:
     return sync(s, model, lambda a: run_action(ctx, a), repos, rebuild=lambda: dashboard(ctx).model)
 
 
-def after_operation(ctx, what: str, result=None, every_branch: bool = False) -> None:
+def after_operation(ctx, what: str) -> None:
     """After a release operation (a bump, build or publish, from chat or the schedule): the
     dashboard issues say what it changed (the operation's own stage has written the release
     record already). Never fails the operation: a failure is logged."""

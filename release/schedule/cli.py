@@ -48,7 +48,7 @@ def _run_pending(args, ctx) -> int:
 
 
 RUN_EXAMPLES = """examples:
-  torchbot schedule run bump:main --dry-run     what the weekly bump of main would do
+  torchbot schedule run bump --dry-run          what the weekly bump would do
   torchbot schedule run publish                 publish what has been built, now"""
 
 
