@@ -1,5 +1,6 @@
 """Issue 35: after several weeks of the loop (bump -> pull requests -> builds at their heads ->
-automerge -> publish, a failing build, a pull request a person closes), every row of the
+automerge -> publish, a failing build, a pull request a person closes, a push that leaves a pull
+request in conflict), every row of the
 dashboard's JSON agrees with the truth of the stand-ins (GitHub's pull requests and commit
 statuses) and the remote (the bare origins' branches and pins): 0 rows differ.
 
@@ -10,8 +11,11 @@ remote (``origin/*``), the release record, and the builds by the commit they ran
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
+from release.adapters.github import Actions
+from release.builds.pr_status import automerge
 from release.context import Context
 from release.dashboard.commands import dashboard
 from release.schedule import jobs as schedule
@@ -32,6 +36,22 @@ def _status(fake, sha: str) -> tuple[int, int] | None:
         return None
     m = re.match(r"(\d+)/(\d+) built(?:, (\d+) failed)?", got[-1]["description"])
     return (int(m[1]), int(m[3] or 0)) if m else None
+
+
+def _merges(origin: Path, base: str, head: str) -> bool:
+    """Whether ``head`` merges into ``base`` on the remote without a conflict."""
+    return subprocess.run(["git", f"--git-dir={origin}", "merge-tree", "--write-tree", base, head],
+                          capture_output=True, check=False).returncode == 0
+
+
+def _conflict_on(origin: Path, branch: str, tmp: Path) -> None:
+    """A person pushes a change to ``branch`` that touches the lines its bump PR changes."""
+    work = tmp / "person"
+    git(tmp, "clone", "-q", "--branch", branch, str(origin), str(work))
+    recipe = sorted((work / ".flox" / "pkgs").glob("*.nix"))[0]
+    recipe.write_text(re.sub(r"archive/[0-9a-f]{40}", "archive/" + "d00d" * 10, recipe.read_text()))
+    git(work, "-c", "user.name=person", "-c", "user.email=p@example.com", "commit", "-qam", "pin by hand")
+    git(work, "push", "-q", "origin", branch)
 
 
 def _differences(d: dict, truth: dict) -> list[str]:
@@ -57,6 +77,8 @@ def _differences(d: dict, truth: dict) -> list[str]:
                 continue
             last = max(mine, key=lambda p: p["number"])
             state = "merged" if last.get("merged_at") else "closed" if last["state"] == "closed" else "open"
+            if pr is not None and state == "open" and pr["state"] == "conflict":  # GitHub lists it open
+                state = "conflict" if not _merges(origin, name, last["head"]["ref"]) else "open"
             if pr is None or (pr["number"], pr["state"]) != (last["number"], state):
                 out.append(f"{row}: PR {pr and (pr['number'], pr['state'])} is not GitHub's "
                            f"{(last['number'], state)}")
@@ -90,9 +112,9 @@ def test_several_weeks_of_the_loop_and_the_dashboard_tells_the_truth_row_by_row(
 
     seen = Context(ctx.settings, use_repo=True)  # the dashboard as the CLI runs it: every configured repository
 
-    def check() -> None:
+    def check(fetch: bool = False) -> None:
         nonlocal rows
-        d = dashboard(seen).to_dict()
+        d = dashboard(seen, fetch=fetch).to_dict()
         assert _differences(d, truth) == []
         rows += sum(len(r["branches"]) for r in d["repositories"])
 
@@ -121,5 +143,18 @@ def test_several_weeks_of_the_loop_and_the_dashboard_tells_the_truth_row_by_row(
     check()
     d = dashboard(seen).to_dict()
     assert ("main-staging", "pr-closed") in {(n["branch"], n["kind"]) for n in d["needs_a_human"]}
+    # ... and pushes a change to the branch of the still-open PR whose build failed: automerge cannot merge it
+    (failing_pr,) = [p for p in gh.pulls.prs.values() if p["base"]["ref"] == FAILS and p["state"] == "open"]
+    _conflict_on(origin, FAILS, Path(ctx.settings.state_db.removeprefix("sqlite:///")).parent)
+    client = Actions(ctx.settings)
+    try:
+        assert automerge(ctx, client, FAILS, failing_pr["head"]["ref"], failing_pr["head"]["sha"]) is None
+    finally:
+        client.close()
+    check(fetch=True)  # a person's push is seen after a fetch (the dashboard issue's job fetches first)
+    d = dashboard(seen).to_dict()
+    row = next(b for r in d["repositories"] for b in r["branches"] if b["branch"] == FAILS)
+    assert row["bump"]["pull_request"]["state"] == "conflict"
+    assert (FAILS, "conflict") in {(n["branch"], n["kind"]) for n in d["needs_a_human"]}
     assert git(Path(ctx.settings.repo_path), "rev-parse", "main").strip() == main_before  # never read for rows
-    assert rows == 3 * (len(_branches(origin)) + len(_branches(tv_origin)))  # every row, every week
+    assert rows == 4 * (len(_branches(origin)) + len(_branches(tv_origin)))  # every row, every time
