@@ -232,7 +232,8 @@ def bump_facts(rows: list) -> list[dict]:
     as written, never read back)."""
     return [{"group": r.grp, "kind": r.bump_kind, "reason_kind": r.reason_kind, "reason": r.reason,
              "when": r.bumped.isoformat(timespec="seconds") + "Z", "tracks": r.tracks, "old_pin": r.old_pin,
-             "rev": r.target, "pytorch": r.pytorch} for r in rows]
+             "rev": r.target, "pytorch": r.pytorch, "cuda": [c for c in (r.cuda or "").split(",") if c]}
+            for r in rows]
 
 
 def delivery_of(rows: list) -> dict | None:

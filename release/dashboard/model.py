@@ -105,6 +105,7 @@ class Bump:
     kind: str | None = None  # the outcome as the bump recorded it (bumped, kept-promise, current, held, skipped)
     reason_kind: str = ""  # config.outcomes.ReasonKind
     old_pin: str | None = None
+    cuda: list[str] = field(default_factory=list)  # the group's CUDA versions
 
 
 @dataclass
@@ -283,7 +284,7 @@ def _bumps(raw: list[dict], pins: list[Pin], scheduled: bool = True) -> list[Bum
         state = b.get("state") or _STATE_OF.get(kind, "unknown")
         out.append(Bump(group=b.get("group") or "", state=state, reason=b.get("reason") or "", when=b.get("when"),
                         rev=b.get("rev"), pytorch=b.get("pytorch"), kind=kind, reason_kind=b.get("reason_kind") or "",
-                        old_pin=b.get("old_pin")))
+                        old_pin=b.get("old_pin"), cuda=list(b.get("cuda") or [])))
     if not out:  # nothing recorded: what the pins say against their channel
         for p in pins:
             state = "current" if p.current else "unknown"
@@ -323,9 +324,8 @@ def _actions(repo: str, b: BranchView) -> list[Action]:
             words += ["--pytorch", bump.pytorch]
         what = f"PyTorch {bump.pytorch}" if bump.pytorch else "the channel head"
         group = f" ({bump.group})" if bump.group else ""
-        cuda = re.search(r"CUDA (\d+\.\d+)", bump.group or "")
-        if cuda and len(b.pins) > 1:
-            words += ["--cuda", cuda.group(1)]
+        if len(bump.cuda) == 1 and len(b.pins) > 1:  # one group of several: named by its CUDA version
+            words += ["--cuda", bump.cuda[0]]
         slug = re.sub(r"[^A-Za-z0-9.]+", "-", bump.group).strip("-") or "-"
         out.append(Action("approve-bump", repo, b.name, f"Approve the held bump of {b.name}{group} to {what}",
                           " ".join(words), f"approve-bump:{b.name}:{slug}"))

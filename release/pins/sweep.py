@@ -63,6 +63,7 @@ class PinOutcome:
     reason_kind: ReasonKind = ReasonKind.NONE  # why, as a kind (the release record keeps it; views word it)
     target: str | None = None  # the revision checked: moved to, or (held) would have moved to
     delivery_error: str = ""  # held because the delivery failed: what failed
+    cuda: tuple[str, ...] = ()  # the CUDA versions the group builds ("12.8",), typed for its views
 
     @property
     def ok(self) -> bool:
@@ -266,7 +267,8 @@ def _refusal_kind(err: RefusedError) -> ReasonKind:
 
 def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[BranchPlan | None, PinOutcome]:
     label = ", ".join(g.labels)
-    base = dict(repo=env.repo_name, branch=work.branch, group=label, old_pin=g.pin, tracks=work.tracks)
+    base = dict(repo=env.repo_name, branch=work.branch, group=label, old_pin=g.pin, tracks=work.tracks,
+                cuda=tuple(g.cuda_versions))
     head = None
     try:
         head = env.head(work.tracks)

@@ -137,6 +137,7 @@ def group_outcomes(plans: list[SweepPlan], delivered: list[Delivered]) -> list:
                 repo=str(p.repo_path), repo_name=p.repo_path.name, branch=o.branch, group=o.group,
                 kind=BumpKind(o.kind), reason_kind=o.reason_kind, reason=o.reason, old_pin=o.old_pin,
                 target=o.target, torch_old=o.torch_old, pytorch=o.torch_new, tracks=o.tracks, delivery=how,
+                cuda=tuple(getattr(o, "cuda", ())),
                 delivery_error=o.delivery_error, commit=d.commit if d else None,
                 pr_number=d.number if d else None, pr_url=d.url if d else None, head_ref=d.head if d else None,
                 head_sha=d.commit if d and how == "pr" else None))

@@ -40,6 +40,7 @@ class ReleaseRow(Base):
     repo_name: Mapped[str] = mapped_column(String(200), default="")
     branch: Mapped[str] = mapped_column(String(200))
     grp: Mapped[str] = mapped_column(String(200), default="")  # "CUDA 12.8, CPU"
+    cuda: Mapped[str] = mapped_column(String(200), default="")  # the group's CUDA versions, comma-separated
     # the bump
     bump_kind: Mapped[str] = mapped_column(String(20))
     reason_kind: Mapped[str] = mapped_column(String(30), default="")
@@ -105,6 +106,7 @@ class GroupOutcome:
     pr_url: str | None = None
     head_ref: str | None = None
     head_sha: str | None = None
+    cuda: tuple[str, ...] = ()
 
 
 _CARRIED = ("delivery", "commit", "pr_number", "pr_url", "head_ref", "head_sha", "pr_state", "closed_by", "pr_seen")
@@ -129,7 +131,8 @@ def write_bump(st, outcomes: Iterable[GroupOutcome]) -> int:
         s.flush()
         for o in outcomes:
             key = (repo_key(o.repo), o.branch)
-            row = ReleaseRow(repo=key[0], repo_name=o.repo_name, branch=o.branch, grp=o.group, bump_kind=str(o.kind),
+            row = ReleaseRow(repo=key[0], repo_name=o.repo_name, branch=o.branch, grp=o.group, cuda=",".join(o.cuda),
+                             bump_kind=str(o.kind),
                              reason_kind=str(o.reason_kind), reason=o.reason, old_pin=o.old_pin, target=o.target,
                              torch_old=o.torch_old, pytorch=o.pytorch, tracks=o.tracks, bumped=now,
                              delivery=o.delivery, delivery_error=o.delivery_error, commit=o.commit,

@@ -166,7 +166,8 @@ def test_recorded_per_group_outcomes_of_a_bump_of_every_branch_are_shown(world):
         return PinOutcome(repo="build-torchvision", branch="pytorch-2.10", group=group, kind=kind,
                           old_pin=kw.get("old"), new_pin=kw.get("new"), tracks="nixos-unstable", torch_old="2.10.0",
                           torch_new=kw.get("torch"), reason=reason, delivery=kw.get("delivery", ""),
-                          reason_kind=kw.get("why", ""), target=kw.get("new"))
+                          reason_kind=kw.get("why", ""), target=kw.get("new"),
+                          cuda=tuple(v.removeprefix("CUDA ") for v in group.split(", ") if v.startswith("CUDA ")))
 
     from release.state import state_for
 
