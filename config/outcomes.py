@@ -22,6 +22,7 @@ class ReasonKind(StrEnum):
     NONE = ""  # bumped to the tracked head, or already there
     PATCH_LEVEL = "patch-level"  # bumped; the head's torch differs from the promise at patch level
     PROMISE_KEPT = "promise-kept"  # moved to the newest commit that keeps the promised PyTorch line
+    MOVED_BY_HAND = "moved-by-hand"  # a deliberate move a person asked for (--pytorch, --torch-src, a revision)
     BREAKS_PROMISE = "breaks-promise"  # held: the head (and every newer commit) leaves the promised line
     CUDA_MISSING = "cuda-missing"  # held: a CUDA package set the recipes use is missing there
     REFUSED = "refused"  # held: another guard refused it

@@ -194,7 +194,11 @@ class Plan:
 
             outcome, companions = apply_with_companions(self.data, self.settings)
             return BumpResult(self, outcome, companions)
-        return BumpResult(self, apply_bump(self.data, self.settings, progress))
+        from release.pins.weekly import record_move
+
+        outcome = apply_bump(self.data, self.settings, progress)
+        record_move(self.data, outcome, self.settings)  # the bump stage keeps what it did in the release record
+        return BumpResult(self, outcome)
 
 
 def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> Plan:
