@@ -60,11 +60,27 @@ def local_commit(repo: Path, branch: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
+_URLS: dict[tuple[str, str], tuple[object, str]] = {}
+
+
 def remote_url(repo: Path, remote: str) -> str:
-    """The URL of ``remote`` in the repository at ``repo``; "" when it has none."""
+    """The URL of ``remote`` in the repository at ``repo``; "" when it has none (kept while the
+    repository's ``.git/config`` is unchanged: a running torchbot asks git once)."""
+    config = Path(repo) / ".git" / "config"
+    try:
+        st = config.stat()
+        stamp: object = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    hit = _URLS.get((str(repo), remote))
+    if stamp is not None and hit is not None and hit[0] == stamp:
+        return hit[1]
     proc = subprocess.run(["git", "-C", str(repo), "remote", "get-url", remote], check=False, capture_output=True,
                           text=True)
-    return proc.stdout.strip() if proc.returncode == 0 else ""
+    url = proc.stdout.strip() if proc.returncode == 0 else ""
+    if stamp is not None:
+        _URLS[(str(repo), remote)] = (stamp, url)
+    return url
 
 
 def same_tree(repo: Path, a: str, b: str, path: str) -> bool:
