@@ -34,6 +34,8 @@ class ReasonKind(StrEnum):
     NO_PINS = "no-pins"  # skipped: no pinned recipes
     VLLM = "vllm-certified"  # skipped: pinned to vLLM's nixpkgs by design
     NOT_SELECTED = "not-selected"  # skipped: not among the groups asked for
+    CHANNEL_BEHIND = "channel-behind"  # current: the tracked head is older than the pin (a rollback)
+    LEFT_ALONE = "left-alone"  # skipped: a person's decision stands (paused, closed unmerged, edited by hand)
 
 
 class PrState(StrEnum):
