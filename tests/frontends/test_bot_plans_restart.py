@@ -15,7 +15,7 @@ from release.context import Context
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 from tests.support.fakes_slack import FakeSlack
 from tests.support.fixtures_pins import NEW, PIN_A, PIN_B, PIN_C, build_repo, git, refs, small_catalog_branches
-from tests.support.fixtures_serve import ServeProcess, free_port, post, sign
+from tests.support.fixtures_serve import ServeProcess, post, sign
 
 SECRET = "restart-signing-secret"
 CUDA_ALL = {"cudaPackages_12_8", "cudaPackages_12_9", "cudaPackages_13_0", "cudaPackages_13_1"}
@@ -40,10 +40,9 @@ def test_confirm_after_sigkill_applies_refuses_others_and_names_what_moved(tmp_p
                    TORCHBOT_AUDIT_LOG=str(tmp_path / "audit.log"))
 
         def serve() -> tuple[ServeProcess, str]:
-            port = free_port()
-            bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", str(port), "--no-schedule"])
+            bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", "0", "--no-schedule"])
             assert "in HTTP mode" in bot.wait_line()
-            return bot, f"http://127.0.0.1:{port}/slack/events"
+            return bot, bot.events_url()
 
         def slash(url, text, n):
             body = urllib.parse.urlencode({"command": "/bump", "text": text, "user_id": "UADMIN", "channel_id": "CREL",

@@ -14,7 +14,7 @@ import urllib.parse
 from pathlib import Path
 
 from tests.support.fakes_slack import FakeSlack
-from tests.support.fixtures_serve import ServeProcess, free_port, post, sign
+from tests.support.fixtures_serve import ServeProcess, post, sign
 
 SECRET = "busy-signing-secret"
 LOCKER = """
@@ -65,14 +65,12 @@ def _status(slack: FakeSlack, url: str, n: int) -> tuple[float, str]:
 def test_status_with_the_sqlite_store_write_locked_is_answered_within_seconds_and_after(tmp_path: Path):
     db = tmp_path / "state.db"
     with FakeSlack(token="xoxb-test") as slack:
-        port = free_port()
         env = dict(TORCHBOT_SLACK_BOT_TOKEN="xoxb-test", TORCHBOT_SLACK_SIGNING_SECRET=SECRET,
                    TORCHBOT_SLACK_API_URL=slack.url, TORCHBOT_ADMINS="UADMIN", TORCHBOT_STATE_DB=str(db),
                    TORCHBOT_AUDIT_LOG=str(tmp_path / "audit.log"), TORCHBOT_LOG_DIR=str(tmp_path / "logs"))
-        bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", str(port), "--no-schedule"])
-        url = f"http://127.0.0.1:{port}/slack/events"
+        bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", "0", "--no-schedule"])
         try:
-            bot.wait_line(60)
+            url = bot.events_url(60)
             took, text = _status(slack, url, 1)
             assert "pending plans: 0" in text
             locker = _lock(db, "write")
