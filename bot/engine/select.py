@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.engine.answer import Answer
+from bot.engine.answer import Answer, read_as
 from bot.engine.branches import branch_reason, choose, constraints, pick
 from bot.engine.cpu_isa import CpuPlan, cpu_plan
 from bot.engine.hardware import GpuSeen, Hardware
@@ -26,7 +26,7 @@ ASK_CPU = "`lscpu` (or `grep -m1 -E 'model name|flags|Features|CPU part' /proc/c
 
 
 def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
-    ans = Answer(hardware=hw)
+    ans = Answer(hardware=hw, read=read_as(hw))
     ans.warnings.extend(hw.notes)
     for g in hw.gpus or [GpuSeen(hw.gpu or "", hw.gpu_arch)]:
         if g.arch in cat.gpu_archs:
@@ -37,6 +37,10 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
         ans.warnings.append(cat.uarchs[hw.cpu_uarch].note)
     if not _say_unknown(hw, ans):
         return ans
+    if hw.machines:
+        ans.missing.append("Which machine is this for: " + "; or ".join(hw.machines)
+                           + "? Ask again naming only its parts.")
+        return ans
 
     if hw.os == "macos":
         return _darwin(cat, hw, ans, org)
@@ -45,6 +49,10 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
             "There are no native Windows builds; the Linux variants run under WSL2 (this answer assumes WSL2)."
         )
 
+    if hw.gpu_foreign and hw.no_gpu and hw.gpu_arch is None:  # "no NVIDIA, the CPU-only build" beside a Radeon
+        ans.reasons.append(f"CPU-only build, as asked: the {hw.gpu_foreign} is not an NVIDIA GPU and is not used.")
+        ans.warnings.append(f"The {hw.gpu_foreign} is not used by this build (no ROCm, oneAPI or Neuron builds here).")
+        return _cpu_only(cat, hw, ans, org)
     if hw.gpu_foreign:
         ans.warnings.append(
             f"'{hw.gpu_foreign}' is not an NVIDIA GPU; this repository builds CUDA variants for NVIDIA GPUs, "

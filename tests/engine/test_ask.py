@@ -167,7 +167,7 @@ def test_prose_that_contradicts_the_chip_gets_a_warning(ctx):
 
 def test_json_contract_shape(ctx):
     d = answer(ctx, "p5.48xlarge")
-    assert set(d) == {"query", "hardware", "recommendation", "alternatives", "reasons", "warnings", "missing"}
+    assert set(d) == {"query", "hardware", "recommendation", "alternatives", "reasons", "warnings", "missing", "read"}
     hw = d["hardware"]
     for key in ("gpu", "gpu_arch", "cpu", "cpu_flags", "os", "workload", "python"):
         assert key in hw
