@@ -85,6 +85,7 @@ class Answer:
     hardware_reasons: int | None = field(default=None, repr=False, compare=False)
     hardware_warnings: int | None = field(default=None, repr=False, compare=False)  # likewise for warnings
     read: list[str] = field(default_factory=list)  # what the question was read as: "4x RTX 4090 → GPU"
+    refusal: str | None = None  # bad input (nothing names hardware; a non-NVIDIA accelerator only): one line
 
     exit_code = 0  # any answer is a successful command
 
@@ -101,6 +102,8 @@ class Answer:
         }
 
     def text(self) -> str:
+        if self.refusal:
+            return self.refusal
         lines: list[str] = []
         r = self.recommendation
         if r:

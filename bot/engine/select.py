@@ -27,6 +27,10 @@ ASK_CPU = "`lscpu` (or `grep -m1 -E 'model name|flags|Features|CPU part' /proc/c
 
 def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
     ans = Answer(hardware=hw, read=read_as(hw))
+    if (line := _refusal(hw)) is not None:
+        ans.refusal = line
+        ans.warnings.append(line)
+        return ans
     ans.warnings.extend(hw.notes)
     for g in hw.gpus or [GpuSeen(hw.gpu or "", hw.gpu_arch)]:
         if g.arch in cat.gpu_archs:
@@ -101,6 +105,26 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
     )
     ans.missing.append(f"Which CPU (paste {ASK_CPU}, or name the model or cloud instance).")
     return ans
+
+
+NOTHING = ("Nothing in this names hardware: name a GPU, CPU or cloud instance, or paste "
+           "`nvidia-smi -L` / `lscpu` output.")
+
+
+def _refusal(hw: Hardware) -> str | None:
+    """The one line for input that cannot get an answer: nothing that names hardware, or a
+    non-NVIDIA accelerator alone; None when there is something to answer or ask about."""
+    cpu = hw.cpu or hw.cpu_flags is not None or hw.cpu_arch or hw.cpu_candidates or hw.unknown_cpu or hw.stated_flags
+    other = hw.instance or hw.unknown_instance or hw.os or hw.no_gpu or hw.system_cpu or hw.notes or hw.machines
+    nvidia = hw.gpu_arch or hw.gpus or hw.unknown_gpu or hw.gpu_unnamed or hw.gpu_unknown_cc
+    if cpu or other or nvidia:
+        return None
+    if hw.gpu_foreign:
+        at = hw.query.lower().find(hw.gpu_foreign)
+        shown = hw.query[at : at + len(hw.gpu_foreign)] if at >= 0 else hw.gpu_foreign
+        return (f"'{shown}' is not an NVIDIA GPU, and these builds are CUDA (NVIDIA), CPU-only and Apple "
+                "MPS only (no ROCm, oneAPI or Neuron): say 'CPU-only' and name the CPU for a CPU build.")
+    return NOTHING
 
 
 def fold_eq(a: str, b: str) -> bool:

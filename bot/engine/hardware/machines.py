@@ -8,12 +8,14 @@ answer asks. Pure; may import config."""
 
 from __future__ import annotations
 
-from bot.engine.hardware.facts import SCAN, Hardware
+from bot.engine.hardware.facts import Hardware
 from bot.engine.hardware.matchers import Matchers
 from bot.engine.hardware.retract import names
 from config.catalog import Catalog
 from config.regex_cache import rx
 
+WINDOW = 4000  # characters of a message about several machines, at most
+SENTENCES = 24
 _SENTENCE_RE = rx(r"[^.!?;\n]*(?:[.!?;](?=\s|$)|\n|$)|[^\n]+")
 _OLD_RE = rx(
     r"(?<![a-z])(?:last (?:month|week|year|time|quarter)|old(?:er)?|previous(?:ly)?|former|prior|earlier"
@@ -29,11 +31,13 @@ _NEW_RE = rx(
 def settle(cat: Catalog, m: Matchers, hw: Hardware, low: str) -> str:
     """``low`` with the hardware of every sentence about a settled or other machine blanked
     (same length), when another sentence names the target's hardware."""
-    text = low[:SCAN]
+    text = low[:WINDOW]
     if _OLD_RE.search(text) is None:
         return low
     parts = []
-    for sm in _SENTENCE_RE.finditer(text):
+    for k, sm in enumerate(_SENTENCE_RE.finditer(text)):
+        if k >= SENTENCES:
+            return low  # a long paste, not a message about a few machines
         if not sm.group(0).strip():
             continue
         found = [n for n in names(cat, m, sm.group(0)) if n.kind in ("gpu", "cpu", "instance")]
