@@ -20,6 +20,7 @@ from bot.engine.branches import branch_reason, choose, constraints, pick
 from bot.engine.cpu_isa import CpuPlan, cpu_plan
 from bot.engine.hardware import GpuSeen, Hardware
 from config.catalog import Catalog, GpuArch, vtuple
+from config.regex_cache import rx
 
 ASK_GPU = "`nvidia-smi -L` (or `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv`)"
 ASK_CPU = "`lscpu` (or `grep -m1 -E 'model name|flags|Features|CPU part' /proc/cpuinfo`)"
@@ -124,7 +125,12 @@ def _refusal(hw: Hardware) -> str | None:
         shown = hw.query[at : at + len(hw.gpu_foreign)] if at >= 0 else hw.gpu_foreign
         return (f"'{shown}' is not an NVIDIA GPU, and these builds are CUDA (NVIDIA), CPU-only and Apple "
                 "MPS only (no ROCm, oneAPI or Neuron): say 'CPU-only' and name the CPU for a CPU build.")
+    if _MODEL_LIKE_RE.search(hw.query[:16_000].lower()):
+        return None  # "H1000": a model number torchbot does not know is asked about, not refused
     return NOTHING
+
+
+_MODEL_LIKE_RE = rx(r"(?<![a-z0-9])[a-z]{1,4}[ -]?\d{3,5}[a-z]{0,3}(?![a-z0-9])")
 
 
 def fold_eq(a: str, b: str) -> bool:

@@ -55,7 +55,7 @@ def parts() -> tuple[list[str], list[str]]:
         hw = parse(cat, f"an {name}")
         if [g.name for g in hw.gpus] != [name] or hw.system_cpu or hw.gpu_arch is None:
             continue
-        if not cat.gpu_archs[hw.gpu_arch].served or name[-1:].isdigit() is False and " " not in name and len(name) < 3:
+        if not cat.gpu_archs[hw.gpu_arch].served:
             continue
         gpus.append(name)
     cpus = [c for c in CPUS if parse(cat, c).cpu_uarch]
