@@ -58,7 +58,9 @@ def read_as(hw: Hardware) -> list[str]:
     if hw.no_gpu and not hw.gpus:
         out.append("no GPU → CPU-only")
     if hw.instance:
-        out.append(f"{hw.instance} → {hw.instance_provider} instance")
+        at = hw.query.lower().find(hw.instance)
+        out.append(f"{hw.query[at : at + len(hw.instance)] if at >= 0 else hw.instance} → "
+                   f"{hw.instance_provider} instance")
     if hw.cpu:
         out.append(f"{hw.cpu} → CPU")
     elif hw.cpu_flags is not None and hw.flags_source == "pasted":
