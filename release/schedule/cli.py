@@ -48,7 +48,9 @@ def _run_pending(args, ctx) -> int:
 
 
 RUN_EXAMPLES = """examples:
-  torchbot schedule run bump:main --dry-run     what the weekly bump of main would do
+  torchbot schedule list                        the jobs and when each runs next
+  torchbot schedule run bump --dry-run          what the weekly bump of every branch would do
+  torchbot schedule run dashboard-issue --dry-run   the dashboard issues it would write
   torchbot schedule run publish                 publish what has been built, now"""
 
 
@@ -60,7 +62,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the jobs as JSON")
     p.set_defaults(func=_list)
     p = verbs.add_parser("run", help="run one job now", epilog=RUN_EXAMPLES)
-    p.add_argument("job", help="a job id from `schedule list` (e.g. publish, bump:BRANCH)")
+    p.add_argument("job", help="a job id from `schedule list` (bump, docs-check, dashboard-issue, poll-builds, "
+                                    "publish, flush-announcements)")
     p.add_argument("--dry-run", action="store_true",
                    help="say what the job would do and how to preview it; run nothing")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
