@@ -18,15 +18,18 @@ def plan_publish(ctx, branch: str | None = None, *, repo=None) -> Plan:
     held = publish.held(ctx, branch, repo=repo)
     summary = {"branch": branch, "publish": [{"package": b.package, "branch": b.branch, "pin": b.pin} for b in pending],
                "held": [{"package": b.package, "branch": b.branch, "reason": why} for b, why in held]}
+    if not pending:
+        summary["nothing"] = nothing_reason(ctx, branch, held)
     text = (f"Publish {len(pending)} variant(s)" + (f" of {branch}" if branch else "") + ":\n"
             + "\n".join(f"  {b.branch} {b.package}" for b in pending)) if pending else \
-        f"Nothing to publish: {nothing_reason(ctx, branch, held)}."
+        f"Nothing to publish: {summary['nothing']}."
     if held:
         text += "\nNot published yet:\n" + "\n".join(f"  {b.branch} {b.package}: {why}" for b, why in held)
 
     def apply(progress=None, notice=None) -> BuildsResult:
-        return BuildsResult("publish", publish.publish_pending(ctx, branch, repo=repo, progress=progress),
-                            {"message": "Nothing to publish."})
+        rows = publish.publish_pending(ctx, branch, repo=repo, progress=progress)
+        why = "" if rows else nothing_reason(ctx, branch, publish.held(ctx, branch, repo=repo))
+        return BuildsResult("publish", rows, {"message": f"Nothing to publish: {why}."} if why else {})
 
     return Plan("publish", summary, text, apply)
 
@@ -51,8 +54,7 @@ def nothing_reason(ctx, branch: str | None, held: list) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
         return f"none of the {len(builds)} recorded build(s){where} succeeded ({counts})"
     if held:
-        return (f"the {len(held)} succeeded build(s){where} not yet published may not be published yet "
-                "(below, with why)")
+        return f"none of the {len(held)} succeeded, unpublished build(s){where} may be published yet (why below)"
     with st.session() as s:
         done = {(p.package, p.branch, p.pin) for p in s.scalars(select(Publish))}
     if all((b.package, b.branch, b.pin) in done for b in succeeded):
