@@ -120,7 +120,9 @@ def needs_lines(d: Dashboard, limit: int = 20) -> list[str]:
 
 
 def plain(d: Dashboard) -> str:
-    out = []
+    from release.dashboard.words import summary
+
+    out = [summary(d), ""]
     for r in d.repositories:
         out.append(f"{r.name} ({r.path}): {len(r.branches)} branches")
         rows = [COLUMNS, *(row(b) for b in r.branches)]
