@@ -55,6 +55,11 @@ def status_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+STATUS_EXAMPLES = """examples:
+  torchbot release status                          every branch's builds, a header and the totals
+  torchbot release status --branch main --json"""
+
+
 def _workflow(args, ctx) -> int:
     from release.builds.workflow import render_workflow, write_workflow
 
@@ -124,7 +129,7 @@ def register(verbs) -> None:
     p.add_argument("--json", action="store_true", help="print the plan or the result as JSON")
     p.set_defaults(func=_build)
 
-    p = verbs.add_parser("status", help="build states from the state DB")
+    p = verbs.add_parser("status", help="build states from the state DB", epilog=STATUS_EXAMPLES)
     p.add_argument("--branch", help="only this branch's builds (default: every branch)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=_status)
