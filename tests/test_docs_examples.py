@@ -82,14 +82,24 @@ def examples() -> list[Example]:
     return out
 
 
+def reads_only(command: str) -> bool:
+    """A command that writes nothing into the repositories: it may share them with the others."""
+    words = command.split()
+    if {"--push", "--open-pr", "--write", "--commit", "--with-companions"} & set(words):
+        return False
+    return bool({"--dry-run", "--check"} & set(words)) or words[1] in ("catalog", "dashboard", "completion", "paths") \
+        or words[1:3] in (["release", "status"], ["release", "workflow"])
+
+
 def refusal(example: Example) -> str | None:
     return next((line for (page, start), (line, _why) in REFUSES.items()
                  if example.page == page and example.command.startswith(start)), None)
 
 
 @pytest.fixture(scope="module")
-def services():
+def services(tmp_path_factory):
     with FakeNixpkgs() as nix, FakeGitHub(repo="acme/build-pytorch", upstream=nix.api_url) as gh:
+        nix.shared = make_repos(tmp_path_factory.mktemp("shared-repos"))  # for the examples that only read
         nixpkgs_history(nix)
         nix.add_commit(DOC_REV, "the revision docs/cli.md shows")
         nix.channels["nixos-unstable"] = HEAD
@@ -102,7 +112,7 @@ def fill(command: str, where: Path) -> str:
 
 
 def run(example: Example, tmp_path: Path, nix, gh) -> subprocess.CompletedProcess:
-    pt, tv = make_repos(tmp_path / "fixtures")
+    pt, tv = nix.shared if reads_only(example.command) else make_repos(tmp_path / "fixtures")
     if not example.command.startswith("torchbot release init "):  # init makes ./build-pytorch itself
         (tmp_path / "build-pytorch").symlink_to(pt.path)
         (tmp_path / "build-torchvision").symlink_to(tv.path)
