@@ -123,8 +123,9 @@ def test_rich_tables_colour_the_states(world):
         assert name in shown
 
 
+@pytest.mark.parametrize("width", [80, 100, 130])
 @pytest.mark.parametrize("source", ["fixtures", "real-width"])
-def test_at_80_columns_each_branch_row_keeps_its_name_state_pin_and_counts_whole(world, source):
+def test_at_80_columns_each_branch_row_keeps_its_name_state_pin_and_counts_whole(world, source, width):
     """The compact layout: no cell cut (no "…"), every line within 80 columns, and each branch's row
     reads name, PyTorch, first pin (7 characters and its age), bump state, built/total, published/total."""
     from datetime import UTC, datetime
@@ -137,10 +138,10 @@ def test_at_80_columns_each_branch_row_keeps_its_name_state_pin_and_counts_whole
     real = build(real_width_facts(), datetime(2026, 11, 28, tzinfo=UTC))
     model = world.result.model if source == "fixtures" else real
     out = io.StringIO()
-    rich_tables(model, Console(file=out, width=80, color_system=None))
+    rich_tables(model, Console(file=out, width=width, color_system=None))
     lines = out.getvalue().splitlines()
     table = lines[:next(i for i, line in enumerate(lines) if line.startswith("Needs a human"))]
-    assert all(len(line) <= 80 for line in lines) and not any("…" in line for line in table)
+    assert all(len(line) <= width for line in lines) and not any("…" in line for line in table)
     starts = [next(i for i, line in enumerate(table) if line.startswith(f"{r.name}  (")) for r in model.repositories]
     for r, start, end in zip(model.repositories, starts, [*starts[1:], len(table)], strict=True):
         _compact_rows_say(table[start:end], r.branches)
