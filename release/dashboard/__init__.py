@@ -2,12 +2,11 @@
 repository (pins and their age, bump state, README and companion drift, builds per platform and
 what is published, the next scheduled runs), rendered four ways: JSON and a terminal table
 (``cli``), a GitHub issue edited in place (``issue``), an HTML page (``page``), and sentences for
-chat ("why is X held?", "what changed?": ``words``); Slack's Block Kit lives in
-``bot/frontends/slack/dashboard.py``.
+chat (``words``: "why is X held?", "what changed?"; pure like ``issue`` and ``page``: the model in,
+text out); Slack's Block Kit lives in ``bot/frontends/slack/dashboard.py``.
 
 ``model`` is pure: it turns plain data into the model and may import nothing of torchbot but
-config; ``issue``, ``page`` and ``words`` are pure too (the model in, text out). ``collect``
-gathers that plain data at the edge (repositories, state DB, audit log,
+config. ``collect`` gathers that plain data at the edge (repositories, state DB, audit log,
 nixpkgs, GitHub). ``commands`` (the command layer) may import the other release packages'
 command layers and the schedule (for its triggers); nothing imports the dashboard but front ends
 and, by name, the schedule.

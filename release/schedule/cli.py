@@ -48,9 +48,9 @@ def _run_pending(args, ctx) -> int:
 
 
 RUN_EXAMPLES = """examples:
-  torchbot schedule run bump --dry-run          what the weekly bump of every branch would do
-  torchbot schedule run dashboard-issue --dry-run   the dashboard issues it would write
-  torchbot schedule run publish                 publish what has been built, now"""
+  torchbot schedule run bump --dry-run          what the weekly bump would do
+  torchbot schedule run publish                 publish what has been built, now
+  torchbot schedule run dashboard-issue --dry-run   the dashboard issues it would write"""
 
 
 SCHEDULE_EXAMPLES = """examples:
