@@ -49,13 +49,13 @@ def _run_pending(args, ctx) -> int:
 
 RUN_EXAMPLES = """examples:
   torchbot schedule run bump --dry-run          what the weekly bump would do
-  torchbot schedule run publish                 publish what has been built, now
-  torchbot schedule run dashboard-issue --dry-run   the dashboard issues it would write"""
+  torchbot schedule run publish                 publish what has been built, now"""
 
 
 SCHEDULE_EXAMPLES = """examples:
   torchbot schedule list                        the jobs and when each runs next
   torchbot schedule run bump --dry-run          what the weekly bump would do; nothing runs
+  torchbot schedule run dashboard-issue --dry-run   the dashboard issues it would write
   torchbot schedule run-pending                 every due job once (from cron, without serve)"""
 LIST_EXAMPLES = """examples:
   torchbot schedule list
