@@ -88,7 +88,9 @@ def changes(d: Dashboard, since: datetime, until: datetime, builds: dict[str, di
             elif x.state == "bumped":
                 to = f" to nixpkgs {x.rev[:7]}" if x.rev else ""
                 torch = f", PyTorch {x.pytorch}" if x.pytorch else ""
-                lines.append(f"- {name}{group}: bumped{to}{torch}.")
+                merged = b.pr is not None and getattr(b.pr, "state", None) == "merged"  # the record's PR state
+                how = f" (pull request #{b.pr.number} merged)" if merged else ""
+                lines.append(f"- {name}{group}: bumped{to}{torch}{how}.")
             elif x.state == "current":
                 current += 1
     if current:

@@ -167,7 +167,7 @@ def real_width_facts() -> dict:
         branches.append({
             "name": name, "head": f"{i:040x}", "pytorch": "2.9.1", "python": "3.13", "cuda": ["12.8"], "pins": pins,
             "bumps": [{"group": "", "state": ("held", "current", "bumped")[i % 3], "when": "2026-11-23T06:00:00Z",
-                       "reason": "it promises PyTorch 2.9.1 but nixpkgs abababa has torch 2.10.0"}],
+                       "reason": "" if i % 3 else "it promises PyTorch 2.9.1 but nixpkgs abababa has torch 2.10.0"}],
             "pr": ({"number": 1234, "url": "https://github.com/acme/build-pytorch/pull/1234",
                     "head": f"bump/{name}-abababababab", "builds": {"built": 50, "failed": 12}} if i == 5 else None),
             "readme_drift": ["README.md:11 stale"] * (i % 2), "companion_drift": [], "variants": variants,
