@@ -7,11 +7,11 @@ repositories in the real shapes (``./build-pytorch``, ``./build-torchvision``, e
 origin), the nixpkgs stand-in and a GitHub stand-in built from GitHub's OpenAPI description. The
 page's placeholders are filled in (``<sha>``: the channel's head; ``sha256-...``: an SRI hash;
 ``PATH``: the build-pytorch checkout), and the settings are those of a configured deployment (a
-FloxHub organisation, bumps delivered by push). It must exit as the page says (0, or 1 where the
-page says "exit 1 on drift") with no traceback. A command whose page shows it in a situation the
-fixtures are not in (a bump branch already pushed, a channel that moved past main's promise) is
-listed in ``REFUSES`` with the one line it must refuse with; a listed command that is no longer
-in the docs fails the test."""
+FloxHub organisation, bumps delivered by push, the schedule building nothing after a bump). It must
+exit as the page says (0, or 1 where the page says "exit 1 on drift") with no traceback. A command
+whose page shows it in a situation the fixtures are not in (a bump branch already pushed, a channel
+that moved past main's promise) is listed in ``REFUSES`` with the one line it must refuse with; a
+listed command that is no longer in the docs fails the test."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def run(example: Example, tmp_path: Path, nix, gh) -> subprocess.CompletedProces
                TORCHBOT_GIT_AUTHOR_NAME="torchbot", TORCHBOT_GIT_AUTHOR_EMAIL="bot@example.com",
                XDG_STATE_HOME=str(tmp_path / "state"), XDG_DATA_HOME=str(tmp_path / "data"),
                XDG_CONFIG_HOME=str(tmp_path / "config"), HOME=str(tmp_path / "home"), TORCHBOT_FLOX_ORG="acme",
-               TORCHBOT_BUMP_DELIVERY="push")
+               TORCHBOT_BUMP_DELIVERY="push", TORCHBOT_SCHEDULE_BUILD_BACKEND="none")  # no stand-in runs workflows
     for target in re.findall(r"> (~/\S+)", example.command):  # a redirect into a folder the page expects
         (tmp_path / "home" / target[2:]).parent.mkdir(parents=True, exist_ok=True)
     torchbot = f"{shlex.quote(sys.executable)} -m bot"
