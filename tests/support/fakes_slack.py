@@ -79,7 +79,7 @@ class FakeSlack:
         self._failures = 0
         self._fail_error = "internal_error"
         self._fail_status = 200
-        self._clock = time.time()
+        self._clock = 0.0  # the newest ts given (ts only grow, on the tests' clock)
         self.usergroups: dict[str, list[str]] = {}
         self.refused_posts: list[tuple[str, dict[str, Any], str]] = []  # response_url posts past their life
         self.views: dict[str, dict[str, Any]] = {}  # user -> the App Home view published for them
@@ -138,11 +138,18 @@ class FakeSlack:
         with self.lock:
             self._failures, self._fail_error, self._fail_status = n, error, status
 
-    def user_message(self, channel: str, text: str, user: str = "U1") -> str:
-        """A message a person posted (e.g. the mention a bot answers in its thread); its ts."""
+    def user_message(self, channel: str, text: str, user: str = "U1", thread_ts: str | None = None,
+                     at: float | None = None) -> str:
+        """A message a person posted (e.g. the mention a bot answers in its thread, or a reply in
+        ``thread_ts``), now or ``at`` a given time; its ts."""
         with self.lock:
-            ts = self._next_ts()
-            self.channels.setdefault(channel, []).append({"type": "message", "user": user, "ts": ts, "text": text})
+            ts = self._next_ts() if at is None else f"{at:.6f}"
+            msg = {"type": "message", "user": user, "ts": ts, "text": text}
+            if thread_ts:
+                msg["thread_ts"] = thread_ts
+                parent = next(m for m in self.channels[channel] if m["ts"] == thread_ts)
+                parent["reply_count"] = parent.get("reply_count", 0) + 1
+            self.channels.setdefault(channel, []).append(msg)
         return ts
 
     def messages(self, channel: str) -> list[dict[str, Any]]:
@@ -323,7 +330,7 @@ class FakeSlack:
         req.wfile.write(data)
 
     def _next_ts(self) -> str:
-        self._clock = max(self._clock + 0.000001, time.time())
+        self._clock = max(self._clock + 0.000001, self.now())
         return f"{self._clock:.6f}"
 
     @staticmethod
@@ -510,7 +517,8 @@ class FakeSlack:
         thread = [m for m in self.channels.get(p.get("channel"), []) if m["ts"] == ts or m.get("thread_ts") == ts]
         if not thread:
             return 200, {"ok": False, "error": "thread_not_found"}
-        parent, replies = thread[0], [m for m in thread[1:] if self._within(m, p)]
+        parent = next((m for m in thread if m["ts"] == ts), thread[0])
+        replies = sorted((m for m in thread if m is not parent and self._within(m, p)), key=lambda m: float(m["ts"]))
         meta = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
         return 200, self._page([parent, *replies], p, meta)
 
@@ -525,7 +533,8 @@ class FakeSlack:
         refused = self._may_read(p["channel"])
         if refused:
             return 200, {"ok": False, "error": refused}
-        msgs = [m for m in self.channels.get(p.get("channel"), []) if not m.get("thread_ts") and self._within(m, p)]
+        msgs = sorted((m for m in self.channels.get(p.get("channel"), [])
+                       if not m.get("thread_ts") and self._within(m, p)), key=lambda m: float(m["ts"]))
         meta = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
         return 200, self._page(list(reversed(msgs)), p, meta)
 
