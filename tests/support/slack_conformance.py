@@ -13,7 +13,8 @@ https://api.slack.com/methods list them, and as slack_sdk's ``WebClient`` sends 
   ``client_msg_id``, which Slack keeps for its own clients, is a problem); required ones
   present; ``blocks`` parse and validate with slack_sdk's Block Kit models within Slack's limits
   (:func:`blocks_problem`: 50 blocks in a message, 100 in a view, 3,000 characters per section
-  text, no empty text); a message with ``blocks`` carries a ``text`` fallback;
+  text, no empty text); a message with ``blocks`` carries a ``text`` fallback; ``plain_text``
+  fields and file titles carry no HTML entities (Slack shows plain text as it is);
 - a response_url post: only the fields Slack documents for it;
 - the answer: JSON with a boolean ``ok``; an ``error`` string when not ok; ``chat.update`` and
   ``chat.postMessage`` answer their ``message``; reads paginated with ``response_metadata``.
@@ -102,6 +103,24 @@ def blocks_problem(blocks: Any, max_blocks: int = MESSAGE_BLOCKS) -> str | None:
     return None
 
 
+ENTITIES = ("&lt;", "&gt;", "&amp;")
+
+
+def escaped_plain_text(value: Any, where: str = "") -> list[str]:
+    """``plain_text`` fields (and file titles) that carry HTML entities: Slack shows plain text as
+    it is, so a user would read ``&lt;`` (only mrkdwn is escaped)."""
+    out = []
+    if isinstance(value, dict):
+        if value.get("type") == "plain_text" and any(e in str(value.get("text", "")) for e in ENTITIES):
+            out.append(f"plain_text escaped as if it were mrkdwn at {where or '/'}: {str(value['text'])[:60]!r}")
+        for k, v in value.items():
+            out += escaped_plain_text(v, f"{where}/{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += escaped_plain_text(v, f"{where}/{i}")
+    return out
+
+
 def request_problems(method: str, params: dict[str, Any]) -> list[str]:
     """What in a Web API call Slack's documentation does not allow."""
     spec = METHODS.get(method)
@@ -117,6 +136,10 @@ def request_problems(method: str, params: dict[str, Any]) -> list[str]:
             out.append(f"invalid_blocks: {problem}")
         if method in ("chat.postMessage", "chat.update", "chat.postEphemeral") and not params.get("text"):
             out.append("blocks without a text fallback")
+    out += escaped_plain_text(params.get("blocks"), "/blocks") + escaped_plain_text(params.get("view"), "/view")
+    if method == "files.completeUploadExternal" and isinstance(params.get("files"), list):
+        out += [f"file title escaped as if it were mrkdwn: {f.get('title', '')[:60]!r}" for f in params["files"]
+                if isinstance(f, dict) and any(e in str(f.get("title", "")) for e in ENTITIES)]
     if method == "views.publish" and isinstance(params.get("view"), dict):
         problem = blocks_problem(params["view"].get("blocks"), VIEW_BLOCKS)
         if problem:
