@@ -377,6 +377,9 @@ class FakeSlack:
 
     def _m_files_completeUploadExternal(self, p):
         files = p.get("files") or []
+        refused = self._may_post(p["channel_id"]) if p.get("channel_id") else None
+        if refused:  # sharing into a channel: as posting there
+            return 200, {"ok": False, "error": refused}
         shared = []
         for f in files:
             up = self._uploads.get(f.get("id"))
