@@ -4,9 +4,9 @@ Outbox rows are written by ``release.publishing.publish`` in the same transactio
 record. ``flush(ctx)`` sends them as a thread a team reads: one thread per branch and release
 (pin); its parent says what was published, what is still building and what failed (named, with
 why), and is edited in place (``chat.update``) as the release goes on, finally to the summary.
-Published variants are grouped, one reply per CUDA version x platform listing its packages and
-one install line, edited in place as more of the group is published: a release is a parent plus
-a reply per group (a handful), never a message per variant.
+Published variants are grouped, one reply per accelerator (CUDA version, CPU, MPS) listing its
+packages by platform and one install line, edited in place as more of the group is published: a
+release is a parent plus a reply per group (a handful), never a message per variant.
 
 Exactly once, with what Slack keeps: before a message is sent, its rows' ``attempted`` time is
 committed, and the message carries the rows' ids in its ``metadata`` (``event_type``
@@ -95,24 +95,40 @@ def _esc(text: object) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def group_of(package: str, isa_platforms: Mapping[str, str]) -> tuple[str, str]:
-    """The reply a published package is listed in: (accelerator, platform), from its name
-    (``pytorch-python313-cuda12_8-sm90-avx512`` -> ``("CUDA 12.8", "x86_64-linux")``)."""
-    cuda, rocm = _CUDA.search(package), _ROCM.search(package)
-    acc = f"CUDA {cuda[1]}.{cuda[2]}" if cuda else f"ROCm {rocm[1]}.{rocm[2]}" if rocm else "CPU"
+def platform_of(package: str, isa_platforms: Mapping[str, str]) -> str:
+    """The platform a package is built for, from its name's CPU ISA (the catalog's table)."""
     isa = package.rsplit("-", 1)[-1]
     if "darwin" in package or isa == "mps":
-        platform = "aarch64-darwin"
-    else:
-        platform = isa_platforms.get(isa) or ("aarch64-linux" if isa.startswith(("arm", "neoverse")) else
-                                              "x86_64-linux")
-    return acc, platform
+        return "aarch64-darwin"
+    return isa_platforms.get(isa) or ("aarch64-linux" if isa.startswith(("arm", "neoverse")) else "x86_64-linux")
 
 
-def group_text(key: tuple[str, str], packages: list[str], org: str) -> str:
+def group_of(package: str) -> str:
+    """The reply a published package is listed in: its accelerator (``CUDA 12.8``, ``ROCm 6.2``,
+    ``MPS`` on macOS, ``CPU``), from its name. One reply per accelerator, its packages listed by
+    platform, keeps a release within about 10 messages (build-pytorch's widest branch: CPU, four
+    CUDA versions and MPS, 7 messages), where one per accelerator x platform would make 12."""
+    cuda, rocm = _CUDA.search(package), _ROCM.search(package)
+    if cuda:
+        return f"CUDA {cuda[1]}.{cuda[2]}"
+    if rocm:
+        return f"ROCm {rocm[1]}.{rocm[2]}"
+    return "MPS" if "darwin" in package or package.endswith("-mps") else "CPU"
+
+
+def group_text(group: str, packages: list[str], org: str, isa_platforms: Mapping[str, str]) -> str:
+    """A group's reply: its title (accelerator and platforms), every package by platform, one install line."""
+    by_platform: dict[str, list[str]] = {}
+    for p in sorted(packages):
+        by_platform.setdefault(platform_of(p, isa_platforms), []).append(p)
+    lines = []
+    for platform, pkgs in sorted(by_platform.items()):
+        if len(by_platform) > 1:
+            lines.append(f"_{platform}_ ({len(pkgs)}):")
+        lines += [f"• `{_esc(p)}`" for p in pkgs]
     return templates()["group"]["text"].format(
-        title=f"{key[0]} · {key[1]}", count=len(packages), org=org,
-        packages="\n".join(f"• `{_esc(p)}`" for p in sorted(packages)),
+        title=f"{group} · {', '.join(sorted(by_platform))}", count=len(packages), org=org,
+        packages="\n".join(lines),
         install=templates()["links"]["install"].format(org=org, package=_esc(sorted(packages)[0])))
 
 
@@ -321,11 +337,11 @@ def _flush_release(ctx, st, client, rel_id: int, ids: list[int], platforms: Mapp
         with st.session() as ses:
             before = list(ses.scalars(select(Outbox).where(
                 Outbox.release_id == rel.id, Outbox.kind == "variant", Outbox.sent.is_not(None))))
-        for key in sorted({group_of(r.package or "", platforms) for r in variants}):
-            new = [r for r in variants if group_of(r.package or "", platforms) == key]
-            old = [r for r in before if group_of(r.package or "", platforms) == key]
+        for key in sorted({group_of(r.package or "") for r in variants}):
+            new = [r for r in variants if group_of(r.package or "") == key]
+            old = [r for r in before if group_of(r.package or "") == key]
             ts = next((r.ts for r in old if r.ts), None)
-            text = group_text(key, [r.package or "" for r in old + new], s.flox_org)
+            text = group_text(key, [r.package or "" for r in old + new], s.flox_org, platforms)
             meta = _metadata(rel, "group", [r.id for r in old + new])
             tried = [r.attempted for r in new if r.attempted]
             if ts is None and tried:

@@ -4,7 +4,9 @@
 it receives, and the answer it gives, before it sends it. What is wrong goes to ``PROBLEMS``. Like
 ``github_conformance`` this module is a pytest plugin (``tests/conftest.py`` takes its hooks): a
 test during which a problem appeared fails, and so does the session if any is left; the terminal
-summary says how many exchanges were checked over which methods.
+summary says how many exchanges were checked over which methods. Under pytest-xdist each worker
+hands its counts and problems to the controller (``workeroutput``), which adds them up before its
+summary, as the GitHub check does.
 
 What is checked, against ``METHODS`` (the arguments of each method as Slack's method pages at
 https://api.slack.com/methods list them, and as slack_sdk's ``WebClient`` sends them):
@@ -216,9 +218,27 @@ def summary() -> str:
 
 # -- the pytest plugin ------------------------------------------------------------------------
 
+_OUTPUT = "slack_conformance"  # the key of a pytest-xdist worker's counts in its workeroutput
+
+
 def pytest_sessionfinish(session, exitstatus):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: its counts go to the controller
+        with _lock:
+            workeroutput[_OUTPUT] = {"seen": dict(SEEN), "problems": list(PROBLEMS)}
     if PROBLEMS and session.exitstatus == 0:
         session.exitstatus = 1
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: only called when it runs the tests
+def pytest_testnodedown(node, error):
+    """The controller of a parallel run adds up each worker's exchanges and problems, so its
+    summary (and its exit status) are those of the whole suite."""
+    counts = getattr(node, "workeroutput", {}).get(_OUTPUT)
+    if counts:
+        with _lock:
+            SEEN.update(counts["seen"])
+            PROBLEMS.extend(counts["problems"])
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -51,7 +51,7 @@ def _listed(slack: FakeSlack) -> list[str]:
 def test_thread_structure_and_summary(tmp_path: Path, slack: FakeSlack) -> None:
     ctx, _ = _released(tmp_path, slack)
     result = announce.flush(ctx)
-    # one parent and a reply per CUDA version x platform, not a message per variant
+    # one parent and a reply per accelerator (CPU, CUDA 12.8), not a message per variant
     assert result["sent"] == 3 and result["error"] is None and _unsent(ctx) == 0
     msgs = slack.messages(CHANNEL)
     parent = [m for m in msgs if not m.get("thread_ts")]

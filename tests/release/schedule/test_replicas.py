@@ -76,7 +76,7 @@ def test_two_replicas_publish_and_announce_once_and_a_killed_leader_is_replaced(
             assert {r["state"] for r in other} <= {"published", "skipped"}
             posts = slack.method_calls("chat.postMessage")
             kinds = Counter(p["metadata"]["event_payload"]["kind"] for p in posts)
-            assert kinds == Counter({"parent": 1, "group": 2}), kinds  # a parent, a reply per CUDA x platform
+            assert kinds == Counter({"parent": 1, "group": 2}), kinds  # a parent, a reply per accelerator
             listed = Counter(line.split("`")[1] for m in slack.messages("C0ANNOUNCE") if m.get("thread_ts")
                              for line in m["text"].splitlines() if line.startswith("•"))
             assert listed == Counter(PKGS), listed  # every variant announced once, whoever flushed it
