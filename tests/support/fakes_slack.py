@@ -7,20 +7,33 @@ Usage::
         client.chat_postMessage(channel="C1", text="hi")
         slack.messages("C1")                          # what was posted, oldest first
 
-Implemented methods (JSON bodies, form bodies and query strings are all accepted):
-``auth.test``, ``chat.postMessage`` (``thread_ts``, ``metadata``, ``client_msg_id`` kept),
-``chat.update``, ``chat.postEphemeral``, ``views.publish`` (App Home; strict: ``user_id``, a
-``home`` view, Block Kit limits checked by ``blocks_problem``), ``conversations.replies`` and
-``conversations.history`` (``metadata`` returned only with ``include_all_metadata``, as
-Slack does), the three steps of ``files_upload_v2`` (``files.getUploadURLExternal``, the
-POST of the bytes to the upload URL, ``files.completeUploadExternal``; ``slack.files`` holds
-what was shared, and the file shows in its channel or thread), and
-``apps.connections.open`` (with the app-level token ``app_token``; answers
-``socket_url()`` when a Socket Mode stand-in set it). Unknown methods answer
-``{"ok": false, "error": "unknown_method"}``.
+Strict as Slack (its method docs, slack_sdk's models; every exchange is also checked by
+``slack_conformance``): a call with an argument the method does not document answers
+``invalid_arguments``, ``client_msg_id`` (Slack's own clients') is dropped, blocks that
+slack_sdk's Block Kit models or Slack's limits refuse answer ``invalid_blocks``; reads
+(``conversations.history``/``replies``) answer ``not_in_channel`` unless torchbot is a member
+(``slack.members``, ``conversations.join`` or ``slack.join(c)``), posts do in a private channel
+(``slack.private``) it was not invited to; reads paginate at ``page_size`` (20) items with
+``has_more``/``response_metadata.next_cursor``, whatever ``limit`` asks; ``metadata`` comes back
+only with ``include_all_metadata``; ``chat.update`` answers its ``message``; scopes
+(``slack.scopes``, the manifest's) are checked where Slack checks them.
+
+Implemented methods: ``auth.test``, ``chat.postMessage``, ``chat.update``,
+``chat.postEphemeral``, ``conversations.join``, ``conversations.open`` (a DM: ``slack.dm(user)``
+lists what torchbot sent there), ``views.publish`` (App Home; ``user_id``, a ``home`` view),
+``conversations.replies`` and ``conversations.history`` (from ``oldest`` to ``latest``), the three
+steps of ``files_upload_v2`` (``files.getUploadURLExternal``, the POST of the bytes to the upload
+URL, ``files.completeUploadExternal``; ``slack.files`` holds what was shared, and the file shows in
+its channel or thread), ``usergroups.users.list`` and ``apps.connections.open`` (with the
+app-level token ``app_token``; answers ``socket_url()`` when a Socket Mode stand-in set it).
+Unknown methods answer ``{"ok": false, "error": "unknown_method"}``.
 
 Response URLs: ``slack.response_url(n)`` is ``/response/n`` on the same server; what is posted
-there is recorded. ``slack.posts`` lists (path, body) of every request in order (Web API
+there is recorded. As Slack, it answers 5 times within 30 minutes, then HTTP 404 ``used_url`` /
+``expired_url`` (kept in ``slack.refused_posts``); ``slack.advance(seconds)`` moves the stand-in's
+clock (and the ts it gives). Clicks in Slack's shapes: ``slack.message_click(...)`` (channel,
+message container, response_url) and ``slack.home_click(...)`` (an App Home ``view`` container,
+no channel, no response_url). ``slack.posts`` lists (path, body) of every request in order (Web API
 calls as ``/api/<method>``), and ``slack.wait_for(predicate)`` waits for a matching one.
 
 Switches for failure tests:
