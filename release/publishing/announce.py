@@ -141,6 +141,8 @@ def status_line(published: int, total: int, building: int, problems: list[tuple[
     parts += [f"{building} still building"] if building else []
     parts += [f"{failed} failed"] if failed else []
     parts += [f"{held} held"] if held else []
+    unbuilt = total - published - building - len(problems)
+    parts += [f"{unbuilt} not built yet"] if unbuilt > 0 else []
     text = ", ".join(parts) + "."
     for package, what, why in problems[:SHOWN_PROBLEMS]:
         line = why.strip().splitlines()[0] if why and why.strip() else "see its build log"

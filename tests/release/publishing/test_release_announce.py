@@ -234,6 +234,15 @@ def test_outage_only_delays(tmp_path: Path, slack: FakeSlack) -> None:
     assert len(slack.messages(CHANNEL)) == 3
 
 
+def test_the_parent_says_what_is_published_building_failed_and_held_with_why() -> None:
+    problems = [(f"pkg-{i}", "failed", f"error: build of pkg-{i} <failed>\nmore") for i in range(11)]
+    problems.append(("pkg-held", "held", "interrupted"))
+    line = announce.status_line(40, 60, 5, problems)
+    assert line.startswith("40/60 published, 5 still building, 11 failed, 1 held, 3 not built yet.")
+    assert "• `pkg-0` failed: error: build of pkg-0 &lt;failed&gt;" in line and "more" not in line
+    assert "… and 2 more" in line  # ten named, the rest counted
+
+
 def test_tier3_pacing_waits_only_past_the_burst() -> None:
     from release.adapters.slack import Paced
 
