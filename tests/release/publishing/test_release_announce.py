@@ -239,7 +239,7 @@ def test_the_parent_says_what_is_published_building_failed_and_held_with_why() -
     problems.append(("pkg-held", "held", "interrupted"))
     line = announce.status_line(40, 60, 5, problems)
     assert line.startswith("40/60 published, 5 still building, 11 failed, 1 held, 3 not built yet.")
-    assert "• `pkg-0` failed: error: build of pkg-0 &lt;failed&gt;" in line and "more" not in line
+    assert "• `pkg-0` failed: error: build of pkg-0 &lt;failed&gt;" in line and "second line" not in line
     assert "… and 2 more" in line  # ten named, the rest counted
 
 
