@@ -235,7 +235,7 @@ def test_outage_only_delays(tmp_path: Path, slack: FakeSlack) -> None:
 
 
 def test_the_parent_says_what_is_published_building_failed_and_held_with_why() -> None:
-    problems = [(f"pkg-{i}", "failed", f"error: build of pkg-{i} <failed>\nmore") for i in range(11)]
+    problems = [(f"pkg-{i}", "failed", f"error: build of pkg-{i} <failed>\nsecond line") for i in range(11)]
     problems.append(("pkg-held", "held", "interrupted"))
     line = announce.status_line(40, 60, 5, problems)
     assert line.startswith("40/60 published, 5 still building, 11 failed, 1 held, 3 not built yet.")
