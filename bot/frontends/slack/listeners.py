@@ -189,9 +189,13 @@ class Listeners:
         def answer():
             from release.dashboard.commands import dashboard as current
 
-            action = dashboard.find_action(current(self.ctx).model, _first_action(body).get("value", ""))
+            model = current(self.ctx).model
+            action = dashboard.find_action(model, _first_action(body).get("value", ""))
             if action is None:
                 reply(body, respond, client, "That row has nothing to do any more (the dashboard moved on).")
+                if _from_home(body):  # the tab showed a stale row: show it as it is now
+                    user = body.get("user", {}).get("id", "")
+                    client.views_publish(user_id=user, view=dashboard.home_view(model, admin=self._admin(user)))
                 return
             user = body.get("user", {}).get("id", "")
             channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")

@@ -97,6 +97,11 @@ def test_a_non_admin_click_from_app_home_is_refused_in_their_dm(tmp_path):
             wait_until(lambda: slack.dm("U7"), 60, "an answer in U7's DM")
             assert "only admins may run it" in slack.dm("U7")[0]["text"]
             assert not slack.refused_posts
+            # a row that has nothing to do any more: said in the DM, and the tab is shown as it is now
+            gone = json.dumps({"repo": retry.repository, "key": "retry-builds:main:" + "0" * 40})
+            assert deliverer.send(home_click_body(slack, "dashboard_act", gone))[0] == 200
+            wait_until(lambda: "UADMIN" in slack.views, 60, "the admin's tab refreshed")
+            assert "nothing to do any more" in slack.dm("UADMIN")[0]["text"]
         finally:
             app._torchbot_chat.runner.shutdown()
             server.shutdown()
