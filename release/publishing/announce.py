@@ -22,9 +22,11 @@ Calls keep within Slack's tiers (``release.adapters.slack.Paced``: Tier 3 for re
 message a second per channel) and a 429 is waited out (Retry-After). Any other Slack failure stops
 this flush and leaves the rest for the next one (an outage only delays announcements).
 
-Once across processes: a flusher claims each row before it looks at Slack
-(``State.claim_outbox``: a compare-and-set on the unsent row, held ``CLAIM_SECONDS``); a row
-another flusher holds is left to it, and a row sent meanwhile cannot be claimed.
+Once across processes: a flusher claims a release's thread (``State.claim``, so its group
+replies are edited by one flusher at a time, from what is recorded sent) and each row before it
+looks at Slack (``State.claim_outbox``: a compare-and-set on the unsent row, held
+``CLAIM_SECONDS``); a row or thread another flusher holds is left to it, and a row sent meanwhile
+cannot be claimed.
 """
 
 from __future__ import annotations
@@ -278,9 +280,14 @@ def flush(ctx, client=None, *, on_sent: Callable[[Outbox, str], None] | None = N
         by_release.setdefault(row.release_id, []).append(row)
     platforms = _isa_platforms(ctx)
     for n, (rel_id, rel_rows) in enumerate(by_release.items()):
+        # one flusher at a time per release thread: its group replies are edited from what is sent
+        if not st.claim(f"announce:{rel_id}", who, CLAIM_SECONDS):
+            out["pending"] += len(rel_rows)  # another flusher is at this thread now
+            continue
         claimed = [r for r in rel_rows if st.claim_outbox(r.id, who, CLAIM_SECONDS)]
         out["pending"] += len(rel_rows) - len(claimed)  # another flusher sends them
         if not claimed:
+            st.unclaim(f"announce:{rel_id}", who)
             continue
         try:
             _flush_release(ctx, st, client, rel_id, [r.id for r in claimed], platforms, out, on_sent)
@@ -302,6 +309,7 @@ def flush(ctx, client=None, *, on_sent: Callable[[Outbox, str], None] | None = N
         finally:  # what is still unsent is free for the next flush (which looks for it in Slack first)
             for r in claimed:
                 st.unclaim_outbox(r.id, who)
+            st.unclaim(f"announce:{rel_id}", who)
     return out
 
 

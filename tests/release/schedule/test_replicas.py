@@ -74,12 +74,15 @@ def test_two_replicas_publish_and_announce_once_and_a_killed_leader_is_replaced(
             published = Counter(marker.read_text().split())
             assert published == Counter(PKGS), published  # each variant published once, by whoever claimed it
             assert {r["state"] for r in other} <= {"published", "skipped"}
+            def listed() -> Counter:
+                return Counter(line.split("`")[1] for m in slack.messages("C0ANNOUNCE") if m.get("thread_ts")
+                               for line in m["text"].splitlines() if line.startswith("•"))
+
+            wait_for(lambda: sum(listed().values()) >= len(PKGS), "every variant in the thread", 120)
+            assert listed() == Counter(PKGS), listed()  # every variant announced once, whoever flushed it
             posts = slack.method_calls("chat.postMessage")
             kinds = Counter(p["metadata"]["event_payload"]["kind"] for p in posts)
             assert kinds == Counter({"parent": 1, "group": 2}), kinds  # a parent, a reply per accelerator
-            listed = Counter(line.split("`")[1] for m in slack.messages("C0ANNOUNCE") if m.get("thread_ts")
-                             for line in m["text"].splitlines() if line.startswith("•"))
-            assert listed == Counter(PKGS), listed  # every variant announced once, whoever flushed it
 
             leader = wait_for(lambda: _leader_pid(url), "a leader")
             assert leader in bots
