@@ -22,7 +22,8 @@ from bot.frontends.web import PATH, dashboard_app, route
 from release.context import Context
 from tests.support import ci
 from tests.support.fakes_slack import FakeSlack
-from tests.support.fixtures_dashboard import dashboard_world, settings
+from tests.support.fixtures_dashboard import GPU_COLUMNS, REAL_BRANCHES, dashboard_world, real_width_facts, settings
+from tests.support.png import pixels
 
 ARTIFACTS = Path(os.environ.get("TORCHBOT_TEST_ARTIFACTS") or Path(tempfile.gettempdir()) / "torchbot-artifacts")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -75,8 +76,8 @@ def test_the_page_shows_every_branch_with_its_grid_and_nothing_secret(served, wo
         for name in fx.branch_names:
             assert f'id="{repo}--{name}"' in html
     for column in ("sm75", "sm90", "cpu", "darwin"):
-        assert f"<th>{column}</th>" in html
-    assert 'class="cell failed"' in html and 'class="cell built"' in html and 'class="cell running"' in html
+        assert f"<small>{column}</small>" in html
+    assert 'class="tile failed"' in html and 'class="tile built"' in html and 'class="tile running"' in html
     assert "Needs a human (7)" in html and "aa11aa1</code> 213d" not in html  # ages run to today's date
     assert "ghp-test" not in html and "page-secret" not in html and "xoxb" not in html
 
@@ -124,3 +125,31 @@ def test_the_page_renders_in_headless_chromium_with_every_branch(served, world, 
     assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
     print(f"dashboard screenshot: {shot}")
+
+
+def test_at_1400_pixels_the_grid_of_the_real_width_wraps_inside_the_window(tmp_path):
+    """Nine real branch names, eleven GPU architectures, cpu and darwin: at 1,400 px nothing is drawn
+    in the page's right margin (the grid wraps), where the table of one column per architecture ran off."""
+    ci.needs(shutil.which("chromium") is not None, "Debian's chromium is not installed (make chromium)")
+    from datetime import UTC, datetime
+
+    from release.dashboard.model import build
+    from release.dashboard.page import render
+
+    page = tmp_path / "dashboard.html"
+    html = render(build(real_width_facts(), datetime(2026, 11, 28, tzinfo=UTC)))
+    page.write_text(html)
+    assert all(f"<small>{c}</small>" in html for c in GPU_COLUMNS)
+    assert all(f'id="build-pytorch--{name}"' in html for name in REAL_BRANCHES)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"dashboard-1400-{os.getpid()}.png"
+    r = subprocess.run(["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                        "--window-size=1400,900", f"--screenshot={shot}", page.as_uri()],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
+    width, _height, rows = pixels(shot)
+    assert width == 1400
+    drawn = [x for x in range(width) if any(row[3 * x:3 * x + 3] != b"\xff\xff\xff" for row in rows)]
+    assert drawn and max(drawn) < width - 12, f"drawn up to x={max(drawn)}: the page runs off the right edge"
+    assert min(drawn) < 40  # the table is there, from the left margin
+    print(f"dashboard screenshot at 1400 px: {shot}")

@@ -7,9 +7,18 @@ builds run here (flox, else nix-build, or neither)."""
 
 from __future__ import annotations
 
+SERVE_EXAMPLES = """examples:
+  torchbot serve                               Socket Mode (no public URL), with the release schedule
+  torchbot serve --http --port 3000            request-signed HTTP on /slack/events (and /dashboard)
+  torchbot serve --no-schedule                 answer chat only; another replica runs the schedule"""
+CHAT_EXAMPLES = """examples:
+  torchbot chat                                then: /pins main, @torchbot why is main held?
+  torchbot chat --as U012ADMIN                 as that Slack user (an admin if in TORCHBOT_ADMINS)"""
+
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="run the Slack bot (Socket Mode by default) and the release schedule")
+    p = sub.add_parser("serve", help="run the Slack bot (Socket Mode by default) and the release schedule",
+                       epilog=SERVE_EXAMPLES)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--socket", action="store_true", help="Socket Mode (default; no public URL needed)")
     mode.add_argument("--http", action="store_true", help="request-signed HTTP on /slack/events")
@@ -18,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--no-schedule", action="store_true", help="do not run the release schedule")
     p.set_defaults(func=_serve)
 
-    c = sub.add_parser("chat", help="the chat commands in this terminal, with no Slack")
+    c = sub.add_parser("chat", help="the chat commands in this terminal, with no Slack", epilog=CHAT_EXAMPLES)
     c.add_argument("--as", dest="user", default="console", metavar="USER",
                    help="act as this Slack user ID (admin if it is in TORCHBOT_ADMINS); default: console")
     c.set_defaults(func=_chat)
