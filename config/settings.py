@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -57,6 +57,7 @@ from config.setting_values import (
     csv_list,
     lower_word,
     runners,
+    secret_problem,
     state_db_url,
     token,
     tracks,
@@ -178,7 +179,8 @@ class Settings(BaseSettings):
     # `torchbot serve --http` (the --host/--port options override these)
     host: str = Field("0.0.0.0", description="where `torchbot serve --http` listens (`--host` overrides)")
     api_token: SecretStr | None = Field(None, description="what `serve --http`'s read-only `/dashboard` asks for "
-                                        "beyond loopback: `Authorization: Bearer <token>` or the Basic password")
+                                        "of any client that is not local: `Authorization: Bearer <token>` or the Basic "
+                                        "password; at least 32 characters")
     port: int = Field(3000, ge=0, le=65535, description=(
         "the port of `torchbot serve --http`, 1-65535 (`--port` overrides; 0: any free port, which the "
         "start line names)"))
@@ -327,10 +329,15 @@ class Settings(BaseSettings):
 
     @field_validator("slack_signing_secret", "github_token", "api_token")
     @classmethod
-    def _strip_secret(cls, value: SecretStr | None) -> SecretStr | None:
+    def _strip_secret(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
         if value is None:
             return None
         raw = value.get_secret_value().strip()
+        if raw and (problem := secret_problem(raw)):
+            raise ValueError(problem)
+        if raw and info.field_name == "api_token" and len(raw) < MIN_API_TOKEN:
+            raise ValueError(f"it has {len(raw)} characters; give at least {MIN_API_TOKEN} "
+                             "(for example: python -c 'import secrets; print(secrets.token_urlsafe(32))')")
         return SecretStr(raw) if raw else None
 
     @field_validator("build_command", "log_url", mode="before")
@@ -444,6 +451,7 @@ def env_name(field: str) -> str:
     return "TORCHBOT_" + field.upper()
 
 
+MIN_API_TOKEN = 32  # characters of TORCHBOT_API_TOKEN at least (a guessable token guards nothing)
 NOT_ECHOED = ("token", "secret", "state_db")  # fields whose values never appear in a message
 
 

@@ -14,7 +14,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the model as JSON")
     p.add_argument("--issue", action="store_true",
                    help="also create or edit the dashboard issue of each repository on GitHub (ticked boxes "
-                        "are acted on first)")
+                        "by people with write access are acted on first, unless a serve process leads the "
+                        "schedule: it acts on them)")
     p.set_defaults(func=_dashboard)
 
 
@@ -24,7 +25,7 @@ def _dashboard(args, ctx) -> int:
 
     result = dashboard(ctx, args.repo)
     if args.issue:
-        from release.dashboard.issue_sync import sync_issues
+        from release.dashboard.commands import sync_issues
 
         for line in sync_issues(ctx, result.model):
             print(f"torchbot: {line}", file=sys.stderr)

@@ -124,7 +124,7 @@ def test_non_admin_bump_is_refused_and_changes_no_ref(world):
     posts = world["slack"].wait_for(lambda p, b: p == "/response/1" and "only admins" in b.get("text", ""))
     assert not any("confirm_plan" in json.dumps(b) for _, b in posts)
     assert refs(world["work"]) == before
-    assert "user=UINTRUDER" in world["audit"].read_text() and "refused /bump" in world["audit"].read_text()
+    assert '"user": "UINTRUDER"' in world["audit"].read_text() and "refused /bump" in world["audit"].read_text()
 
 
 def test_admin_outside_allowed_channels_is_refused(world):
