@@ -181,6 +181,13 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = Field(None, description="what `serve --http`'s read-only `/dashboard` asks for "
                                         "of any client that is not local: `Authorization: Bearer <token>` or the Basic "
                                         "password; at least 32 characters")
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "reverse proxies in front of `serve --http` (IP addresses or CIDR networks, comma separated): from "
+        "them the client is the address they add to X-Forwarded-For; a request that carries a forwarding header "
+        "from anyone else is never local. Local (loopback) clients read `/dashboard` without TORCHBOT_API_TOKEN"))
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "host names `/dashboard` answers to besides loopback's (comma separated; the Host header is checked, so "
+        "a DNS-rebinding page cannot read it): the name people and the proxy use, e.g. `torchbot.example.org`"))
     port: int = Field(3000, ge=0, le=65535, description=(
         "the port of `torchbot serve --http`, 1-65535 (`--port` overrides; 0: any free port, which the "
         "start line names)"))
@@ -282,7 +289,28 @@ class Settings(BaseSettings):
     def _bump_words(cls, value: object, info) -> object:
         return tracks(value) if info.field_name == "bump_tracks" else lower_word(value)
 
-    @field_validator("admins", "allowed_channels", "docs_skip_branches", "build_platforms", mode="before")
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: list[str]) -> list[str]:
+        import ipaddress
+
+        for v in value:
+            try:
+                ipaddress.ip_network(v, strict=False)
+            except ValueError:
+                raise ValueError(f"{v!r} is not an IP address or a CIDR network (like 10.0.0.0/8)") from None
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        for v in value:
+            if not re.fullmatch(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]", v):
+                raise ValueError(f"{v!r} is not a host name (a name or an IP address, without a port or a scheme)")
+        return [v.lower() for v in value]
+
+    @field_validator("admins", "allowed_channels", "docs_skip_branches", "build_platforms", "trusted_proxies",
+                     "allowed_hosts", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return csv_list(value)

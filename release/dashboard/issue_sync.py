@@ -15,7 +15,8 @@
    anyone else is refused, and one whose author cannot be established is not acted on: torchbot
    asks for confirmation in Slack instead (``ask``);
 3. record each decision in the audit log (JSON lines), then write the new body (boxes unticked)
-   in place. Returns one line per thing done.
+   in place; a process that does not act keeps the ticked boxes ticked for the leader. Returns one
+   line per thing done.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def sync(settings, st, model: Dashboard, act: Callable[[Action], str], repos: di
                 if any(": acted on " in line for line in acted) and rebuild is not None:
                     model = rebuild()
                     rv = next((r for r in model.repositories if r.name == shown.name), shown)
-                lines.append(_write(gh, st, repo, rv, model, found, me))
+                keep = [] if acting or found is None else render_issue.ticked(found.get("body") or "")
+                lines.append(_write(gh, st, repo, rv, model, found, me, keep))
             except TorchbotError as err:
                 lines.append(f"{rv.name}: dashboard issue not updated: {err.message}")
     except TorchbotError as err:
@@ -165,10 +167,15 @@ def _act(settings, st, gh, repo, rv, found, me, act, ask) -> list[str]:
     return lines
 
 
-def _write(gh, st, repo, rv, model, found, me) -> str:
+def _write(gh, st, repo, rv, model, found, me, keep: list[str] = ()) -> str:
+    """Create or edit the issue; ``keep``: boxes that stay ticked (a process that does not act
+    leaves them to the leader)."""
     from release.state.dashboard_issue import keep_issue
 
     body = render_issue.render(model, rv)
+    for key in keep:
+        box = f"- [ ] <!-- torchbot:act:{key} -->"
+        body = body.replace(box, box.replace("[ ]", "[x]"), 1)
     if found is None:
         made = gh.create_issue(repo, render_issue.title(rv.name), body)
         keep_issue(st, repo, made["number"], me)

@@ -45,11 +45,12 @@ def _serve(args, ctx) -> int:
     server = None
     if mode == "http":
         from bot.frontends.slack.http_mode import make_http_server
-        from bot.frontends.web import PATH, dashboard_app, route
+        from bot.frontends.web import PATH, dashboard_app, proxy_check, route
 
-        page = dashboard_app(ctx, host)
+        page = dashboard_app(ctx, host)  # its snapshot starts gathering now, on a thread of its own
         try:
-            server = make_http_server(app, host, port, pages=lambda slack: route({PATH: page}, slack))
+            server = make_http_server(app, host, port, pages=lambda slack: route({PATH: page}, slack),
+                                      trusted=proxy_check(s))
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
