@@ -63,8 +63,8 @@ def proxy_check(settings) -> Callable[[str], bool]:
 
 def client_address(environ, proxies: list) -> str | None:
     """The client's address: the peer's, or from a trusted proxy the nearest address of
-    X-Forwarded-For that is not itself a trusted proxy (the first, when all are); None when a forwarding header came from
-    a peer that is not trusted (the client is unknown, so never local)."""
+    X-Forwarded-For that is not itself a trusted proxy (the first, when all are); None when a
+    forwarding header came from a peer that is not trusted (the client is unknown, so never local)."""
     peer = str(environ.get("REMOTE_ADDR") or "")
     if _in(peer, proxies):
         hops = [h.strip() for h in str(environ.get("HTTP_X_FORWARDED_FOR") or "").split(",") if h.strip()]
@@ -137,9 +137,13 @@ class Snapshot:
         self._ready = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="torchbot-page", daemon=True)
+        self._lock = threading.Lock()
 
     def start(self) -> Snapshot:
-        self._thread.start()
+        """Start refreshing (once; later calls do nothing)."""
+        with self._lock:
+            if not self._thread.is_alive() and not self._stop.is_set():
+                self._thread.start()
         return self
 
     def stop(self) -> None:
@@ -147,11 +151,18 @@ class Snapshot:
 
     def wait_ready(self, timeout: float) -> bool:
         """For callers that may wait (tests, benches): True once a first page was made or failed."""
+        self.start()
         return self._ready.wait(timeout)
 
     def refresh(self) -> None:
+        from config.errors import TorchbotError
+
         try:
             html = self.compute()
+        except TorchbotError as err:  # said in one line (no repository, a state DB that does not answer)
+            if self.error != err.message:
+                log.warning("the dashboard page could not be gathered: %s", err.message)
+            self.error = err.message
         except Exception:  # noqa: BLE001  (the page keeps its last snapshot; the error is logged with an id)
             self.error = report(log, "gathering the dashboard page")
         else:
@@ -164,12 +175,14 @@ class Snapshot:
             self._stop.wait(self.every)
 
     def current(self) -> tuple[str | None, str | None]:
+        self.start()  # the first page load starts it when serve has not yet
         return self.html, self.error
 
 
 def dashboard_app(ctx, host: str | None = None, *, every: float = REFRESH, snapshot: Snapshot | None = None):
-    """A WSGI app serving ``/dashboard`` for ``ctx``'s repositories from a ``Snapshot`` it starts
-    (``app.snapshot``). ``host`` (where torchbot listens) no longer decides who is local."""
+    """A WSGI app serving ``/dashboard`` for ``ctx``'s repositories from a ``Snapshot``
+    (``app.snapshot``; ``serve`` starts it as it starts serving). ``host`` (where torchbot listens)
+    no longer decides who is local: the client does."""
     s = ctx.settings
     secret = s.api_token
     proxies = _networks(getattr(s, "trusted_proxies", ()))
@@ -181,7 +194,7 @@ def dashboard_app(ctx, host: str | None = None, *, every: float = REFRESH, snaps
 
         return render(dashboard(ctx).model)
 
-    snap = snapshot or Snapshot(compute, every).start()
+    snap = snapshot or Snapshot(compute, every)  # started by serve once it serves (or the first page load)
 
     def app(environ, start_response):
         refused = refusal(environ, secret.get_secret_value() if secret else None, proxies, hosts)

@@ -47,7 +47,7 @@ def _serve(args, ctx) -> int:
         from bot.frontends.slack.http_mode import make_http_server
         from bot.frontends.web import PATH, dashboard_app, proxy_check, route
 
-        page = dashboard_app(ctx, host)  # its snapshot starts gathering now, on a thread of its own
+        page = dashboard_app(ctx, host)  # its snapshot gathers on a thread of its own, from serving on
         try:
             server = make_http_server(app, host, port, pages=lambda slack: route({PATH: page}, slack),
                                       trusted=proxy_check(s))
@@ -66,6 +66,7 @@ def _serve(args, ctx) -> int:
         if server is not None:
             _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events "
                                              "(and /dashboard)") + said)
+            page.snapshot.start()
             server.serve_forever()
         else:
             _serve_socket(app, s, who, said)

@@ -226,7 +226,8 @@ def _checked(environ, secret: bytes) -> tuple[str, str] | None:
 
 READ_TIMEOUT = 5.0  # seconds a client has to send a whole request, headers and body (Slack sends at once)
 IDLE_TIMEOUT = 15  # seconds a connection may sit idle between requests
-PER_CLIENT = 16  # connections one address may hold; past it, its oldest one not being answered is closed
+PER_CLIENT = 16  # connections of one address; past it, each new one closes its oldest stalled one
+STALLED = 1.0  # seconds without a byte after which a connection not being answered counts as stalled
 CONNECTION_LIMIT = 1000  # connections at most; near it, the oldest one not being answered is closed
 
 
@@ -273,9 +274,10 @@ def _channel_class():
 
 def _server_class(base, trusted: Callable[[str], bool]):
     """waitress's server, which also closes a connection that has been sending one request for
-    longer than ``READ_TIMEOUT`` (a slow client: headers a line every 20 s), keeps ``PER_CLIENT``
-    connections per address (trusted proxies excepted), and makes room near ``CONNECTION_LIMIT``
-    by closing the oldest connection not being answered, so new clients (Slack) always get in."""
+    longer than ``READ_TIMEOUT`` (a slow client: headers a line every 20 s); past ``PER_CLIENT``
+    connections of one address (trusted proxies excepted) closes its oldest stalled one for each
+    new one; and makes room near ``CONNECTION_LIMIT`` by closing the oldest connection not being
+    answered. New clients (Slack) always get in."""
 
     class Guarded(base):
         def maintenance(self, now):
@@ -283,14 +285,19 @@ def _server_class(base, trusted: Callable[[str], bool]):
             late = time.monotonic() - READ_TIMEOUT
             for channel in list(self.active_channels.values()):
                 started = getattr(channel, "request_started", None)
-                if started is not None and started < late and not channel.requests:
+                if started is not None and started < late and not channel.requests and not channel.total_outbufs_len:
                     channel.will_close = True
                     log.info("closed a connection from %s: no whole request in %g s", channel.addr[0], READ_TIMEOUT)
 
-        def _evictable(self, addr: str | None) -> list:
+        def _evictable(self, addr: str | None, stalled: bool) -> list:
+            """Connections not being answered (of ``addr``, or any), oldest first; ``stalled``:
+            only those that sent nothing for ``STALLED`` seconds."""
+            now = time.time()
             return sorted((c for c in self.active_channels.values()
-                           if not c.requests and not c.will_close and (addr is None or c.addr[0] == addr)),
-                          key=lambda c: (getattr(c, "request_started", None) is None, c.creation_time))
+                           if not c.requests and not c.will_close and not c.total_outbufs_len  # nothing to send
+                           and (addr is None or c.addr[0] == addr)
+                           and (not stalled or now - c.last_activity > STALLED)),
+                          key=lambda c: c.creation_time)
 
         def handle_accept(self):
             try:
@@ -303,15 +310,12 @@ def _server_class(base, trusted: Callable[[str], bool]):
                 return
             addr = self.fix_addr(addr)
             host = addr[0] if isinstance(addr, tuple) else str(addr)
-            mine = [c for c in self.active_channels.values() if c.addr[0] == host]
-            if len(mine) >= PER_CLIENT and not trusted(host):
-                victims = self._evictable(host)
-                if not victims:
-                    conn.close()  # every one of its connections is being answered: this one waits its turn
-                    return
-                victims[0].handle_close()
+            if not trusted(host) and sum(c.addr[0] == host for c in self.active_channels.values()) >= PER_CLIENT:
+                for victim in self._evictable(host, stalled=True)[:1]:
+                    log.info("closed a stalled connection of %s: it holds %d", host, PER_CLIENT)
+                    victim.handle_close()
             if len(self._map) >= CONNECTION_LIMIT - 8:
-                for victim in self._evictable(None)[:1]:
+                for victim in self._evictable(None, stalled=False)[:1]:
                     victim.handle_close()
             self.channel_class(self, conn, addr, self.adj, map=self._map)
 
@@ -324,9 +328,9 @@ class HttpServer:
 
     Slow clients cannot starve Slack's endpoint: a request must arrive whole within
     ``READ_TIMEOUT`` seconds (headers and body), an idle connection closes after
-    ``IDLE_TIMEOUT``, one address keeps at most ``PER_CLIENT`` connections (``trusted``
-    addresses, the reverse proxies, excepted), near ``CONNECTION_LIMIT`` the oldest idle or
-    stalled connection makes room, and Slack's requests go ahead of every other in the queue of
+    ``IDLE_TIMEOUT``, past ``PER_CLIENT`` connections of one address its stalled ones make room
+    (``trusted`` addresses, the reverse proxies, excepted), near ``CONNECTION_LIMIT`` the oldest
+    connection not being answered makes room, and Slack's requests go ahead of every other in the queue of
     the ``threads`` workers."""
 
     def __init__(self, wsgi_app, host: str, port: int, threads: int = THREADS,
