@@ -96,8 +96,8 @@ class Settings(BaseSettings):
         "where mutating commands may run: Slack channel IDs (`C…`/`G…`), comma separated or a JSON list"))
     announce_channel: str | None = Field(None, description="channel ID for release threads and docs drift")
     audit_log: Path = Field(default_factory=default_audit_log, description=(
-        "who changed what: a line per mutating chat command planned, refused, confirmed or cancelled; "
-        "torchbot refuses to start when it cannot write it"))
+        "who changed what: a JSON object per line for each mutating chat command planned, refused, confirmed "
+        "or cancelled and each dashboard-issue decision; torchbot refuses to start when it cannot write it"))
 
     # The managed repositories: TORCHBOT_REPO_PATH is one path or comma-separated paths (a
     # build-pytorch and a build-torchvision repository; their kinds are detected). repo_path is

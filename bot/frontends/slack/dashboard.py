@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.frontends.slack.text import escape
+from bot.frontends.slack.text import escape, inline
 from release.dashboard.model import BranchView, Dashboard, Need
 
 MAX_BLOCKS = 50
@@ -39,7 +39,7 @@ def branch_line(b: BranchView) -> str:
     state = b.bump_state
     if state == "pr-open" and b.pr is not None and b.pr.url:
         state = f"<{b.pr.url}|PR #{b.pr.number}>"
-    return (f"{ICON.get(b.bump_state, '')} `{escape(b.name)}` {state} · {builds} · {pin}"
+    return (f"{ICON.get(b.bump_state, '')} `{inline(b.name, 200)}` {state} · {builds} · {pin}"
             + (f" · drift: {', '.join(drift)}" if drift else ""))
 
 
@@ -60,7 +60,7 @@ def _sections(lines: list[str], room: int) -> list[dict[str, Any]]:
 
 
 def need_block(n: Need) -> dict[str, Any]:
-    text = f"*{escape(n.repository)} `{escape(n.branch)}`*: {escape(n.text)}"
+    text = f"*{inline(n.repository, 100)} `{inline(n.branch, 200)}`*: {inline(n.text)}"  # untrusted, one line
     block: dict[str, Any] = {"type": "section", "text": {"type": "mrkdwn", "text": text[:MAX_TEXT]}}
     if n.action is not None:
         value = json.dumps({"repo": n.action.repository, "key": n.action.key})
