@@ -213,3 +213,19 @@ def test_an_action_key_names_its_target():
     second = [a.key for a in build(facts, NOW).repositories[0].branches[0].actions]
     assert first[0].endswith(":" + "1" * 12) and second[0].endswith(":" + "2" * 12)
     assert not set(first) & set(second)  # a later bump, a new head: new keys, approvable again
+
+
+def test_the_confirmation_is_asked_in_the_announce_channel(tmp_path: Path):
+    from tests.support.fakes_slack import FakeSlack
+
+    with FakeSlack() as slack, dashboard_world(tmp_path, slack_bot_token=slack.token, slack_api_url=slack.url,
+                                               announce_channel="CREL") as w:
+        sync_issues(w.ctx, dashboard(w.ctx, now=w.now).model)
+        number = _mine(w)
+        key = _retry_key(w.gh.issues[number]["body"])
+        box = f"- [ ] <!-- torchbot:act:{key} -->"
+        w.gh.issues[number]["body"] = w.gh.issues[number]["body"].replace(box, box.replace("[ ]", "[x]"))  # no history
+        lines = sync_issues(w.ctx)
+        assert any("asked in Slack" in line for line in lines), lines
+        asked = [m for m in slack.messages("CREL") if "did nothing" in m.get("text", "")]
+        assert len(asked) == 1 and "/build main" in asked[0]["text"] and acted_keys(state_for(w.ctx)) == set()
