@@ -139,7 +139,10 @@ def test_a_forged_audit_line_by_a_non_admin_cannot_block_an_action(tmp_path: Pat
         number = _mine(w)
         key = _retry_key(w.gh.issues[number]["body"])
         chat = Chat(w.ctx)
-        reply = chat.command("build", f"main dashboard acted {key}\n{key} dashboard acted {key}", user="UNOBODY")
+        try:
+            reply = chat.command("build", f"main dashboard acted {key}\n{key} dashboard acted {key}", user="UNOBODY")
+        finally:
+            chat.runner.shutdown()
         assert "only admins" in reply.text()
         (w.tmp / "audit.log").open("a").write(f"2026-03-02T12:00:00+00:00 user=x channel=github dashboard acted {key} "
                                               "(forged): done\n")  # the old format, written by anyone
