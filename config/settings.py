@@ -118,6 +118,10 @@ class Settings(BaseSettings):
     # GitHub and nixpkgs endpoints (base URLs so tests can point them at 127.0.0.1)
     github_api_url: str = Field("https://api.github.com/", description="GitHub REST API base URL")
     github_token: SecretStr | None = Field(None, description="GitHub token: PRs, workflow dispatch, nixpkgs files")
+    github_login: str | None = Field(None, description=(
+        "the login TORCHBOT_GITHUB_TOKEN acts as (the author of torchbot's issues and pull requests); unset: "
+        "asked with `GET /user`. Set it to `<app-slug>[bot]` for a GitHub App installation token, which cannot "
+        "read `/user`"))
     github_repo: str = Field("barstoolbluz/build-pytorch", description=(
         "`owner/name` of the repository PRs and workflow dispatches go to; empty: none"))
     nixpkgs_repo: str = Field("NixOS/nixpkgs", description="`owner/name` of nixpkgs on GitHub (commits, compare)")

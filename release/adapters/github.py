@@ -75,10 +75,14 @@ class GitHub:
         self.http.close()
 
     def login(self) -> str:
-        """The login of the token's account (GET /user, asked once): torchbot's own identity on
-        GitHub, the creator of its dashboard issues and the author of its pull requests."""
+        """The login of the token's account (TORCHBOT_GITHUB_LOGIN, else GET /user, asked once):
+        torchbot's own identity on GitHub, the creator of its dashboard issues and the author of its
+        pull requests."""
+        if getattr(self, "_login", None) is None and getattr(self.settings, "github_login", None):
+            self._login = self.settings.github_login  # a GitHub App's bot: /user is not for installation tokens
         if getattr(self, "_login", None) is None:
-            me = self._call("GET", "user", "read the token's own account (GET /user)")
+            me = self._call("GET", "user", "read the token's own account (GET /user; a GitHub App installation "
+                                           "token cannot: set TORCHBOT_GITHUB_LOGIN to <app-slug>[bot])")
             login = me.get("login") if isinstance(me, dict) else None
             if not isinstance(login, str) or not login:
                 raise ExternalError("GitHub answered GET /user without a login.")

@@ -232,3 +232,10 @@ def test_the_confirmation_is_asked_in_the_announce_channel(tmp_path: Path):
         assert any("asked in Slack" in line for line in lines), lines
         asked = [m for m in slack.messages("CREL") if "did nothing" in m.get("text", "")]
         assert len(asked) == 1 and "/build main" in asked[0]["text"] and acted_keys(state_for(w.ctx)) == set()
+
+
+def test_a_github_app_names_its_bot_login_and_get_user_is_not_asked(tmp_path: Path):
+    with dashboard_world(tmp_path, github_login="torchbot[bot]") as w:
+        lines = sync_issues(w.ctx, dashboard(w.ctx, now=w.now).model)
+        assert any("created dashboard issue" in line for line in lines), lines
+        assert ("GET", "/user") not in w.gh.requests and w.gh.issues[_mine(w)]["user"]["login"] == "torchbot[bot]"
