@@ -57,6 +57,12 @@ def find_issue(gh, repo: str, name: str, st, me: str) -> dict | None:
     return None
 
 
+def _plain(text: str) -> str:
+    """Untrusted text (a branch name in a label or command) for a question in Slack: one line, no
+    backtick to close the code span it sits in (``ask`` escapes ``&<>``)."""
+    return " ".join(str(text).split()).replace("`", "ˋ")[:300]
+
+
 def _record(settings, **fields) -> None:
     audit.append(settings.audit_log, audit.line(channel="github", **fields))
 
@@ -128,8 +134,8 @@ def _act(settings, st, gh, repo, rv, found, me, act, ask) -> list[str]:
             continue  # acted on before, or the row is gone: the rewrite unticks it
         who, why = _ticker(gh, repo, number, key, history)
         if who is None:
-            text = (f"A box of the dashboard issue {where} was ticked ({action.label}), but {why}, so torchbot "
-                    f"did nothing. If it should be done, an admin can run `/{action.command}`.")
+            text = (f"A box of the dashboard issue {where} was ticked ({_plain(action.label)}), but {why}, so torchbot "
+                    f"did nothing. If it should be done, an admin can run `/{_plain(action.command)}`.")
             if ask is not None:
                 ask(text)
             _record(settings, user="", what="dashboard asked", key=action.key, issue=where, result=why)
@@ -143,8 +149,9 @@ def _act(settings, st, gh, repo, rv, found, me, act, ask) -> list[str]:
         try:
             level = gh.permission(repo, who)
         except TorchbotError as err:
-            text = (f"{who} ticked a box of the dashboard issue {where} ({action.label}), but their access could "
-                    f"not be read ({err.message}), so torchbot did nothing. An admin can run `/{action.command}`.")
+            text = (f"{who} ticked a box of the dashboard issue {where} ({_plain(action.label)}), but their "
+                    f"access could not be read ({err.message}), so torchbot did nothing. An admin can run "
+                    f"`/{_plain(action.command)}`.")
             if ask is not None:
                 ask(text)
             lines.append(f"{rv.name}: not acted on {action.key}: the permission of {who} is unknown; asked in Slack")
