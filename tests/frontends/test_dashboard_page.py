@@ -23,6 +23,7 @@ from bot.frontends.slack.app import create_app
 from bot.frontends.slack.http_mode import make_http_server, start_in_thread
 from bot.frontends.web import PATH, dashboard_app, route
 from release.context import Context
+from tests.support import ci
 from tests.support.fakes_slack import FakeSlack
 from tests.support.fixtures_dashboard import dashboard_world, settings
 
@@ -135,12 +136,12 @@ def test_a_short_api_token_is_refused_at_start_in_one_line_naming_the_setting():
 
     with pytest.raises(ConfigError) as err:
         load_settings(_env_file=None, api_token="short-token")
-    assert str(err.value.message) .startswith("TORCHBOT_API_TOKEN: it has 11 characters; give at least 32")
+    assert str(err.value.message).startswith("TORCHBOT_API_TOKEN: it has 11 characters; give at least 32")
     assert "short-token" not in err.value.message and len(err.value.message.splitlines()) == 1
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (make chromium)")
 def test_the_page_renders_in_headless_chromium_with_every_branch(served, world, tmp_path):
+    ci.needs(shutil.which("chromium") is not None, "Debian's chromium is not installed (make chromium)")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "dashboard.png"
     shot.unlink(missing_ok=True)
