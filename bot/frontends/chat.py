@@ -481,13 +481,11 @@ class Chat:
             return why, f"schedule: leader {why}"
 
     def _audit(self, user: str, channel: str, what: str) -> None:
-        line = f"{datetime.now(UTC).isoformat(timespec='seconds')} user={user} channel={channel} {what}"
+        from config import audit
+
+        line = audit.line(user=user, channel=channel, what=what)  # JSON: the user's text is a field value
         log.info("audit: %s", line)
         if self.audit:
             self.audit(line)
             return
-        try:
-            with open(self.ctx.settings.audit_log, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-        except OSError:
-            log.warning("audit log %s is not writable", self.ctx.settings.audit_log)
+        audit.append(self.ctx.settings.audit_log, line)

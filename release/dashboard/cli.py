@@ -23,7 +23,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the model as JSON")
     p.add_argument("--issue", action="store_true",
                    help="also create or edit the dashboard issue of each repository on GitHub (ticked boxes "
-                        "are acted on first)")
+                        "by people with write access are acted on first, unless a serve process leads the "
+                        "schedule: it acts on them)")
     p.add_argument("--dry-run", action="store_true", dest="dry_run",
                    help="with --issue: print each issue as it would be written; act on nothing, write nothing")
     p.set_defaults(func=_dashboard)

@@ -276,7 +276,7 @@ def _job_dashboard(ctx, _arg) -> str:
         return "skipped: no TORCHBOT_GITHUB_TOKEN"
     if not ctx.repositories:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    return "; ".join(_dashboard().sync_issues(ctx)) or "nothing to do"
+    return "; ".join(_dashboard().sync_issues(ctx, acting=True)) or "nothing to do"  # the leader's job
 
 
 JOB_KINDS = {

@@ -54,11 +54,12 @@ def _serve(args, ctx) -> int:
     server = None
     if mode == "http":
         from bot.frontends.slack.http_mode import make_http_server
-        from bot.frontends.web import PATH, dashboard_app, route
+        from bot.frontends.web import PATH, dashboard_app, proxy_check, route
 
-        page = dashboard_app(ctx, host)
+        page = dashboard_app(ctx, host)  # its snapshot gathers on a thread of its own, from serving on
         try:
-            server = make_http_server(app, host, port, pages=lambda slack: route({PATH: page}, slack))
+            server = make_http_server(app, host, port, pages=lambda slack: route({PATH: page}, slack),
+                                      trusted=proxy_check(s))
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
@@ -74,6 +75,7 @@ def _serve(args, ctx) -> int:
         if server is not None:
             _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events "
                                              "(and /dashboard)") + said)
+            page.snapshot.start()
             server.serve_forever()
         else:
             _serve_socket(app, s, who, said)
