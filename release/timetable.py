@@ -20,6 +20,7 @@ from config.errors import UsageError
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 BUMP_GRACE = 6 * 3600
 DASHBOARD_SECONDS = 3600  # the dashboard issues are edited hourly, and after each bump and publish
+LEADER_KEY = "leader:scheduler"  # the claim of the process that runs the schedule (release.schedule.leader)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def spec_of(ctx, job_id: str) -> JobSpec:
 
 # What each kind of job would do, as the command that previews it (`schedule run JOB --dry-run`).
 PREVIEWS = {
-    "bump": "torchbot release bump-pins --all --dry-run --diff  (then a build of what changed)",
+    "bump": "torchbot release bump-pins --all --dry-run --diff  (then a build of what moved)",
     "publish": "torchbot release publish --dry-run",
     "docs-check": "torchbot release docs --check  (drift is posted to the announce channel)",
     "poll-builds": "torchbot release status",

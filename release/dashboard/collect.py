@@ -265,12 +265,14 @@ def observe_pull(pr: dict, seen: dict | None, merged_into: bool) -> tuple[str, s
 
 
 def pulls_of(settings, repo: str, notes: list[str]) -> list[dict]:
-    """Every recent pull request of ``repo`` (open and closed, one page), or [] with a note."""
+    """torchbot's own recent pull requests of ``repo`` (open and closed, one page;
+    ``release.adapters.github.own_pull``: a fork's PR named like a bump is never shown, so it gets
+    no Rebase action), or [] with a note."""
     from release.adapters.github import GitHub
 
     gh = GitHub(settings)
     try:
-        return gh.pulls(repo, state="all")
+        return gh.own_pulls(repo, state="all")
     except TorchbotError as err:
         notes.append(f"GitHub: pull requests of {repo}: {err.message}")
         return []

@@ -103,7 +103,7 @@ def _job_flush(ctx, _arg) -> str:
     from release.publishing.announce import flush
 
     out = flush(ctx)
-    return f"{out['sent']} sent, {out['recovered']} recovered, {out['pending']} pending" + (
+    return f"{out['sent']} sent, {out['updated']} edited, {out['recovered']} recovered, {out['pending']} pending" + (
         f" ({out['error']})" if out["error"] else "")
 
 
@@ -135,7 +135,7 @@ def _job_dashboard(ctx, _arg) -> str:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
     from release.dashboard.commands import sync_issues
 
-    return "; ".join(sync_issues(ctx)) or "nothing to do"
+    return "; ".join(sync_issues(ctx, acting=True)) or "nothing to do"  # the leader's job
 
 
 JOB_KINDS = {

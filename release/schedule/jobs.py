@@ -206,7 +206,7 @@ def preview(ctx, job_id: str) -> dict:
     """What ``run_now`` would run, run nothing: the job and the command that previews it."""
     spec = _spec(ctx, job_id)
     return {"job": spec.id, "description": spec.description, "dry_run": True,
-            "preview": PREVIEWS[spec.kind].format(arg=spec.arg)}
+            "preview": PREVIEWS.get(spec.kind, "(nothing to preview)")}
 
 
 def run_now(ctx, job_id: str) -> dict:

@@ -14,12 +14,16 @@ noticed by any of these; the chat front ends add a deadline of their own
 
 The package: ``tables`` (the rows), ``record`` (the release record: one typed row per repository x
 branch x pin group, written by the stage that knows, read by every view; failed publishes),
-``owners`` (who runs a build and whether it lives),
-``store`` (``State``, ``open_state``, ``state_for``). Import from ``release.state``.
-May import config only; every other package may import it (never the other way).
+``owners`` (who runs a build and whether it lives), ``store`` (``State``, ``open_state``,
+``state_for``), ``dashboard_issue`` (the dashboard issue's number and its actions claimed once).
+Import from ``release.state``. May import config only; every other package may import it (never
+the other way).
 """
 
-from release.state import record  # noqa: F401  (its tables are created with the others)
+from release.state import (
+    dashboard_issue,  # noqa: F401  (its tables, before any engine creates them)
+    record,  # noqa: F401  (its tables are created with the others)
+)
 from release.state.owners import RUNNING, owner_alive, owner_id, process_start
 from release.state.store import DEFAULT_TIMEOUT, State, open_state, state_for
 from release.state.tables import (
