@@ -121,7 +121,19 @@ def prepare(
         items, held = hold_back(items, _held(st, branch))
         skipped += held
     return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool,
-                     head=head if head and head != branch else None)
+                     head=head if head and head != branch else None,
+                     cache=checked_cache(ctx.settings) if backend == "github" and items else None)
+
+
+def checked_cache(settings) -> str | None:
+    """The build cache as the plan says it, after asking it whether it answers (a cache that
+    does not is one line, and nothing is dispatched); None when none is configured."""
+    if not settings.build_cache:
+        return None
+    from release.adapters.nixcache import check, shown
+
+    check(settings.build_cache)
+    return shown(settings.build_cache)
 
 
 def github_commit(path: Path, branch: str, head: str | None, remote: str) -> str:

@@ -144,14 +144,14 @@ def _publish_one(ctx, b: Build, cwd: Path | None, who: str, totals: list[str]) -
     (ok, message), or (None, why) when another process has it or published it already."""
     st = state_for(ctx)
     key = _claim_key(b)
-    if not st.claim(key, who, ctx.settings.publish_timeout + 60):
+    if not st.claim(key, who, ctx.settings.publish_seconds() + 60):
         held = st.claim_holder(key)
         return None, f"being published by another torchbot ({held.owner.rsplit(':', 1)[0] if held else 'gone'})"
     try:
         if _published(st, b):
             return None, "published meanwhile by another torchbot"
         ok, msg = _run(format_command(ctx.settings.publish_command, b.package, ctx), cwd,
-                       ctx.settings.publish_timeout)
+                       ctx.settings.publish_seconds())
         if ok:
             record_publish(ctx, b, totals)  # before the claim is given up: nobody runs it again
         return ok, msg
@@ -230,7 +230,7 @@ def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build
         if b.pin not in totals:
             totals[b.pin] = _release_packages(path, commit, b.pin, branch_builds)
 
-    def finish(b: Build, ok: bool | None, msg: str, recorded: bool = True) -> None:
+    def finish(b: Build, ok: bool | None, msg: str, recorded: bool = False) -> None:
         if ok and not recorded:
             record_publish(ctx, b, totals[b.pin])
         state = "skipped" if ok is None else "published" if ok else "failed"
@@ -240,8 +240,15 @@ def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build
 
     for b in group:
         if b.id in by_workflow:
-            finish(b, True, "published by the GitHub workflow", recorded=False)
+            finish(b, True, "published by the GitHub workflow")
     rest = [b for b in group if b.id not in by_workflow]
+    if not rest:
+        return
+
+    on_github = [b for b in rest if b.backend == "github"]
+    if on_github:
+        _publish_on_github(ctx, path, commit, on_github, who, finish, progress)
+    rest = [b for b in rest if b.backend != "github"]
     if not rest:
         return
 
@@ -251,10 +258,41 @@ def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build
             ok, msg = _publish_one(ctx, b, cwd, who, totals[b.pin])
             if ok and b.commit and commit and b.commit != commit:
                 msg = f"built at {b.commit[:12]}, published from {b.branch} at {commit[:12]} (same recipe)"
-            finish(b, ok, msg)
+            finish(b, ok, msg, recorded=True)
 
     if path is not None and commit:
         with worktree(path, commit) as wt:
             run_all(wt)
     else:
         run_all(path)
+
+
+def _publish_on_github(ctx, path: Path | None, commit: str | None, builds: list[Build], who: str, finish,
+                       progress: Progress) -> None:
+    """GitHub builds are published on GitHub (``release.publishing.on_github``), each variant
+    claimed first as a local publish is."""
+    from release.publishing import on_github
+
+    if path is None or not commit:
+        for b in builds:
+            finish(b, None, "not published: publishing a GitHub build needs the repository (TORCHBOT_REPO_PATH)")
+        return
+    st = state_for(ctx)
+    mine: list[Build] = []
+    for b in builds:
+        key = _claim_key(b)
+        if not st.claim(key, who, ctx.settings.publish_seconds() + 60):
+            holder = st.claim_holder(key)
+            finish(b, None, "being published by another torchbot "
+                   f"({holder.owner.rsplit(':', 1)[0] if holder else 'gone'})")
+        elif _published(st, b):
+            st.unclaim(key, who)
+            finish(b, None, "published meanwhile by another torchbot")
+        else:
+            mine.append(b)
+    try:
+        if mine:
+            on_github.publish(ctx, path, commit, mine, finish, progress.started)
+    finally:
+        for b in mine:
+            st.unclaim(_claim_key(b), who)
