@@ -105,9 +105,9 @@ def prepare(
         selected = [p for p in selected if p in interrupted]
     texts_by_blob = read_blobs(path, (recipes[p] for p in recipes))
     texts = {p: texts_by_blob.get(recipes[p], "") for p in recipes}
-    last = None
+    last, rule = None, None
     if changed_only:
-        last = {p: b.recipe_blob for p, b in st.last_success(branch).items() if b.recipe_blob}
+        last, rule = changed_since_success(path, commit, recipes, st.last_success(branch), selected)
     items, unchanged = plan_items(recipes, texts, selected, last_success_blobs=last)
     fallback_pin = _catalog_pin(ctx, branch)
     if fallback_pin:
@@ -120,9 +120,20 @@ def prepare(
         items, skipped = place_local(items, build_platforms(ctx.settings))
         items, held = hold_back(items, _held(st, branch))
         skipped += held
-    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool,
+    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule,
                      head=head if head and head != branch else None,
                      cache=checked_cache(ctx.settings) if backend == "github" and items else None)
+
+
+def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str]
+                          ) -> tuple[dict[str, str], str]:
+    """What ``plan_items`` compares (package -> the blob it counts as last built: the current one
+    when the variant did not change, by ``release.builds.changes``), and the rule that decided."""
+    from release.builds.changes import Last, compare
+
+    prior = {p: Last(b.commit, b.recipe_blob) for p, b in last.items() if p in selected and p in recipes}
+    found = compare(path, commit, prior)
+    return {p: recipes[p] if p in found.same else "" for p in prior}, found.rule
 
 
 def checked_cache(settings) -> str | None:

@@ -23,45 +23,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from release.adapters.git import list_recipes, read_blobs
-from release.builds.plan import BuildPlan, place_github, plan_items, with_targets
-from release.builds.run import checked_cache
-from release.recipes.platforms import recipe_catalog
+from release.builds.publish_run import publish_plan
 from release.state import Build, state_for
 
 Finish = Callable[[Build, bool | None, str], None]
-
-
-def publish_plan(ctx, path: Path, commit: str, builds: list[Build]) -> tuple[BuildPlan, list[tuple[Build, str]]]:
-    """The publish run of ``builds`` at ``commit`` (their branch's head), and the builds it
-    cannot publish with why (no runner for their platform). Asks the cache first."""
-    cache = checked_cache(ctx.settings)
-    branch = builds[0].branch
-    recipes = list_recipes(path, commit)
-    by_blob = read_blobs(path, recipes.values())
-    texts = {p: by_blob.get(blob, "") for p, blob in recipes.items()}
-    by_name = {b.package: b for b in builds}
-    items, _ = plan_items(recipes, texts, sorted(by_name))
-    items = with_targets(items, texts, recipe_catalog())
-    s = ctx.settings
-    items, skipped = place_github(items, s.github_runners, s.github_big_parallel_runners)
-    plan = BuildPlan(path, branch, commit, items, backend="github", cache=cache, publish_only=True)
-    return plan, [(by_name[k.package], k.reason) for k in skipped]
 
 
 def publish(ctx, path: Path, commit: str, builds: list[Build], finish: Finish, started: Callable[[str], None]) -> None:
     """Publish ``builds`` (GitHub builds of one branch, not yet published) on their runners."""
     from release.builds.github import dispatch_build
 
-    plan, cannot = publish_plan(ctx, path, commit, builds)
-    for b, why in cannot:
-        finish(b, None, f"not published: {why}")
+    by_name = {b.package: b for b in builds}
+    plan, cannot = publish_plan(ctx, path, builds[0].branch, commit, sorted(by_name))
+    for skip in cannot:
+        finish(by_name[skip.package], None, f"not published: {skip.reason}")
     if not plan.items:
         return
     for i in plan.items:
         started(i.package)
     rows = dispatch_build(ctx, plan)
-    by_name = {b.package: b for b in builds}
     how = ("substituted from the cache" if plan.substitute
            else "built again on its runner (no build cache)")
     for row in rows:

@@ -114,6 +114,19 @@ def test_a_release_builds_each_changed_variant_once_on_its_platform_and_publishe
     assert publish_pending(world.ctx, None, repo=world.work) == []  # published once
     assert held(world.ctx, None, repo=world.work) == []
 
+    # the next pull request only edits comments and layout: nothing is built, dispatched or published
+    fx.sh(world.work, "git", "checkout", "--quiet", "-B", BUMP, fx.BRANCH)
+    for p in PACKAGES:
+        recipe = world.work / ".flox" / "pkgs" / f"{p}.nix"
+        recipe.write_text("# reworded\n" + recipe.read_text().replace("\n  pkg = {", "\n  # explained\n    pkg = {"))
+    fx.sh(world.work, "git", "commit", "--quiet", "-am", "comments")
+    fx.sh(world.work, "git", "push", "--quiet", "--force", "origin", BUMP)
+    dispatched = len(world.gh.dispatches)
+    plan, rows = world.build_head()
+    assert plan.items == [] and rows == [] and len(world.gh.dispatches) == dispatched
+    assert "0 changed" in plan.rule
+    assert _builds(world.entries()) == counts
+
 
 def test_without_a_cache_the_plan_says_publishing_rebuilds_and_it_does(tmp_path: Path) -> None:
     w = World(tmp_path, cache=False)
