@@ -28,6 +28,7 @@ from release.builds.plan import (
     BuildItem,
     BuildPlan,
     hold_back,
+    longest_first,
     place_github,
     place_local,
     plan_items,
@@ -113,6 +114,7 @@ def prepare(
     if fallback_pin:
         items = [i if i.pin else BuildItem(i.package, i.blob, fallback_pin, i.after) for i in items]
     items = with_targets(items, texts, recipe_catalog())
+    items, order = longest_first(items, build_seconds(st, [i.package for i in items]))
     if backend == "github":
         s = ctx.settings
         items, skipped = place_github(items, s.github_runners, s.github_big_parallel_runners)
@@ -120,9 +122,26 @@ def prepare(
         items, skipped = place_local(items, build_platforms(ctx.settings))
         items, held = hold_back(items, _held(st, branch))
         skipped += held
-    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule,
+    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule, order=order,
                      head=head if head and head != branch else None,
                      cache=checked_cache(ctx.settings) if backend == "github" and items else None)
+
+
+def build_seconds(st, packages: list[str]) -> dict[str, float]:
+    """package -> how long its last succeeded build took (any branch: a variant's name is its
+    hardware and versions), from the recorded builds' start and end."""
+    from release.state import Build
+
+    if not packages:
+        return {}
+    out: dict[str, float] = {}
+    with st.session() as ses:
+        rows = ses.execute(select(Build.package, Build.started, Build.finished).where(
+            Build.package.in_(packages), Build.state == "succeeded", Build.started.is_not(None),
+            Build.finished.is_not(None)).order_by(Build.id))
+        for package, started, finished in rows:
+            out[package] = max(0.0, (finished - started).total_seconds())
+    return out
 
 
 def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str]
