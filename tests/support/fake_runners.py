@@ -107,7 +107,9 @@ class Runners:
         genv = home / "github_env"
         genv.touch()
         env = shim_env(self.log, "runner", platform, home / "store", SHIM_GIT_DIR=str(self.git_dir), SHIM_SHA=sha,
-                       RUNNER_TEMP=str(home / "tmp"), GITHUB_ENV=str(genv), RUNNER_NAME=f"{platform}-{n}")
+                       RUNNER_TEMP=str(home / "tmp"), GITHUB_ENV=str(genv), RUNNER_NAME=f"{platform}-{n}",
+                       SHIM_BRANCH=str(inputs.get("branch") or ""), SHIM_TARGET=str(entry.get("platform") or ""),
+                       SHIM_PUBLISH=str(inputs.get("publish") or "false"))
         if self.catalog_refuses:
             env["SHIM_CATALOG_REFUSES"] = self.catalog_refuses
         ctx = {"inputs": {k: _typed(v) for k, v in inputs.items()}, "matrix": entry, "secrets": self.secrets}

@@ -10,7 +10,8 @@ never hidden by the shim. Realising a derivation: in the store, nothing; in a su
 ``extra-substituters`` of ``NIX_USER_CONF_FILES``, ``file://`` caches), ``substitute``;
 otherwise ``build``, refused with exit status 1 when the recipe's ``meta.platforms`` does not
 hold ``SHIM_PLATFORM`` (Nix's "a 'aarch64-linux' with features {} is required"). Every action is
-one JSON line in ``SHIM_LOG``: host, platform, tool, action, package, key, commit.
+one JSON line in ``SHIM_LOG``: host, platform, tool, action, package, key, commit, and, on a
+runner, the branch dispatched and the platform the plan meant the job for (``target``).
 
 - ``flox build P…``: realise each, write ``result-P`` (the closure's keys);
 - ``flox publish -o ORG P``: realise (``flox publish`` builds in a clean checkout), then
@@ -58,7 +59,8 @@ def _log(action: str, package: str | None = None, key: str | None = None, **extr
         return
     row = {"host": os.environ.get("SHIM_HOST", "unknown"), "platform": os.environ.get("SHIM_PLATFORM"),
            "tool": Path(sys.argv[0]).name, "action": action, "package": package, "key": key,
-           "commit": os.environ.get("SHIM_SHA"), "t": time.time(), **extra}
+           "commit": os.environ.get("SHIM_SHA"), "branch": os.environ.get("SHIM_BRANCH"),
+           "target": os.environ.get("SHIM_TARGET"), "t": time.time(), **extra}
     with open(target, "a") as f:  # one short write per line: lines from several processes do not mix
         f.write(json.dumps(row) + "\n")
 

@@ -101,6 +101,7 @@ def test_a_release_builds_each_changed_variant_once_on_its_platform_and_publishe
     for e in log:  # nothing built or published on another platform's runner (aarch64 never on x86_64)
         if e["action"] in ("build", "publish", "refused"):
             assert e["action"] != "refused" and e["platform"] == fx.platforms_of(e["package"])[0], e
+            assert e["host"] == "runner" and e["target"] == e["platform"], e  # the job ran where the plan meant
     bump_head = fx.sh(world.origin, "git", "rev-parse", BUMP).strip()
     merged = fx.sh(world.origin, "git", "rev-parse", fx.BRANCH).strip()
     assert {e["commit"] for e in log if e["action"] == "build"} == {bump_head}  # built at the PR's head

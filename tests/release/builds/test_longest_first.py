@@ -34,7 +34,8 @@ def test_no_history_keeps_the_plan_as_it_was() -> None:
 
 
 def test_companions_stay_after_every_pytorch_variant() -> None:
-    items = [BuildItem("pytorch-a", "1"), BuildItem("torchvision-a", "2", after="pytorch-a"), BuildItem("pytorch-b", "3")]
+    items = [BuildItem("pytorch-a", "1"), BuildItem("torchvision-a", "2", after="pytorch-a"),
+             BuildItem("pytorch-b", "3")]
     ordered, _ = longest_first(items, {"torchvision-a": 99.0, "pytorch-a": 1.0, "pytorch-b": 5.0})
     assert [i.package for i in ordered] == ["pytorch-b", "pytorch-a", "torchvision-a"]
 
