@@ -6,9 +6,12 @@ For each variant whose latest build succeeded, that has no publish record for it
 {package}``) in a worktree of the branch's commit. A success writes, in ONE transaction, the
 publish record and the announcement outbox rows (the release thread's parent on the first
 publish of a release, one reply per variant, the summary once all are published). A failure
-records nothing, so the next run retries it. GitHub builds of the branch's own head were
+records nothing, so the next run retries it. That command runs only for local builds: GitHub
+builds are never published by the torchbot host. GitHub builds of the branch's own head were
 published by their workflow (``publish: true``); they are only recorded. GitHub builds of a
-bump pull request's head were not: once the PR merged, they are published from the branch.
+bump pull request's head were not: once the PR merged, they are published from the branch by
+the workflow on their platform's runners, substituting the PR head's outputs from the build
+cache (``release.publishing.on_github``).
 
 Once across processes: before its command runs, a variant is claimed in the state DB
 (``State.claim``, key ``publish:<branch>:<package>:<pin>``, held for the publish timeout plus a

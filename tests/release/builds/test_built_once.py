@@ -188,3 +188,37 @@ def test_a_catalog_that_refuses_the_upload_publishes_nothing_and_the_next_run_do
         assert _builds(w.entries())[fx.ARM] == 1  # substituted again, never rebuilt
     finally:
         w.close()
+
+
+def test_a_platform_with_no_runner_is_named_once_and_nothing_else_changes(tmp_path: Path) -> None:
+    """Built on a self-hosted riscv64 runner, whose labels were then removed from the settings:
+    publishing names the variant in one line, dispatches nothing for it, records nothing."""
+    riscv = "pytorch-python313-cpu-riscv"
+    w = World(tmp_path, github_runners="riscv64-linux=self-hosted+riscv64")
+    try:
+        w.runners.platform_of[("self-hosted", "riscv64")] = "riscv64-linux"
+        fx.sh(w.work, "git", "checkout", "--quiet", "-B", BUMP, fx.BRANCH)
+        fx.write_recipes(w.work, fx.NEW_PIN, "bumped", PACKAGES)
+        (w.work / ".flox" / "pkgs" / f"{riscv}.nix").write_text(
+            fx._recipe(riscv, "bumped", fx.NEW_PIN, platforms=["riscv64-linux"]))
+        fx.sh(w.work, "git", "add", "-A")
+        fx.sh(w.work, "git", "commit", "--quiet", "-m", "bump")
+        fx.sh(w.work, "git", "push", "--quiet", "--force", "origin", BUMP)
+        fx.sh(w.work, "git", "checkout", "--quiet", "main")
+        _plan, rows = w.build_head()
+        assert {r["package"]: r["state"] for r in rows}[riscv] == "succeeded"
+        w.merge()
+        ctx = fx.context(tmp_path, github_api_url=w.gh.url, github_token=w.gh.token, github_repo=w.gh.repo,
+                         github_poll_seconds=0.01, **{k: v for k, v in w.settings.items() if k != "github_runners"})
+        dispatched = len(w.gh.dispatches)
+        out = {r["package"]: r for r in publish_pending(ctx, None, repo=w.work)}
+        assert out[riscv]["state"] == "skipped"
+        assert out[riscv]["message"] == ("not published: no GitHub runner for riscv64-linux "
+                                         "(set TORCHBOT_GITHUB_RUNNERS)")
+        (publish_run,) = [p for _, p in w.gh.dispatches[dispatched:]]
+        assert riscv not in publish_run["inputs"]["pytorch"]
+        with state_for(ctx).session() as s:
+            assert riscv not in {p.package for p in s.query(Publish)}
+        assert {r["state"] for p, r in out.items() if p != riscv} == {"published"}
+    finally:
+        w.close()
