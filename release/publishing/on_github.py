@@ -51,8 +51,9 @@ def publish(ctx, path: Path, commit: str, builds: list[Build], finish: Finish, s
         if row["state"] == "succeeded":
             finish(b, True, f"published on GitHub ({how}) from {b.branch} at {commit[:12]}")
         else:
-            finish(b, False, f"the publish job {row['state']}: {row.get('message') or ''}".rstrip(": ")
-                   + (f" ({row['log']})" if row.get("log") else ""))
+            finish(b, False, f"the publish job failed on GitHub ({row['state']}"
+                   + (f"; log: {row['log']}" if row.get("log") else "")
+                   + "): nothing recorded, the next publish run tries again")
     _forget(ctx, [r["id"] for r in rows if r.get("id") is not None])
 
 
