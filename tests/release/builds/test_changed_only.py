@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from release.builds import run as builds
+from tests.support import ci
 from tests.support import fixtures_builds as fx
 
 PKGS = [*fx.OK, fx.COMPANION]
@@ -30,7 +31,7 @@ def rule(request, monkeypatch, tmp_path: Path) -> str:
                 os.symlink(found, bare / tool)
         monkeypatch.setenv("PATH", str(bare))
     elif shutil.which("nix-instantiate") is None:
-        pytest.skip("nix-instantiate is not installed")
+        ci.skip("nix-instantiate is not installed")
     return request.param
 
 
