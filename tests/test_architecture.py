@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "release.recipes": {"config", "release.adapters"},
     "release.context": {"config", "release.recipes"},
     "release.cli": {"config"},
-    "release.pins": {"config", "release.adapters", "release.recipes", "release.context", "release.cli", "release.docs"},
+    "release.pins": {"config", "release.adapters", "release.state", "release.recipes", "release.context", "release.cli", "release.docs"},
     "release.branches": {"config", "release.adapters", "release.recipes", "release.context", "release.pins",
                          "release.docs", "release.cli"},
     "release.docs": {"config", "release.adapters", "release.recipes", "release.context", "release.cli"},

@@ -10,7 +10,8 @@ EXAMPLES = """examples:
   torchbot release bump-pins --all --channel nixos-unstable   every branch to the channel's head
   torchbot release bump-pins --branch main --rev 0123...cdef --push
   torchbot release bump-pins --branch main --open-pr          a pull request instead of a push
-  torchbot release bump-pins --branch pytorch-2.9-python313 --rev REV --pytorch 2.9.1"""
+  torchbot release bump-pins --branch pytorch-2.9-python313 --rev REV --pytorch 2.9.1
+  torchbot release bump-pins --all --allow-older "nixpkgs reverted the CUDA update"   follow a channel back"""
 
 
 def register(verbs) -> None:
@@ -39,6 +40,9 @@ def register(verbs) -> None:
                    help="with --all: how the bumps leave this machine (default: TORCHBOT_BUMP_DELIVERY, else pr "
                         "with GitHub configured, else local)")
     p.add_argument("--force", action="store_true", help="also bump vLLM-certified branches")
+    p.add_argument("--allow-older", dest="allow_older", metavar="REASON",
+                   help="let a pin move to an older nixpkgs commit (the channel went back); REASON goes into the "
+                        "commit message. Without it a pin never moves back")
     p.add_argument("--with-companions", action="store_true", dest="with_companions",
                    help="also move the paired build-torchvision branch to the same pin (its own commit there)")
     p.add_argument("--pytorch", metavar="X.Y.Z",
@@ -74,6 +78,7 @@ def _bump(args, ctx) -> int:
             pytorch=args.pytorch,
             torch_src=args.torch_src,
             repo=args.repo,
+            allow_older=args.allow_older,
             progress=checks,
             **({"delivery": args.delivery} if args.delivery else {}),
         )

@@ -206,9 +206,12 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
 
     settings = ctx.settings
     delivery = opts.pop("delivery", None)  # pr | push | local: the front end's choice (None: its flags)
+    if not opts.get("allow_older"):
+        opts.pop("allow_older", None)
     if target == "all":
         return plan_every_branch(ctx, delivery=delivery, rev=rev, **opts)
-    if delivery and not (opts.get("pytorch") or opts.get("torch_src") or opts.get("with_companions")):
+    if (delivery or opts.get("allow_older")) and not (opts.get("pytorch") or opts.get("torch_src")
+                                                      or opts.get("with_companions")):
         # chat's /bump B: the same outcomes and delivery as the schedule, for the named branches
         names = (target,) if isinstance(target, str) else tuple(target)
         return plan_every_branch(ctx, delivery=delivery, rev=rev, only=names, **opts)
@@ -301,6 +304,7 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
 
         progress.begin(sum(len(sweep_targets(all_branches(open_repo(p), s.repo_remote, prefer_remote=remote_first),
                                              only=only, repo_path=p)) for p in paths))
+    heads: dict[str, str] = {}  # channel -> head: asked once per run, shared by every repository
     with NixpkgsClient(s) as client:
         if fixed:
             client.resolve(fixed)
@@ -309,7 +313,8 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
             plans.append(plan_sweep(path, client, catalog=catalog, remote=s.repo_remote, force=opts.get("force", False),
                                     tracks=(lambda b: channel) if channel else tracked(s), rev=fixed,
                                     cuda=opts.get("cuda"), from_pin=opts.get("from_pin"),
-                                    only=only, prefer_remote=remote_first, progress=progress, counted=counted))
+                                    only=only, prefer_remote=remote_first, progress=progress, counted=counted,
+                                    heads=heads, allow_older=opts.get("allow_older") or ""))
     if counted:
         progress.end()
     if only and (opts.get("cuda") or opts.get("from_pin")):

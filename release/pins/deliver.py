@@ -11,7 +11,14 @@
 A branch that moved since the plan, or whose delivery fails, is held with the reason; the
 others go on. Local branches are never moved by ``pr``.
 
-May import: config, release.adapters, release.pins.
+A person's decision stands (``pr``; recorded in release.state.decisions, shown by the dashboard):
+the branch paused (a ``torchbot:pause`` label on one of its bump PRs, or ``release bump-pause``)
+gets no PR; a target whose PR a maintainer closed unmerged is not proposed again (a newer one
+is); an open PR whose branch holds commits torchbot did not make (authors other than
+TORCHBOT_GIT_AUTHOR_* and TORCHBOT_BUMP_IGNORED_AUTHORS) is never force-pushed again, and the
+PR is told so once. Those groups are ``skipped`` with the reason, not held.
+
+May import: config, release.adapters, release.state, release.pins.
 """
 
 from __future__ import annotations
@@ -43,13 +50,16 @@ class Delivered:
     number: int | None = None
     repo: str = ""  # the repository's path
     commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject), one per moved pin group
+    decision: str = ""  # a person's decision left it alone: closed-unmerged | edited | paused (release.state.decisions)
 
     def to_dict(self) -> dict:
         return {"repo": self.repo, "branch": self.branch, "commit": self.commit, "how": self.how, "url": self.url,
-                "head": self.head, "number": self.number,
+                "head": self.head, "number": self.number, "decision": self.decision or None,
                 "commits": [{"sha": sha, "message": m} for sha, m in self.commits]}
 
     def describe(self) -> str:
+        if self.decision:
+            return self.how
         if self.url or self.number:
             return f"{self.how}: {self.url or '#' + str(self.number)} (head {self.head})"
         return f"{self.how} ({short(self.commit)})"
@@ -84,6 +94,10 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
                 progress.finished(w.branch, "failed", err.message)
                 continue
             d.repo = str(plan.repo_path)
+            if d.decision:  # a person decided: the group is left alone, and that is no failure
+                _mark(plan, w, "skipped", d.describe())
+                progress.finished(w.branch, "left alone", d.decision)
+                continue
             out.append(d)
             _mark(plan, w, None, d.describe())
             progress.finished(w.branch, d.how, d.url or short(d.commit), url=d.url)
@@ -169,8 +183,12 @@ def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, 
 
     prefix = f"bump/{w.branch}-"
     where = github_repo(repo, settings, plan.first)
-    existing = [p for p in gh.open_pulls(base=w.branch, repo=where) if p["head"].startswith(prefix)]
+    mine = [p for p in gh.pulls_into(base=w.branch, repo=where, state="all") if p["head"].startswith(prefix)]
+    existing = [p for p in mine if p.get("state") == "open"]
     head = existing[0]["head"] if existing else bump_head(w.branch, w)
+    decided = _decided(repo, plan, w, settings, gh, where, mine, existing, sha)
+    if decided is not None:
+        return decided
     if existing and _same_tree(repo, existing[0].get("sha"), sha):
         pr = existing[0]
         return Delivered(w.branch, pr["sha"], "pull request already up to date", pr.get("url"), head, pr["number"])
@@ -209,3 +227,104 @@ def _body(plan: SweepPlan, w: BranchWork, settings, nix, head: str, pr_body) -> 
         note = f"> **Kept the promise**: {o.reason}\n\n" if o.kind == "kept-promise" else ""
         parts.append(note + pr_body(bp, pseudo, settings, nix, head=head))
     return "\n---\n\n".join(parts)
+
+
+PAUSE_LABELS = ("torchbot:pause", "torchbot-pause")  # a label on any bump PR of the branch pauses its bumps
+
+
+def _decided(repo, plan: SweepPlan, w: BranchWork, settings, gh, where: str, mine: list[dict],
+             existing: list[dict], sha: str) -> Delivered | None:
+    """A person's decision about this branch's bump PRs that leaves the bump alone (Renovate's
+    rules): the branch paused; this very target closed unmerged; the open PR's branch holding
+    commits torchbot did not make. Each is recorded (release.state.decisions) for the views."""
+    from release.state import decisions, open_state
+
+    state = open_state(settings.state_db)
+    name = Path(plan.repo_path).name
+    for p in mine:
+        if set(p.get("labels") or ()) & set(PAUSE_LABELS):
+            decisions.record(state, name, w.branch, "paused", by=f"label on #{p['number']}",
+                             note=f"label {', '.join(set(p['labels']) & set(PAUSE_LABELS))}")
+    pause = decisions.paused(state, name, w.branch)
+    if pause is not None:
+        why = f" ({pause.note})" if pause.note else ""
+        return Delivered(w.branch, sha, f"left alone: bumps of {w.branch} are paused by {pause.by or 'a maintainer'} "
+                                        f"on {pause.at:%Y-%m-%d}{why}; `release bump-pause {w.branch} --resume` "
+                         "resumes them", decision="paused")
+    target = _pins_at(repo, sha)
+    recreate = {d.head for d in decisions.decisions(state, name, w.branch, "recreate")}
+    for p in mine:
+        if p.get("state") != "closed" or p.get("merged"):
+            continue
+        row = decisions.record(state, name, w.branch, "closed-unmerged", number=int(p["number"]), head=p["head"],
+                               by=gh.closed_by(where, int(p["number"])) if not _known(state, name, w.branch, p)
+                               else "", at=_when(p.get("closed_at")), note=",".join(sorted(_pins_at(repo, p.get("sha")))))
+        same = (set(row.note.split(",")) == target) if row.note else p["head"] == bump_head(w.branch, w)
+        if same and p["head"] not in recreate and not existing:
+            who = f" by {row.by}" if row.by else ""
+            return Delivered(w.branch, sha, f"left alone: pull request #{p['number']} for this nixpkgs was closed "
+                                            f"unmerged{who} on {row.at:%Y-%m-%d}; a newer nixpkgs gets a new one",
+                             p.get("url"), p["head"], int(p["number"]), decision="closed-unmerged")
+    if existing:
+        pr = existing[0]
+        others = _foreign_authors(repo, w.tip, pr.get("sha"), settings)
+        if others:
+            who = ", ".join(others)
+            row = decisions.record(state, name, w.branch, "edited", number=int(pr["number"]), head=pr["head"], by=who)
+            if decisions.mark_said(state, row.id):
+                with suppress(TorchbotError):  # said on the dashboard either way
+                    gh.comment(where, int(pr["number"]),
+                               f"torchbot no longer updates this pull request: its branch `{pr['head']}` holds "
+                               f"commits torchbot did not make ({who}). Merge or close it; once it is closed, a "
+                               "newer nixpkgs gets a new pull request.")
+            return Delivered(w.branch, sha, f"left alone: pull request #{pr['number']} holds commits by {who}; "
+                                            "torchbot no longer updates it", pr.get("url"), pr["head"],
+                             int(pr["number"]), decision="edited")
+    return None
+
+
+def _known(state, repo: str, branch: str, p: dict) -> bool:
+    from release.state import decisions
+
+    return any(d.number == int(p["number"]) for d in decisions.decisions(state, repo, branch, "closed-unmerged"))
+
+
+def _when(stamp: str | None):
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).replace(tzinfo=None)
+    except ValueError:
+        return None
+
+
+def _pins_at(repo, sha: str | None) -> set[str]:
+    """The nixpkgs pins of the recipes at commit ``sha`` (empty when this clone lacks it)."""
+    from release.pins.rules import RECIPES_DIR, find_groups
+
+    if not sha:
+        return set()
+    try:
+        files = gitops.read_files(repo, sha, RECIPES_DIR, ())
+    except Exception:  # noqa: BLE001  a commit this clone does not have
+        return set()
+    return {g.pin for g in find_groups({p: t for p, t in files.items() if p.endswith(".nix")})}
+
+
+def _foreign_authors(repo, base: str, head: str | None, settings) -> list[str]:
+    """Authors of the commits on ``head`` but not ``base`` other than torchbot and the authors
+    it may ignore (TORCHBOT_BUMP_IGNORED_AUTHORS): the people whose work a rewrite would lose."""
+    if not head:
+        return []
+    try:
+        out = repo.git.log(f"{base}..{head}", "--format=%ae%x09%an")
+    except Exception:  # noqa: BLE001  this clone lacks the head: nothing known to be lost
+        return []
+    mine = {settings.git_author_email.lower(), settings.git_author_name.lower(),
+            *(a.strip().lower() for a in settings.bump_ignored_authors)}
+    found: dict[str, None] = {}
+    for line in out.splitlines():
+        email, _, author = line.partition("\t")
+        if email.lower() not in mine and author.lower() not in mine:
+            found[f"{author} <{email}>"] = None
+    return list(found)

@@ -123,6 +123,7 @@ class _Env:
     tracks: Callable[[str], str]
     heads: dict[str, str]
     rev: str | None = None  # --rev: every branch goes to this commit instead of its tracked head
+    allow_older: str = ""  # --allow-older REASON: a pin may move back to an older commit (said in the commit)
     select: Callable = lambda g: True  # --cuda / --from-pin: the groups the sweep moves
 
     def head(self, channel: str) -> str:
@@ -147,13 +148,16 @@ def tracked(settings) -> Callable[[str], str]:
 def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] = lambda b: "nixos-unstable",
                remote: str = "origin", force: bool = False, exclude=("bump/*",), rev: str | None = None,
                cuda: str | None = None, from_pin: str | None = None, only: tuple[str, ...] = (),
-               prefer_remote: bool = False, progress: Progress | None = None, counted: bool = False) -> SweepPlan:
+               prefer_remote: bool = False, progress: Progress | None = None, counted: bool = False,
+               heads: dict[str, str] | None = None, allow_older: str = "") -> SweepPlan:
     """Plan the bump of every branch of ``repo_path`` (see the module docstring); ``tracks(branch)``
     names the channel or nixpkgs branch it follows; ``rev`` replaces every head; ``cuda`` and
     ``from_pin`` keep the groups of that CUDA version or pin; ``only``: just these branches;
     ``force`` includes vLLM-certified branches (named ones too);
     ``prefer_remote``: build on ``<remote>/X`` where it exists (pull requests and pushes);
-    ``counted``: the caller began ``progress`` with the total of several repositories."""
+    ``counted``: the caller began ``progress`` with the total of several repositories; ``heads``:
+    channel -> head, shared by the repositories of one run (each head is asked once per run);
+    ``allow_older``: the maintainer's reason to let pins move to an older commit."""
     def select(g) -> bool:
         return ((not cuda or cuda in g.cuda_versions or f"CUDA {cuda}" in g.labels)
                 and (not from_pin or g.pin.startswith(from_pin.strip().lower())))
@@ -162,7 +166,8 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
     names = all_branches(repo, remote, prefer_remote=prefer_remote)
     targets = sweep_targets(names, exclude, only, repo_path)
     remote_names = remote_only(repo, targets, remote)
-    env = _Env(Path(repo_path).name, client, catalog, read_model(repo_path), names, tracks, {}, rev, select)
+    env = _Env(Path(repo_path).name, client, catalog, read_model(repo_path), names, tracks,
+               heads if heads is not None else {}, rev, allow_older, select)
     plan = SweepPlan(Path(repo_path), heads=env.heads, prefer_remote=prefer_remote)
     progress = progress or Progress(verb="checked")
     if not counted:
@@ -264,7 +269,14 @@ def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[
     base = dict(repo=env.repo_name, branch=work.branch, group=label, old_pin=g.pin, tracks=work.tracks)
     try:
         head = env.head(work.tracks)
+        if not env.allow_older and head != g.pin and env.client.is_newer(head, g.pin):
+            # the channel went back (a rollback): a pin never moves to an older commit unasked
+            return None, PinOutcome(**base, kind="current", new_pin=g.pin,
+                                    reason=f"the pin is newer than {work.tracks}'s head {short(head)} (the channel "
+                                           "went back); kept (--allow-older REASON moves it back)")
         bp, refusal = _attempt(env, work, g, head, recipes, readme)
+        if refusal is None and env.allow_older and not bp.edit.up_to_date and env.client.is_newer(head, g.pin):
+            bp.message += f"\n\nMoves to an older nixpkgs commit, as a maintainer asked: {env.allow_older}"
         if refusal is None:
             if bp.edit.up_to_date:
                 return None, PinOutcome(**base, kind="current", new_pin=g.pin)
@@ -291,7 +303,12 @@ def _keep_promise(env: _Env, work: BranchWork, g, recipes, readme, head: str, at
            f"{work.branch} promises PyTorch {promised}")
     for change in env.client.torch_changes(head):
         parent = change["parent"]
-        if not parent or parent == g.pin or not env.client.is_newer(g.pin, parent):
+        if parent and (parent == g.pin or not env.client.is_newer(g.pin, parent)):
+            # the newest commit keeping the promise is the pin (or older): nothing to do
+            return None, PinOutcome(**base, kind="current", new_pin=g.pin, torch_old=at_head.torch_old,
+                                    torch_new=at_head.torch_old,
+                                    reason=f"{why}; the pin is the newest commit of {work.tracks} keeping {line}")
+        if not parent:
             break
         version = env.client.torch_version(parent)
         if vtuple(version)[:2] != vtuple(promised)[:2]:

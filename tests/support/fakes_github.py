@@ -85,6 +85,7 @@ RUN_T = "/repos/{owner}/{repo}/actions/runs/{run_id}"
 JOBS_T = "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"
 DISPATCH_T = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches"
 DOCS = "https://docs.github.com/rest"
+_FAKES: dict[str, FakeGitHub] = {}  # url -> the stand-in serving there (this process's)
 
 
 @dataclass
@@ -134,6 +135,7 @@ class FakeGitHub:
         self.server = http_stub.serve(self)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        _FAKES[self.url.rstrip("/")] = self  # chained stand-ins find each other by URL (each serves its repository)
 
     def __enter__(self):
         self._thread.start()
@@ -142,6 +144,7 @@ class FakeGitHub:
     def __exit__(self, *exc):
         for _, _, release in self._pauses:
             release.set()
+        _FAKES.pop(self.url.rstrip("/"), None)
         self.server.shutdown()
         self.server.server_close()
 
@@ -342,9 +345,11 @@ class FakeGitHub:
         owner = self.repo.split("/")[0]
         parts = path.strip("/").split("/")
         other = len(parts) >= 4 and f"{owner}/{parts[2]}" != self.repo
+        if other and parts[3] == "pulls" and _FAKES.get((self.upstream or "").rstrip("/")) is not None:
+            return self._forward(req, method, body)  # another repository's stand-in serves its pull requests
         if len(parts) >= 4 and parts[:2] == ["repos", owner] and (
                 parts[3] == "issues" or (other and parts[3:] == ["pulls"] and method == "GET")):
-            # issues of any repository of the owner; pull requests of the others (none open)
+            # issues of any repository of the owner; pull requests of a repository with no stand-in (none open)
             return self._issues_route(f"{owner}/{parts[2]}", method, parts[3:], query, body)
         prefix = f"/repos/{self.repo}/actions/"
         if method == "GET" and path == f"/repos/{self.repo}":  # the token still reaches the repository
