@@ -11,6 +11,7 @@
 - ``commands``  the command layer (Plan / BumpResult) for the CLI and chat
 - ``cli``       ``release bump-pins``
 
-May import: config, release.adapters, release.state (people's decisions about bump PRs), release.recipes, release.context, release.docs (the README
+May import: config, release.adapters, release.state (people's decisions about bump PRs),
+release.recipes, release.context, release.docs (the README
 tables' checks, for the rows a PyTorch move changes).
 """

@@ -258,7 +258,8 @@ def _decided(repo, plan: SweepPlan, w: BranchWork, settings, gh, where: str, min
             continue
         row = decisions.record(state, name, w.branch, "closed-unmerged", number=int(p["number"]), head=p["head"],
                                by=gh.closed_by(where, int(p["number"])) if not _known(state, name, w.branch, p)
-                               else "", at=_when(p.get("closed_at")), note=",".join(sorted(_pins_at(repo, p.get("sha")))))
+                               else "", at=_when(p.get("closed_at")),
+                               note=",".join(sorted(_pins_at(repo, p.get("sha")))))
         same = (set(row.note.split(",")) == target) if row.note else p["head"] == bump_head(w.branch, w)
         if same and p["head"] not in recreate and not existing:
             who = f" by {row.by}" if row.by else ""
