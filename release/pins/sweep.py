@@ -10,9 +10,11 @@ channel). Each group gets one :class:`PinOutcome`:
 - ``kept-promise``: the head would change the PyTorch the branch promises, so the group moves to
   the newest commit of the tracked history that still keeps it (nixpkgs' history of the torch
   package: the first parent of the oldest torch change since that breaks the promise);
-- ``current``: the group is on the head already;
-- ``held``: with its reason (a CUDA set the recipes use is missing, no commit newer than the pin
-  keeps the promise, a fact nixpkgs would not give);
+- ``current``: nothing to do: the group is on the head already, or on the newest commit that
+  keeps its promise, or newer than the head (a channel that went back: a pin never moves to an
+  older commit unless ``allow_older`` gives the maintainer's reason, which goes into the commit);
+- ``held``: with its reason (a CUDA set the recipes use is missing, the newest commit keeping
+  the promise is refused, a fact nixpkgs would not give);
 - ``skipped``: a branch the sweep leaves alone by design (no pinned recipes, vLLM-certified).
 
 One refusal never stops the others. Nothing is written here; :mod:`release.pins.deliver`
@@ -69,6 +71,8 @@ class PinOutcome:
             torch = f"; torch {self.torch_old} -> {self.torch_new}" if self.torch_old != self.torch_new else ""
             head = f"{where}: {'bumped' if self.kind == 'bumped' else 'moved, keeping its promise,'} " \
                    f"{short(self.old_pin or '')} -> {short(self.new_pin or '')}{torch}"
+        elif self.kind == "current" and self.reason:  # current short of the head: the reason says why
+            head = f"{where}: current ({short(self.old_pin or '')})"
         elif self.kind == "current":
             head = f"{where}: already current ({short(self.old_pin or '')}, head of {self.tracks})"
         else:
