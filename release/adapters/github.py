@@ -310,6 +310,11 @@ class Actions:
             raise ExternalError("GitHub answered GET pulls with garbage.") from None
         return pulls[0] if isinstance(pulls, list) and pulls else None
 
+    def comment_issue(self, number: int, body: str) -> None:
+        """POST /repos/{repo}/issues/{number}/comments (a pull request's conversation too)."""
+        self._send("POST", self._repo_url(f"issues/{number}/comments"), f"POST issues/{number}/comments",
+                   json={"body": body})
+
     def merge_pull(self, number: int, sha: str, method: str = "merge") -> dict:
         """PUT /repos/{repo}/pulls/{number}/merge, only while the head is still ``sha``."""
         what = f"PUT pulls/{number}/merge"

@@ -104,6 +104,29 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
         merged = gh.merge_pull(int(pr["number"]), sha)
     except ExternalError as err:
         log.warning("automerge of %s into %s: %s", ref, branch, err)
+        if getattr(err, "status", None) in (405, 409, 422) and pr is not None:
+            _refused(ctx, gh, branch, int(pr["number"]), ref, sha, err.message)
         return None
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
     return merged.get("sha")
+
+
+def _refused(ctx, gh, branch: str, number: int, ref: str, sha: str, said: str) -> None:
+    """GitHub refused the automerge (a conflict, a review missing): kept in the state
+    (release.state.decisions ``merge-refused``, which the dashboard lists) and said once on the PR
+    and as its ``torchbot/automerge`` status, so the PR does not just show "success"."""
+    from pathlib import Path
+
+    from release.state import decisions, state_for
+
+    repos = ctx.settings.repositories()
+    name = Path(repos[0]).name if repos else ""
+    row = decisions.record(state_for(ctx), name, branch, "merge-refused", number=number, head=sha, note=said)
+    if not decisions.mark_said(state_for(ctx), row.id):
+        return
+    try:
+        gh.post_status(sha, "failure", "automerge refused by GitHub", context="torchbot/automerge")
+        gh.comment_issue(number, f"torchbot could not merge this pull request at `{sha[:12]}`: {said}\n\n"
+                                 "Every build passed; a maintainer's review or merge is needed.")
+    except ExternalError as err:
+        log.warning("telling #%s that its merge was refused: %s", number, err)

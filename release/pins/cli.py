@@ -53,6 +53,35 @@ def register(verbs) -> None:
                         "without --rev the pin stays")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_bump)
+    q = verbs.add_parser("bump-pause", help="pause (or resume) the weekly bump pull requests of a branch",
+                         description="Pause the bumps of a branch: the weekly bump opens no pull request for it\n"
+                                     "until it is resumed (a torchbot:pause label on one of its bump PRs\n"
+                                     "does the same).",
+                         epilog="examples:\n  torchbot release bump-pause main --reason 'waiting for CUDA 13'\n"
+                                "  torchbot release bump-pause main --resume\n"
+                                "  torchbot release bump-pause main --recreate bump/main-1128112   propose a closed "
+                                "PR's target again")
+    q.add_argument("branch")
+    q.add_argument("--repo", help="the repository (default: TORCHBOT_REPO_PATH's first)")
+    q.add_argument("--resume", action="store_true", help="resume the branch's bumps")
+    q.add_argument("--reason", default="", help="why (shown on the dashboard)")
+    q.add_argument("--recreate", metavar="HEAD", help="a closed-unmerged bump PR's head branch whose target may be "
+                                                      "proposed again")
+    q.add_argument("--json", action="store_true", help="print the result as JSON")
+    q.set_defaults(func=_pause)
+
+
+def _pause(args, ctx) -> int:
+    from config.errors import TorchbotError
+    from release.cli import emit
+    from release.pins.commands import pause_bumps
+
+    try:
+        result = pause_bumps(ctx, args.branch, resume=args.resume, reason=args.reason, repo=args.repo,
+                             recreate=args.recreate)
+    except TorchbotError as err:
+        return _refusal(err, args.json)
+    return emit(result, args.json)
 
 
 def _bump(args, ctx) -> int:

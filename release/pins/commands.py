@@ -356,3 +356,35 @@ def _refuse_unmatched(plans, only, cuda, from_pin) -> None:
 def bump(ctx, target, rev=None, **opts) -> BumpResult:
     plan = plan_bump(ctx, target, rev, **opts)
     return plan.apply()
+
+
+def pause_bumps(ctx, branch: str, *, resume: bool = False, reason: str = "", by: str = "", repo=None,
+                recreate: str | None = None):
+    """Pause (or ``resume``) the bumps of ``branch``: while paused, the weekly bump opens no pull
+    request for it (release.pins.deliver). ``recreate``: a closed-unmerged PR's head branch whose
+    target may be proposed again. Kept in the state DB (release.state.decisions), so every
+    replica and the dashboard see it. Returns a ``config.results.MessageResult``."""
+    import getpass
+    from pathlib import Path
+
+    from config.errors import ValidationError
+    from config.results import MessageResult
+    from release.state import decisions, state_for
+
+    if not branch or branch.startswith("-"):
+        raise ValidationError("Name the branch: release bump-pause BRANCH.")
+    name = Path(repo_arg(ctx, repo)).name
+    state = state_for(ctx)
+    who = by or getpass.getuser()
+    if recreate:
+        decisions.record(state, name, branch, "recreate", head=recreate, by=who, note=reason)
+        return MessageResult(f"{branch} ({name}): the closed pull request's target ({recreate}) may be proposed "
+                             "again at the next bump.", data={"branch": branch, "recreate": recreate})
+    if resume:
+        n = decisions.forget(state, name, branch, "paused")
+        return MessageResult(f"{branch} ({name}): bumps resumed." if n else f"{branch} ({name}) was not paused.",
+                             data={"branch": branch, "paused": False})
+    row = decisions.record(state, name, branch, "paused", by=who, note=reason)
+    return MessageResult(f"{branch} ({name}): bumps paused by {row.by} on {row.at:%Y-%m-%d}"
+                         + (f" ({row.note})" if row.note else "") + "; the weekly bump opens no pull request for it "
+                         f"until `release bump-pause {branch} --resume`.", data={"branch": branch, "paused": True})

@@ -57,6 +57,8 @@ backend, paging and rate-limiting the way GitHub documents it.
   the repository does not have is refused 422 ("No ref found for: …"), as GitHub does.
 - Issues (the dashboard issue): ``GET/POST .../issues``, ``GET/PATCH .../issues/{n}`` with GitHub's
   issue object (its required fields), 422 for a missing title or a body over 65,536 characters;
+  a pull request's number reads as its issue (``closed_by``: who closed it, ``pulls.close``);
+  ``POST .../issues/{n}/comments`` (an issue or a pull request) keeps each in ``comments``;
   ``issues`` holds them and ``tick(n, key)`` ticks a dashboard box as a person would. ``add_pull(head,
   base)`` opens a pull request as a person would.
 """
@@ -122,6 +124,7 @@ class FakeGitHub:
         self.log: list[Logged] = []
         self.runs: dict[int, dict] = {}
         self.issues: dict[int, dict] = {}  # number -> issue (GitHub's issue object)
+        self.comments: list[tuple[str, int, str]] = []  # (repo, issue or PR number, body) of each comment posted
         self._window_start: float | None = None
         self._used = 0
         self._throttle: list[tuple[int, float | None, bool]] = []
@@ -322,6 +325,22 @@ class FakeGitHub:
             n = max([*self.pulls.prs, *self.issues], default=0) + 1  # issues and PRs share numbers
             self.issues[n] = self._issue(repo, n, body["title"], body.get("body"))
             return 201, self.issues[n], {}
+        if len(rest) == 3 and rest[0] == "issues" and rest[1].isdigit() and rest[2] == "comments" and method == "POST":
+            n = int(rest[1])
+            if n not in self.issues and n not in self.pulls.prs:
+                return 404, {"message": "Not Found"}, {}
+            if not isinstance(body.get("body"), str) or not body["body"]:
+                return 422, shapes.validation_failed({"resource": "IssueComment", "field": "body",
+                                                      "code": "missing_field"}), {}
+            self.comments.append((repo, n, body["body"]))
+            return 201, shapes.issue_comment(repo, n, len(self.comments), body["body"]), {}
+        if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit() and method == "GET" \
+                and int(rest[1]) in self.pulls.prs and int(rest[1]) not in self.issues:
+            pr = self.pulls.prs[int(rest[1])]  # a pull request read as an issue (who closed it)
+            issue = shapes.issue(repo, pr["number"], title=pr["title"], body=pr["body"], state=pr["state"])
+            by = self.pulls.closed_by.get(pr["number"])
+            issue["closed_by"] = shapes.user(by) if by else None
+            return 200, issue, {}
         if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit():
             issue = self.issues.get(int(rest[1]))
             if issue is None or not issue["repository_url"].endswith("/repos/" + repo):
@@ -345,7 +364,9 @@ class FakeGitHub:
         owner = self.repo.split("/")[0]
         parts = path.strip("/").split("/")
         other = len(parts) >= 4 and f"{owner}/{parts[2]}" != self.repo
-        if other and parts[3] == "pulls" and _FAKES.get((self.upstream or "").rstrip("/")) is not None:
+        chained = _FAKES.get((self.upstream or "").rstrip("/")) is not None
+        if other and chained and (parts[3] == "pulls" or (
+                parts[3] == "issues" and len(parts) >= 5 and parts[4].isdigit() and int(parts[4]) not in self.issues)):
             return self._forward(req, method, body)  # another repository's stand-in serves its pull requests
         if len(parts) >= 4 and parts[:2] == ["repos", owner] and (
                 parts[3] == "issues" or (other and parts[3:] == ["pulls"] and method == "GET")):
