@@ -326,7 +326,21 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
     for p in plans:
         p.first = Path(p.repo_path).resolve() not in others  # a companion's PRs go to its own GitHub repository
         record_sweep_hashes(p, s)
-    return SweepBump(plans, s, mode, dry_run=opts.get("dry_run", False), why_local=why, only=only)
+    return SweepBump(plans, s, mode, dry_run=opts.get("dry_run", False), why_local=why, only=only,
+                     known_holds=_known_holds(ctx))
+
+
+def _known_holds(ctx) -> frozenset:
+    """(repo path, branch, group, reason) of every group the last recorded bump held; empty when
+    the state DB cannot say (then every hold counts as new)."""
+    from config.errors import TorchbotError
+    from release.state import state_for
+
+    try:
+        rows = state_for(ctx).bump_outcomes()
+    except (TorchbotError, Exception):  # noqa: BLE001  no state DB: nothing known
+        return frozenset()
+    return frozenset((r.repo, r.branch, r.grp, r.reason) for r in rows if r.kind == "held")
 
 
 def _check_selectors(cuda: str | None, from_pin: str | None) -> None:

@@ -91,7 +91,7 @@ class Pulls:
         if len(rest) == 1 and rest[0].isdigit() and int(rest[0]) in self.prs:
             pr = self.prs[int(rest[0])]
             if method == "GET":
-                return 200, pr, {}
+                return 200, self._fresh(pr), {}
             if method == "PATCH":
                 return self._edit(pr, body)
         if len(rest) == 2 and rest[0].isdigit() and int(rest[0]) in self.prs and rest[1] == "merge" and method == "PUT":
@@ -129,7 +129,17 @@ class Pulls:
         self.prs[n] = pr
         return 201, pr, {"Location": pr["url"]}
 
+    def _fresh(self, pr: dict) -> dict:
+        """An open PR's ``head.sha`` is its branch's commit now (GitHub follows pushes to the head)."""
+        if pr["state"] == "open" and self.git_dir is not None:
+            sha = self._sha(pr["head"]["ref"])
+            if sha:
+                pr["head"]["sha"] = sha
+        return pr
+
     def _list(self, req, query: dict) -> tuple[int, object, dict]:
+        for pr in self.prs.values():
+            self._fresh(pr)
         state = query.get("state", "open")
         if state not in ("open", "closed", "all"):
             return 422, shapes.validation_failed({"field": "state", "code": "invalid"}), {}
