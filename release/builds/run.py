@@ -3,7 +3,8 @@
 ``prepare`` reads git (through the git adapter) and the state DB and returns a
 :class:`~release.builds.plan.BuildPlan`: it first resolves build runs a stopped torchbot left
 behind (``release.builds.recover``), and lists variants another build holds as skipped
-("already building since …"). ``build`` runs a plan with its backend: local
+("already building since …"); a GitHub build still running at the same commit (a killed
+torchbot's) is adopted, not dispatched twice. ``build`` runs a plan with its backend: local
 (``release.builds.local``) or GitHub Actions (``release.builds.github``). ``status`` lists
 build states.
 
@@ -116,6 +117,8 @@ def prepare(
     if backend == "github":
         s = ctx.settings
         items, skipped = place_github(items, s.github_runners, s.github_big_parallel_runners)
+        items, adopted = hold_back(items, _running(st, branch, commit, items))
+        skipped += adopted
     else:
         items, skipped = place_local(items, build_platforms(ctx.settings))
         items, held = hold_back(items, _held(st, branch))
@@ -145,6 +148,22 @@ def github_commit(path: Path, branch: str, head: str | None, remote: str) -> str
                            f"{there[:12]}); GitHub would build other code: push first, or build locally "
                            "(--backend local).")
     return there
+
+
+def _running(st, branch: str, commit: str, items) -> dict[str, str]:
+    """package -> why it is not dispatched again: a GitHub build of the same recipe at the same
+    commit still queued or running in a run that is not closed (one a killed torchbot dispatched:
+    it is adopted, its run followed by the poll-builds job, never dispatched twice)."""
+    from release.state import ACTIVE, Build, GithubRun
+
+    blobs = {i.package: i.blob for i in items}
+    with st.session() as ses:
+        rows = ses.execute(select(Build.package, Build.recipe_blob, GithubRun.request_id, GithubRun.html_url)
+                           .join(GithubRun, GithubRun.request_id == Build.run_key)
+                           .where(Build.branch == branch, Build.commit == commit, Build.backend == "github",
+                                  Build.state.in_(ACTIVE), GithubRun.finished.is_(None))).all()
+    return {pkg: f"already building at {commit[:12]} (GitHub run {url or key}): adopted, not dispatched again"
+            for pkg, blob, key, url in rows if pkg in blobs and blob == blobs[pkg]}
 
 
 def _held(st, branch: str) -> dict[str, str]:

@@ -80,6 +80,8 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
     out: list[Delivered] = []
     gh = nix = None
     try:
+        if mode == "push":  # a killed run's push that landed: its local branches follow now
+            gitops.catch_up(repo, settings.repo_remote, plan.tips)
         if mode == "pr" and plan.work:
             from release.adapters.github import GitHub
             from release.adapters.nixpkgs import NixpkgsClient

@@ -273,13 +273,13 @@ def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[
     base = dict(repo=env.repo_name, branch=work.branch, group=label, old_pin=g.pin, tracks=work.tracks)
     try:
         head = env.head(work.tracks)
-        if not env.allow_older and head != g.pin and env.client.is_newer(head, g.pin):
+        if not env.allow_older and head != g.pin and _older(env, head, g.pin):
             # the channel went back (a rollback): a pin never moves to an older commit unasked
             return None, PinOutcome(**base, kind="current", new_pin=g.pin,
                                     reason=f"the pin is newer than {work.tracks}'s head {short(head)} (the channel "
                                            "went back); kept (--allow-older REASON moves it back)")
         bp, refusal = _attempt(env, work, g, head, recipes, readme)
-        if refusal is None and env.allow_older and not bp.edit.up_to_date and env.client.is_newer(head, g.pin):
+        if refusal is None and env.allow_older and not bp.edit.up_to_date and _older(env, head, g.pin):
             bp.message += f"\n\nMoves to an older nixpkgs commit, as a maintainer asked: {env.allow_older}"
         if refusal is None:
             if bp.edit.up_to_date:
@@ -297,6 +297,15 @@ def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[
                                     reason=f"{refusal} (no older commit keeping it could be looked for: {err.message})")
     except TorchbotError as err:  # a fact nixpkgs would not give: this group is held, the others go on
         return None, PinOutcome(**base, kind="held", reason=f"could not check it: {err.message}")
+
+
+def _older(env: _Env, head: str, pin: str) -> bool:
+    """Whether ``head`` is older than ``pin`` (the pin is ahead of it in nixpkgs' history); a
+    comparison nixpkgs will not make (commits it does not relate) is no evidence of going back."""
+    try:
+        return env.client.is_newer(head, pin)
+    except TorchbotError:
+        return False
 
 
 def _keep_promise(env: _Env, work: BranchWork, g, recipes, readme, head: str, at_head: BranchPlan, base: dict):

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from config.errors import ConfigError
 from config.paths import redact_url
+from release.state.liveness import owner_gone
 from release.state.owners import RUNNING, alive, owner_id
 from release.state.tables import (
     ACTIVE,
@@ -176,7 +177,8 @@ class State:
     # -- job locks ----------------------------------------------------------------------
 
     def claim_run(self, job_id: str, slot: str) -> int | None:
-        """Insert the (job, slot) row; None when another process already claimed it."""
+        """Insert the (job, slot) row; None when another process already claimed it (and lives,
+        or finished it): the run of a process that died before finishing is taken over."""
         try:
             with self.session() as s:
                 run = JobRun(job_id=job_id, slot=slot, owner=owner_id())
@@ -184,7 +186,15 @@ class State:
                 s.flush()
                 return run.id
         except IntegrityError:
-            return None
+            pass
+        with self.session() as s:  # a run whose process died unfinished (a kill) is run again
+            row = s.scalars(select(JobRun).where(JobRun.job_id == job_id, JobRun.slot == slot)).first()
+            if row is None or row.finished is not None or not owner_gone(row.owner):
+                return None
+            taken = s.execute(update(JobRun).where(JobRun.id == row.id, JobRun.owner == row.owner,
+                                                   JobRun.finished.is_(None))
+                              .values(owner=owner_id(), started=utcnow()))
+            return row.id if taken.rowcount == 1 else None
 
     def finish_run(self, run_id: int, result: str) -> None:
         with self.session() as s:
@@ -218,7 +228,15 @@ class State:
                 return True
             taken = s.execute(update(Claim).where(Claim.key == key, Claim.until <= now)
                               .values(owner=owner, since=now, until=until))
-            return taken.rowcount == 1
+            if taken.rowcount == 1:
+                return True
+            held = s.get(Claim, key)
+            if held is None or not owner_gone(held.owner):
+                return False
+            # its owner died (a kill): taken over now, not after its lease
+            gone = s.execute(update(Claim).where(Claim.key == key, Claim.owner == held.owner)
+                             .values(owner=owner, since=now, until=until))
+            return gone.rowcount == 1
 
     def unclaim(self, key: str, owner: str) -> None:
         """Give up ``owner``'s claim ``key`` (the work is done or failed; another may take it)."""
