@@ -495,6 +495,9 @@ def catch_up(repo, remote: str, branches) -> list[str]:
     (a killed run's push landed but its local move did not), a checked-out one with its index and
     files (when clean; else left, said by the next move). Returns the branches moved."""
     moved = []
+    for b, path in checkouts(repo).items():
+        if b in branches:
+            heal_checkout(path, b)
     for b in branches:
         local = _git_out(repo.git_dir, "rev-parse", "--verify", "-q", f"refs/heads/{b}")
         there = _git_out(repo.git_dir, "rev-parse", "--verify", "-q", f"refs/remotes/{remote}/{b}")

@@ -75,6 +75,7 @@ class BuildPlan:
     skipped: list[Skip] = field(default_factory=list)
     tool: str | None = None  # how the local backend builds here (``Builder.describe()``)
     head: str | None = None  # the remote branch GitHub builds (a bump PR's head); None: the branch itself
+    adopted: dict[str, str] = field(default_factory=dict)  # package -> the GitHub run (request id) already building it
 
     @property
     def ref(self) -> str:

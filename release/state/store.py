@@ -258,6 +258,15 @@ class State:
                 Outbox.id == row_id, Outbox.sent.is_(None),
                 (Outbox.claim_until.is_(None)) | (Outbox.claim_until <= now) | (Outbox.claimed_by == owner),
             ).values(claimed_by=owner, claim_until=now + timedelta(seconds=ttl_seconds)))
+            if done.rowcount == 1:
+                return True
+            row = s.get(Outbox, row_id)
+            if row is None or row.sent is not None or not owner_gone(row.claimed_by):
+                return False
+            # its flusher died (a kill): taken over now, not after its claim
+            done = s.execute(update(Outbox).where(Outbox.id == row_id, Outbox.sent.is_(None),
+                                                  Outbox.claimed_by == row.claimed_by)
+                             .values(claimed_by=owner, claim_until=now + timedelta(seconds=ttl_seconds)))
             return done.rowcount == 1
 
     def unclaim_outbox(self, row_id: int, owner: str) -> None:
