@@ -236,9 +236,11 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     work = plan.to_commit
     if not work:
         return outcome
+    if opts.open_pr:  # one delivery for every bump: the weekly one's (an open PR is updated, decisions stand)
+        return _as_pull_requests(plan, settings, progress)
     remote = settings.repo_remote
     heads = all_branches(repo, remote)
-    docs = [] if opts.open_pr else plan.docs  # a PR carries its own branch only: `release docs --write` after merging
+    docs = plan.docs
     for name, tip in [(bp.branch, bp.tip) for bp in work] + [(d.branch, d.tip) for d in docs]:
         if heads.get(name) != tip:
             raise ExternalError(f"Branch '{name}' moved since the plan was made; nothing was changed. "
@@ -251,38 +253,6 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     )
     new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas[: len(work)], strict=True)}
     docs_new = {d.branch: sha for d, sha in zip(docs, shas[len(work):], strict=True)}
-    if opts.open_pr:
-        from release.adapters.github import GitHub
-        from release.adapters.nixpkgs import NixpkgsClient
-
-        refs = {bp.branch: f"bump/{bp.branch}-{short(plan.new_rev)}" for bp in work}
-        gitops.push(repo, remote, [f"{new[b]}:refs/heads/{r}" for b, r in refs.items()])
-        gh = GitHub(settings)
-        nix = NixpkgsClient(settings)
-        progress.begin(len(work))
-        try:
-            for bp in work:
-                progress.started(bp.branch)
-                body = pr_body(bp, plan, settings, nix, head=refs[bp.branch])
-                try:
-                    pr = gh.open_pr(head=refs[bp.branch], base=bp.branch, title=bp.message, body=body)
-                except ExternalError:
-                    done = {p["branch"] for p in outcome.pull_requests}
-                    gitops.delete_remote_refs(repo, remote, [f"refs/heads/{refs[b]}" for b in refs if b not in done])
-                    raise
-                outcome.pull_requests.append({"branch": bp.branch, "head": refs[bp.branch], **pr})
-                outcome.pushed.append(refs[bp.branch])
-                progress.finished(bp.branch, "pull request opened", pr.get("url") or "", url=pr.get("url"))
-        finally:
-            gh.close()
-            nix.close()
-            progress.end()
-        outcome.commits = new
-        outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
-        if plan.docs:
-            outcome.notes.append(f"README rows of {', '.join(d.branch for d in plan.docs)} still say the old PyTorch: "
-                                 "run `release docs --write` after merging.")
-        return outcome
     new.update(docs_new)
     make_local(repo, {b: heads[b] for b in new}, remote)  # a branch only on origin/* gets its local branch
     checked = gitops.check_checkouts(repo, {b: (sha, heads[b]) for b, sha in new.items()})  # before any push
@@ -308,6 +278,41 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     for b in new:
         progress.finished(b, "pushed" if opts.push else "committed", short(new[b]))
     progress.end()
+    return outcome
+
+
+def _as_pull_requests(plan: BumpPlanData, settings, progress: Progress) -> BumpOutcome:
+    """A bump of named branches (a deliberate move, a revision, a dashboard Approve) delivered as
+    the weekly bump delivers (release.pins.deliver, mode ``pr``): an open bump PR of the branch is
+    updated rather than a second opened, and a person's decisions stand."""
+    from release.adapters.gitrefs import remote_only
+    from release.pins.deliver import deliver
+    from release.pins.sweep import BranchWork, PinOutcome, SweepPlan
+
+    repo = gitops.open_repo(plan.repo_path)
+    work = plan.to_commit
+    only_remote = remote_only(repo, [bp.branch for bp in work], settings.repo_remote)
+    sweep = SweepPlan(Path(plan.repo_path))
+    for bp in work:
+        sweep.outcomes.append(PinOutcome(Path(plan.repo_path).name, bp.branch, ", ".join(bp.edit.group.labels),
+                                         "bumped", bp.edit.group.pin, plan.new_rev, torch_old=bp.torch_old,
+                                         torch_new=bp.torch_new))
+        sweep.work.append(BranchWork(bp.branch, bp.tip, bp.branch in only_remote, "=" + plan.source, [bp],
+                                     [len(sweep.outcomes) - 1]))
+        sweep.tips[bp.branch] = bp.tip
+    delivered = deliver(sweep, settings, "pr", progress)
+    left = [o for o in sweep.outcomes if o.kind != "bumped"]
+    if left and not delivered:
+        raise ExternalError("; ".join(f"{o.branch}: {o.reason}" for o in left))
+    outcome = BumpOutcome(commits={d.branch: d.commit for d in delivered},
+                          pushed=[d.head for d in delivered if d.head],
+                          pull_requests=[{"branch": d.branch, "head": d.head, "number": d.number, "url": d.url}
+                                         for d in delivered])
+    outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
+    outcome.notes.extend(f"{o.branch}: {o.reason}" for o in left)
+    if plan.docs:
+        outcome.notes.append(f"README rows of {', '.join(d.branch for d in plan.docs)} still say the old PyTorch: "
+                             "run `release docs --write` after merging.")
     return outcome
 
 

@@ -199,7 +199,12 @@ def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, 
     if existing:
         pr = gh.update_pr(existing[0]["number"], title=title, body=body, repo=where)
         return Delivered(w.branch, sha, "pull request updated", pr.get("url"), head, pr.get("number"))
-    pr = gh.open_pr(head=head, base=w.branch, title=title, body=body, repo=where)
+    try:
+        pr = gh.open_pr(head=head, base=w.branch, title=title, body=body, repo=where)
+    except TorchbotError:  # no PR: the branch pushed for it goes again (the remote as it was)
+        with suppress(TorchbotError):
+            gitops.delete_remote_refs(repo, settings.repo_remote, [f"refs/heads/{head}"])
+        raise
     return Delivered(w.branch, sha, "pull request opened", pr.get("url"), head, pr.get("number"))
 
 
@@ -224,7 +229,8 @@ def _body(plan: SweepPlan, w: BranchWork, settings, nix, head: str, pr_body) -> 
     parts = []
     for bp, i in zip(w.plans, w.outcomes, strict=True):
         o = plan.outcomes[i]
-        source = f"{'newest commit of ' if o.kind == 'kept-promise' else 'head of '}{w.tracks}"
+        source = (w.tracks.removeprefix("=") if w.tracks.startswith("=")  # a single-branch bump's own source
+                  else f"{'newest commit of ' if o.kind == 'kept-promise' else 'head of '}{w.tracks}")
         pseudo = SimpleNamespace(new_rev=bp.edit.new_pin, source=source, repo_path=plan.repo_path)
         note = f"> **Kept the promise**: {o.reason}\n\n" if o.kind == "kept-promise" else ""
         parts.append(note + pr_body(bp, pseudo, settings, nix, head=head))

@@ -37,6 +37,7 @@ from config.naming import short
 from config.progress import Progress
 from release.adapters import git as gitops
 from release.adapters.gitrefs import all_branches, remote_only
+from release.adapters.http import Unavailable
 from release.pins.bump import BranchPlan
 from release.pins.guards import guard_branch, read_model
 from release.pins.rules import README, RECIPES_DIR, commit_message, find_groups, plan_edit
@@ -295,6 +296,8 @@ def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[
         except TorchbotError as err:
             return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
                                     reason=f"{refusal} (no older commit keeping it could be looked for: {err.message})")
+    except Unavailable:  # nothing answers: every other group would wait the same; one line, now
+        raise
     except TorchbotError as err:  # a fact nixpkgs would not give: this group is held, the others go on
         return None, PinOutcome(**base, kind="held", reason=f"could not check it: {err.message}")
 
