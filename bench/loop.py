@@ -167,7 +167,7 @@ def report(ctx, repos, gh_by_repo, before, slack, lines) -> None:
                       + ("; announced" if branch in releases and any(branch in t for t in threads) else ""))
 
 
-WEEKS = ("the channel head as set up", "nothing new", "a new commit", "the channel goes back to week 1's head",
+WEEKS = ("the channel head as set up", "nothing new", "a new commit", "back to week 1's head",
          "nothing new")  # then a new commit each week
 
 
@@ -190,7 +190,7 @@ def weeks(ctx, nix, chain, slack, n: int) -> int:
             rev = f"{week:04x}" * 10
             nix.add_commit(rev, f"hello: week {week}")
             nix.channels["nixos-unstable"] = rev
-        elif what.startswith("the channel goes back"):
+        elif what.startswith("back to"):
             nix.channels["nixos-unstable"] = first
         t0 = time.perf_counter()
         for job in ("bump", "publish", "flush-announcements"):

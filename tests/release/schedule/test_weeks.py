@@ -198,3 +198,18 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     # ... unless the maintainer says so: --allow-older with the reason in the commit
     older = plan_bump(ctx, "all", None, only=(CLOSED,), delivery="local", allow_older="beef broke CUDA 13")
     assert kinds({(o.repo, o.branch, o.group): o for o in older.outcomes}, CLOSED) == {"bumped"}
+
+
+def test_a_named_bump_goes_down_the_weekly_pipeline(world) -> None:
+    """Issue 35 point 2: a bump of a named branch as a PR (a revision, a move, the dashboard's
+    Approve) is delivered as the weekly one is: the open bump PR is updated, never a second."""
+    ctx, nix, gh, _gh_tv, origin, _tv_origin, _tmp = world
+    schedule.run_now(ctx, "bump")
+    (pr,) = [p for p in gh.pulls.prs.values() if p["base"]["ref"] == EDITED]
+    numbers = sorted(gh.pulls.prs)
+    nix.add_commit(NEW, "git: 2.50 -> 2.51")
+    result = plan_bump(ctx, EDITED, NEW, open_pr=True).apply()
+    assert result.to_dict()["ok"], result.text()
+    assert sorted(gh.pulls.prs) == numbers  # updated, not a second PR
+    assert _pins(origin, pr["head"]["ref"]) == {NEW}
+    assert [e for n, e in gh.pulls.edits if n == pr["number"]]
