@@ -225,8 +225,8 @@ def _choose_groups(repo, heads, targets, opts: BumpOptions, catalog, skipped) ->
 
 
 def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -> BumpOutcome:
-    """Commit the plan (and push it, or open its pull requests); ``progress`` hears of each
-    branch as it is done."""
+    """Commit the plan (and push it); ``progress`` hears of each branch as it is done. As pull
+    requests it is delivered by ``release.pins.deliver.apply_named``, as the weekly bump is."""
     opts = plan.options
     progress = progress or Progress(verb="bumped")
     outcome = BumpOutcome()
@@ -236,8 +236,9 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     work = plan.to_commit
     if not work:
         return outcome
-    if opts.open_pr:  # one delivery for every bump: the weekly one's (an open PR is updated, decisions stand)
-        return _as_pull_requests(plan, settings, progress)
+    if opts.open_pr:  # pull requests: release.pins.deliver.apply_named (the weekly bump's delivery)
+        raise ValueError("apply_bump commits and pushes; a bump as pull requests goes through "
+                         "release.pins.deliver.apply_named")
     remote = settings.repo_remote
     heads = all_branches(repo, remote)
     docs = plan.docs
@@ -278,41 +279,6 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     for b in new:
         progress.finished(b, "pushed" if opts.push else "committed", short(new[b]))
     progress.end()
-    return outcome
-
-
-def _as_pull_requests(plan: BumpPlanData, settings, progress: Progress) -> BumpOutcome:
-    """A bump of named branches (a deliberate move, a revision, a dashboard Approve) delivered as
-    the weekly bump delivers (release.pins.deliver, mode ``pr``): an open bump PR of the branch is
-    updated rather than a second opened, and a person's decisions stand."""
-    from release.adapters.gitrefs import remote_only
-    from release.pins.deliver import deliver
-    from release.pins.sweep import BranchWork, PinOutcome, SweepPlan
-
-    repo = gitops.open_repo(plan.repo_path)
-    work = plan.to_commit
-    only_remote = remote_only(repo, [bp.branch for bp in work], settings.repo_remote)
-    sweep = SweepPlan(Path(plan.repo_path))
-    for bp in work:
-        sweep.outcomes.append(PinOutcome(Path(plan.repo_path).name, bp.branch, ", ".join(bp.edit.group.labels),
-                                         "bumped", bp.edit.group.pin, plan.new_rev, torch_old=bp.torch_old,
-                                         torch_new=bp.torch_new))
-        sweep.work.append(BranchWork(bp.branch, bp.tip, bp.branch in only_remote, "=" + plan.source, [bp],
-                                     [len(sweep.outcomes) - 1]))
-        sweep.tips[bp.branch] = bp.tip
-    delivered = deliver(sweep, settings, "pr", progress)
-    left = [o for o in sweep.outcomes if o.kind != "bumped"]
-    if left and not delivered:
-        raise ExternalError("; ".join(f"{o.branch}: {o.reason}" for o in left))
-    outcome = BumpOutcome(commits={d.branch: d.commit for d in delivered},
-                          pushed=[d.head for d in delivered if d.head],
-                          pull_requests=[{"branch": d.branch, "head": d.head, "number": d.number, "url": d.url}
-                                         for d in delivered])
-    outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
-    outcome.notes.extend(f"{o.branch}: {o.reason}" for o in left)
-    if plan.docs:
-        outcome.notes.append(f"README rows of {', '.join(d.branch for d in plan.docs)} still say the old PyTorch: "
-                             "run `release docs --write` after merging.")
     return outcome
 
 

@@ -187,7 +187,7 @@ class Plan:
 
     def apply(self, progress=None, notice=None) -> BumpResult:
         """Write the bump; ``progress`` (``config.progress.Progress``) hears of each branch."""
-        from release.pins.bump import apply_bump
+        from release.pins.deliver import apply_named as apply_bump
 
         if self.data.companions:
             from release.pins.companions import apply_with_companions

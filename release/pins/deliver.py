@@ -337,3 +337,51 @@ def _foreign_authors(repo, base: str, head: str | None, settings) -> list[str]:
         if email.lower() not in mine and author.lower() not in mine:
             found[f"{author} <{email}>"] = None
     return list(found)
+
+
+def apply_named(plan, settings, progress: Progress | None = None):
+    """Deliver a bump of named branches (``release.pins.bump.BumpPlanData``: a revision, a
+    PyTorch move, the dashboard's Approve): as pull requests the way the weekly bump delivers
+    them, else committed and pushed by ``release.pins.bump.apply_bump``. One pipeline for every
+    front end: plan, then deliver."""
+    from release.pins.bump import apply_bump
+
+    if plan.options.open_pr and not plan.options.dry_run and plan.to_commit:
+        return _as_pull_requests(plan, settings, progress)
+    return apply_bump(plan, settings, progress)
+
+
+def _as_pull_requests(plan, settings, progress: Progress | None = None):
+    """A bump of named branches (a deliberate move, a revision, a dashboard Approve) delivered as
+    the weekly bump delivers (release.pins.deliver, mode ``pr``): an open bump PR of the branch is
+    updated rather than a second opened, and a person's decisions stand."""
+    from config.errors import ExternalError
+    from release.adapters.gitrefs import remote_only
+    from release.pins.bump import BumpOutcome
+    from release.pins.sweep import PinOutcome
+
+    repo = gitops.open_repo(plan.repo_path)
+    work = plan.to_commit
+    only_remote = remote_only(repo, [bp.branch for bp in work], settings.repo_remote)
+    sweep = SweepPlan(Path(plan.repo_path))
+    for bp in work:
+        sweep.outcomes.append(PinOutcome(Path(plan.repo_path).name, bp.branch, ", ".join(bp.edit.group.labels),
+                                         "bumped", bp.edit.group.pin, plan.new_rev, torch_old=bp.torch_old,
+                                         torch_new=bp.torch_new))
+        sweep.work.append(BranchWork(bp.branch, bp.tip, bp.branch in only_remote, "=" + plan.source, [bp],
+                                     [len(sweep.outcomes) - 1]))
+        sweep.tips[bp.branch] = bp.tip
+    delivered = deliver(sweep, settings, "pr", progress)
+    left = [o for o in sweep.outcomes if o.kind != "bumped"]
+    if left and not delivered:
+        raise ExternalError("; ".join(f"{o.branch}: {o.reason}" for o in left))
+    outcome = BumpOutcome(commits={d.branch: d.commit for d in delivered},
+                          pushed=[d.head for d in delivered if d.head],
+                          pull_requests=[{"branch": d.branch, "head": d.head, "number": d.number, "url": d.url}
+                                         for d in delivered])
+    outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
+    outcome.notes.extend(f"{o.branch}: {o.reason}" for o in left)
+    if plan.docs:
+        outcome.notes.append(f"README rows of {', '.join(d.branch for d in plan.docs)} still say the old PyTorch: "
+                             "run `release docs --write` after merging.")
+    return outcome
