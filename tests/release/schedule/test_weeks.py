@@ -213,3 +213,35 @@ def test_a_named_bump_goes_down_the_weekly_pipeline(world) -> None:
     assert sorted(gh.pulls.prs) == numbers  # updated, not a second PR
     assert _pins(origin, pr["head"]["ref"]) == {NEW}
     assert [e for n, e in gh.pulls.edits if n == pr["number"]]
+
+
+def test_a_conflict_under_its_own_bump_is_rebased_and_merged_in_the_same_run(world) -> None:
+    """While the week's builds run, a maintainer commits onto main-staging a change next to the
+    bump's line: GitHub refuses the merge (a conflict). torchbot's PR holds only its own bump, so
+    the same run plans it again on the moved branch, updates the PR, builds and merges it."""
+    import threading
+
+    ctx, _nix, gh, _gh_tv, origin, _tv_origin, tmp = world
+    ctx.settings.bump_automerge = True
+    recipe = git(origin, "grep", "-l", "nixpkgs/archive/", CONFLICT, "--", ".flox/pkgs").split()[0].split(":", 1)[1]
+    first_poll = gh.pause(lambda method, path, query: method == "GET" and path.endswith("/jobs"))
+    job = threading.Thread(target=schedule.run_now, args=(ctx, "bump"))
+    job.start()
+    try:
+        assert first_poll[0].wait(120), "the week's builds never started"
+
+        def conflicting(w: Path) -> None:
+            text = (w / recipe).read_text().splitlines(keepends=True)
+            at = next(i for i, t in enumerate(text) if "nixpkgs/archive/" in t)
+            text.insert(at + 1, "    # pinned for the CUDA 12.8 runners (alice)\n")
+            (w / recipe).write_text("".join(text))
+
+        moved = person_commits(tmp, origin, CONFLICT, conflicting)
+    finally:
+        first_poll[1].set()
+        job.join(300)
+    (pr,) = [p for p in gh.pulls.prs.values() if p["base"]["ref"] == CONFLICT]
+    assert pr["merged_at"], pr["state"]
+    assert git(origin, "merge-base", "--is-ancestor", moved, CONFLICT, check=False) == ""
+    assert "(alice)" in git(origin, "show", f"{CONFLICT}:{recipe}") and _pins(origin, CONFLICT) == {W.K28}
+    assert [p["ref"] for _, p in gh.dispatches].count(pr["head"]["ref"]) == 2  # built again after the rebase
