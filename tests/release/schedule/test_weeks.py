@@ -245,3 +245,19 @@ def test_a_conflict_under_its_own_bump_is_rebased_and_merged_in_the_same_run(wor
     assert git(origin, "merge-base", "--is-ancestor", moved, CONFLICT, check=False) == ""
     assert "(alice)" in git(origin, "show", f"{CONFLICT}:{recipe}") and _pins(origin, CONFLICT) == {W.K28}
     assert [p["ref"] for _, p in gh.dispatches].count(pr["head"]["ref"]) == 2  # built again after the rebase
+
+
+def test_a_group_held_for_the_same_reason_is_no_new_failure(world) -> None:
+    """A group held (the head lacks a CUDA set its recipes use) fails the week it is first held;
+    the weeks after, still held for the same reason, it is said again but the run does not fail."""
+    ctx, nix, _gh, _gh_tv, _origin, _tv_origin, _tmp = world
+    nix.add_commit(NEW, "cudaPackages_13_1: drop", cuda_sets=W.CUDA_SETS - {"cudaPackages_13_1"})
+    nix.channels["nixos-unstable"] = NEW
+    first = plan_bump(ctx, "all", None, dry_run=True).apply()
+    held = [o for o in first.outcomes if o.kind == "held"]
+    assert held and first.exit_code == 1, first.text()
+    schedule.run_now(ctx, "bump")  # the week's run keeps its outcomes
+    _by, rc, _line = week(ctx)
+    again = plan_bump(ctx, "all", None, dry_run=True).apply()
+    assert rc == 0 and [o for o in again.outcomes if o.kind == "held"], again.text()
+    assert "Still held for the same reason as at the last run (not a new failure)" in again.text()
