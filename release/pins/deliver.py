@@ -96,8 +96,8 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
                 progress.finished(w.branch, "failed", err.message)
                 continue
             d.repo = str(plan.repo_path)
-            if d.decision:  # a person decided: the group is left alone, and that is no failure
-                _mark(plan, w, "skipped", d.describe())
+            if d.decision:  # a person decided (or the PR is ahead): left alone, and that is no failure
+                _mark(plan, w, "current" if d.decision == "ahead" else "skipped", d.describe())
                 progress.finished(w.branch, "left alone", d.decision)
                 continue
             out.append(d)
@@ -188,7 +188,7 @@ def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, 
     mine = [p for p in gh.pulls_into(base=w.branch, repo=where, state="all") if p["head"].startswith(prefix)]
     existing = [p for p in mine if p.get("state") == "open"]
     head = existing[0]["head"] if existing else bump_head(w.branch, w)
-    decided = _decided(repo, plan, w, settings, gh, where, mine, existing, sha)
+    decided = _decided(repo, plan, w, settings, gh, where, mine, existing, sha, nix)
     if decided is not None:
         return decided
     if existing and _same_tree(repo, existing[0].get("sha"), sha):
@@ -241,7 +241,7 @@ PAUSE_LABELS = ("torchbot:pause", "torchbot-pause")  # a label on any bump PR of
 
 
 def _decided(repo, plan: SweepPlan, w: BranchWork, settings, gh, where: str, mine: list[dict],
-             existing: list[dict], sha: str) -> Delivered | None:
+             existing: list[dict], sha: str, gh_nix=None) -> Delivered | None:
     """A person's decision about this branch's bump PRs that leaves the bump alone (Renovate's
     rules): the branch paused; this very target closed unmerged; the open PR's branch holding
     commits torchbot did not make. Each is recorded (release.state.decisions) for the views."""
@@ -274,6 +274,13 @@ def _decided(repo, plan: SweepPlan, w: BranchWork, settings, gh, where: str, min
             return Delivered(w.branch, sha, f"left alone: pull request #{p['number']} for this nixpkgs was closed "
                                             f"unmerged{who} on {row.at:%Y-%m-%d}; a newer nixpkgs gets a new one",
                              p.get("url"), p["head"], int(p["number"]), decision="closed-unmerged")
+    if existing and not plan.allow_older:
+        pr = existing[0]
+        proposed, new = _pins_at(repo, pr.get("sha")), w.plans[0].edit.new_pin
+        if proposed and new not in proposed and any(_newer(gh_nix, new, p) for p in proposed):
+            return Delivered(w.branch, sha, f"left alone: pull request #{pr['number']} already proposes a newer "
+                                            f"nixpkgs than {w.tracks}'s head {short(new)} (the channel went back)",
+                             pr.get("url"), pr["head"], int(pr["number"]), decision="ahead")
     if existing:
         pr = existing[0]
         others = _foreign_authors(repo, w.tip, pr.get("sha"), settings)
@@ -290,6 +297,16 @@ def _decided(repo, plan: SweepPlan, w: BranchWork, settings, gh, where: str, min
                                             "torchbot no longer updates it", pr.get("url"), pr["head"],
                              int(pr["number"]), decision="edited")
     return None
+
+
+def _newer(nix, new: str, old: str) -> bool:
+    """Whether ``old`` is newer than ``new`` in nixpkgs (False when it cannot be told)."""
+    if nix is None:
+        return False
+    try:
+        return nix.is_newer(new, old)
+    except TorchbotError:
+        return False
 
 
 def _known(state, repo: str, branch: str, p: dict) -> bool:

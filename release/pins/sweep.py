@@ -110,6 +110,7 @@ class SweepPlan:
     tips: dict[str, str] = field(default_factory=dict)  # every branch looked at -> its tip when planned
     prefer_remote: bool = False  # planned on the remote-tracking tips (pr and push deliveries)
     first: bool = True  # the first configured repository (its pull requests go to TORCHBOT_GITHUB_REPO)
+    allow_older: str = ""  # the maintainer's reason to let pins (and open bump PRs) move back
 
     @property
     def held(self) -> list[PinOutcome]:
@@ -173,7 +174,7 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
     remote_names = remote_only(repo, targets, remote)
     env = _Env(Path(repo_path).name, client, catalog, read_model(repo_path), names, tracks,
                heads if heads is not None else {}, rev, allow_older, select)
-    plan = SweepPlan(Path(repo_path), heads=env.heads, prefer_remote=prefer_remote)
+    plan = SweepPlan(Path(repo_path), heads=env.heads, prefer_remote=prefer_remote, allow_older=allow_older)
     progress = progress or Progress(verb="checked")
     if not counted:
         progress.begin(len(targets))

@@ -181,8 +181,10 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     # --- week 4: the channel goes back to the older head ---------------------------------------------
     nix.channels["nixos-unstable"] = W.HEAD
     pins_before = {b: _pins(origin, b) for b in ("main", CONFLICT, CLOSED, EDITED)}
-    dispatches = len(gh.dispatches)
+    dispatches, tv_edits = len(gh.dispatches), len(gh_tv.pulls.edits)
     by, rc, line = week(ctx)
+    assert len(gh_tv.pulls.edits) == tv_edits  # an open PR proposing the newer nixpkgs is not moved back
+    assert all(_pins(tv_origin, p["head"]["ref"]) <= {NEW, W.K28} for p in gh_tv.pulls.prs.values())
     assert rc == 0 and "held" not in line, line
     assert {b: _pins(origin, b) for b in pins_before} == pins_before  # nothing downgraded
     assert kinds(by, CLOSED) == {"current"}
