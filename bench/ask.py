@@ -4,7 +4,14 @@ interleaved in the same run so both see the same machine load. Goals: >= 2,000 a
 one process <= 150 ms, <= 250 ms answering from both real repositories; and its CPU time (user +
 sys, median of 7) at most 4 times that of the bare `python -c pass` answering from the embedded
 catalog, at most 6 times answering from both real repositories (the ratio moves far less with
-the machine's load than the wall time does).
+the machine's load than the wall time does). Each process figure is taken twice: with no
+`TORCHBOT_` setting, and with the full set a team exports for `serve` (Slack and GitHub tokens,
+repository, state DB, Flox org, log level, admins; TEAM below), which `ask` must not pay for.
+
+It also reports the share of a fresh batch of generated questions answered right
+(tests/support/ask_messages.py: a GPU, a CPU and a Python version dressed with filler, greetings,
+word order, case, units, count prefixes and a settled earlier machine in front; right = the same
+build as the plain message). `--seed N` draws another batch.
 
 With repositories (`bench/ask.py GITDIR_PYTORCH GITDIR_TORCHVISION`, e.g. the git dirs of the
 real build-pytorch and build-torchvision) it also measures the rate answering from them, with
@@ -78,9 +85,34 @@ def rate(ctx: Context, qs: list[str]) -> float:
     return statistics.median(rounds)
 
 
+TEAM = {  # what a team that runs `torchbot serve` exports (fake values of the right shapes)
+    "TORCHBOT_SLACK_BOT_TOKEN": "xoxb-1111-2222-abcdefabcdef", "TORCHBOT_SLACK_APP_TOKEN": "xapp-1-A111-222-abcdef",
+    "TORCHBOT_SLACK_SIGNING_SECRET": "0123456789abcdef0123456789abcdef", "TORCHBOT_GITHUB_TOKEN": "ghp_" + "a" * 36,
+    "TORCHBOT_STATE_DB": "postgresql://torchbot:pw@db.internal:5432/torchbot", "TORCHBOT_FLOX_ORG": "ml-infra",
+    "TORCHBOT_LOG_LEVEL": "INFO", "TORCHBOT_ADMINS": "U0123ABCD", "TORCHBOT_ANNOUNCE_CHANNEL": "C0123ABCD",
+}
+
+
+def generated(seed: int, size: int = 400) -> str:
+    from bot.engine.hardware import parse
+    from bot.engine.select import recommend
+    from tests.support.ask_messages import share
+
+    cat = load_catalog()
+    right, missed = share(lambda t: recommend(cat, parse(cat, t)), seed, size)
+    shown = "".join(f"\n  missed: {c.text!r} (as {c.canonical!r})" for c in missed[:5])
+    return f"generated questions (seed {seed}, {size}): {right:.1%} answered right{shown}"
+
+
 def main() -> None:
+    seed = 37
+    if "--seed" in sys.argv:
+        at = sys.argv.index("--seed")
+        seed = int(sys.argv[at + 1])
+        del sys.argv[at : at + 2]
     ctx = Context(Settings(repo_path=None))
     qs = corpus()
+    print(generated(seed))
     print(f"corpus: {len(qs)} varied questions")
     print(f"in-process: {rate(ctx, qs):,.0f} answers/s (median of 5 rounds; goal >= 2,000)")
     if len(sys.argv) > 1:
@@ -101,8 +133,12 @@ def main() -> None:
                 "incl. torchvision/torchaudio (goal >= 2,000)"
             )
 
-            print(processes("one `torchbot ask` process answering from them", 250, 6.0, ",".join(map(str, paths))))
-    print(processes("one `torchbot ask` process", 150, 4.0))
+            for team in (False, True):
+                what = "one `torchbot ask` process answering from them" + (", a team's settings" if team else "")
+                print(processes(what, 250, 6.0, ",".join(map(str, paths)), team))
+    for team in (False, True):
+        print(processes("one `torchbot ask` process" + (", a team's settings" if team else ", no settings"),
+                        150, 4.0, None, team))
 
 
 RUNS = 15
@@ -110,7 +146,7 @@ CPU_RUNS = 7  # of the RUNS, the first 7 pairs give the CPU-time medians
 QUESTION = "which variant for an H100 with Graviton3"
 
 
-def processes(what: str, goal_ms: int, goal_ratio: float, repo_path: str | None = None) -> str:
+def processes(what: str, goal_ms: int, goal_ratio: float, repo_path: str | None = None, team: bool = False) -> str:
     """The wall and CPU time of `torchbot ask` processes and of bare `python -c pass` processes,
     RUNS of each interleaved, after a warm-up; and the first process with an empty cache."""
     import tempfile
@@ -118,6 +154,8 @@ def processes(what: str, goal_ms: int, goal_ratio: float, repo_path: str | None 
     # a user's shell writes bytecode; torchbot's files go to the bench's temporary home
     env = {k: v for k, v in os.environ.items()
            if not k.upper().startswith("TORCHBOT_") and k != "PYTHONDONTWRITEBYTECODE"}
+    if team:
+        env.update(TEAM)
     if repo_path:
         env["TORCHBOT_REPO_PATH"] = repo_path
     exe = ROOT / ".venv" / "bin" / "torchbot"

@@ -50,6 +50,28 @@ class Pick:
         return d
 
 
+def read_as(hw: Hardware) -> list[str]:
+    """What the question was read as, part by part, so a misreading shows."""
+    out = [f"{g.count}x {g.name} → GPU" if g.count else f"{g.name} → GPU" for g in hw.gpus if g.arch]
+    if hw.gpu_foreign:
+        out.append(f"{hw.gpu_foreign} → not an NVIDIA GPU")
+    if hw.no_gpu and not hw.gpus:
+        out.append("no GPU → CPU-only")
+    if hw.instance:
+        at = hw.query.lower().find(hw.instance)
+        out.append(f"{hw.query[at : at + len(hw.instance)] if at >= 0 else hw.instance} → "
+                   f"{hw.instance_provider} instance")
+    if hw.cpu:
+        out.append(f"{hw.cpu} → CPU")
+    elif hw.cpu_flags is not None and hw.flags_source == "pasted":
+        out.append("pasted flags → CPU")
+    for value, what in ((hw.python, "Python"), (hw.cuda, "CUDA"), (hw.pytorch, "PyTorch"), (hw.driver, "driver"),
+                        (hw.os, "OS"), (hw.workload, "workload")):
+        if value:
+            out.append(f"{value} → {what}")
+    return out
+
+
 @dataclass
 class Answer:
     """What `ask` says: the recommendation, the alternatives, the reasons, warnings and questions back."""
@@ -64,6 +86,8 @@ class Answer:
     # CUDA choice, which a companion answer (torchvision/torchaudio) makes for itself
     hardware_reasons: int | None = field(default=None, repr=False, compare=False)
     hardware_warnings: int | None = field(default=None, repr=False, compare=False)  # likewise for warnings
+    read: list[str] = field(default_factory=list)  # what the question was read as: "4x RTX 4090 → GPU"
+    refusal: str | None = None  # bad input (nothing names hardware; a non-NVIDIA accelerator only): one line
 
     exit_code = 0  # any answer is a successful command
 
@@ -76,9 +100,12 @@ class Answer:
             "reasons": list(self.reasons),
             "warnings": list(self.warnings),
             "missing": list(self.missing),
+            "read": list(self.read),
         }
 
     def text(self) -> str:
+        if self.refusal:
+            return self.refusal
         lines: list[str] = []
         r = self.recommendation
         if r:
@@ -95,6 +122,8 @@ class Answer:
             lines.append(f"  install  {r.install_command}")
         else:
             lines.append("No variant to recommend.")
+        if self.read:
+            lines.append("Read:  " + "; ".join(self.read))
         if self.reasons:
             lines.append("Why:")
             lines.extend(f"  - {x}" for x in self.reasons)

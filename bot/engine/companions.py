@@ -139,7 +139,8 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
     # the hardware reasons carry over; the branch and CUDA reasons are the companion's own
     kept = base.reasons if base.hardware_reasons is None else base.reasons[: base.hardware_reasons]
     said = base.warnings if base.hardware_warnings is None else base.warnings[: base.hardware_warnings]
-    ans = Answer(hardware=hw, reasons=list(kept), warnings=list(said), missing=list(base.missing))
+    ans = Answer(hardware=hw, reasons=list(kept), warnings=list(said), missing=list(base.missing),
+                 read=list(base.read), refusal=base.refusal)
     pt = base.recommendation
     if pt is None:
         if not ans.missing:

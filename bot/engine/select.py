@@ -15,18 +15,23 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.engine.answer import Answer
+from bot.engine.answer import Answer, read_as
 from bot.engine.branches import branch_reason, choose, constraints, pick
 from bot.engine.cpu_isa import CpuPlan, cpu_plan
 from bot.engine.hardware import GpuSeen, Hardware
 from config.catalog import Catalog, GpuArch, vtuple
+from config.regex_cache import rx
 
 ASK_GPU = "`nvidia-smi -L` (or `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv`)"
 ASK_CPU = "`lscpu` (or `grep -m1 -E 'model name|flags|Features|CPU part' /proc/cpuinfo`)"
 
 
 def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
-    ans = Answer(hardware=hw)
+    ans = Answer(hardware=hw, read=read_as(hw))
+    if (line := _refusal(hw)) is not None:
+        ans.refusal = line
+        ans.warnings.append(line)
+        return ans
     ans.warnings.extend(hw.notes)
     for g in hw.gpus or [GpuSeen(hw.gpu or "", hw.gpu_arch)]:
         if g.arch in cat.gpu_archs:
@@ -37,6 +42,10 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
         ans.warnings.append(cat.uarchs[hw.cpu_uarch].note)
     if not _say_unknown(hw, ans):
         return ans
+    if hw.machines:
+        ans.missing.append("Which machine is this for: " + "; or ".join(hw.machines)
+                           + "? Ask again naming only its parts.")
+        return ans
 
     if hw.os == "macos":
         return _darwin(cat, hw, ans, org)
@@ -45,6 +54,10 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
             "There are no native Windows builds; the Linux variants run under WSL2 (this answer assumes WSL2)."
         )
 
+    if hw.gpu_foreign and hw.no_gpu and hw.gpu_arch is None:  # "no NVIDIA, the CPU-only build" beside a Radeon
+        ans.reasons.append(f"CPU-only build, as asked: the {hw.gpu_foreign} is not an NVIDIA GPU and is not used.")
+        ans.warnings.append(f"The {hw.gpu_foreign} is not used by this build (no ROCm, oneAPI or Neuron builds here).")
+        return _cpu_only(cat, hw, ans, org)
     if hw.gpu_foreign:
         ans.warnings.append(
             f"'{hw.gpu_foreign}' is not an NVIDIA GPU; this repository builds CUDA variants for NVIDIA GPUs, "
@@ -93,6 +106,31 @@ def recommend(cat: Catalog, hw: Hardware, org: str = "your-org") -> Answer:
     )
     ans.missing.append(f"Which CPU (paste {ASK_CPU}, or name the model or cloud instance).")
     return ans
+
+
+NOTHING = ("Nothing in this names hardware: name a GPU, CPU or cloud instance, or paste "
+           "`nvidia-smi -L` / `lscpu` output.")
+
+
+def _refusal(hw: Hardware) -> str | None:
+    """The one line for input that cannot get an answer: nothing that names hardware, or a
+    non-NVIDIA accelerator alone; None when there is something to answer or ask about."""
+    cpu = hw.cpu or hw.cpu_flags is not None or hw.cpu_arch or hw.cpu_candidates or hw.unknown_cpu or hw.stated_flags
+    other = hw.instance or hw.unknown_instance or hw.os or hw.no_gpu or hw.system_cpu or hw.notes or hw.machines
+    nvidia = hw.gpu_arch or hw.gpus or hw.unknown_gpu or hw.gpu_unnamed or hw.gpu_unknown_cc
+    if cpu or other or nvidia:
+        return None
+    if hw.gpu_foreign:
+        at = hw.query.lower().find(hw.gpu_foreign)
+        shown = hw.query[at : at + len(hw.gpu_foreign)] if at >= 0 else hw.gpu_foreign
+        return (f"'{shown}' is not an NVIDIA GPU, and these builds are CUDA (NVIDIA), CPU-only and Apple "
+                "MPS only (no ROCm, oneAPI or Neuron): say 'CPU-only' and name the CPU for a CPU build.")
+    if _MODEL_LIKE_RE.search(hw.query[:16_000].lower()):
+        return None  # "H1000": a model number torchbot does not know is asked about, not refused
+    return NOTHING
+
+
+_MODEL_LIKE_RE = rx(r"(?<![a-z0-9])[a-z]{1,4}[ -]?\d{3,5}[a-z]{0,3}(?![a-z0-9])")
 
 
 def fold_eq(a: str, b: str) -> bool:

@@ -42,18 +42,42 @@ def test_repositories_from_the_environment_agree_with_settings(clean, monkeypatc
     assert light.repo_path == full.repo_path and light.repositories() == full.repositories()
 
 
-@pytest.mark.parametrize("setup", ["dotenv", "toml", "config_env", "other_variable"])
-def test_files_or_other_settings_need_the_full_settings(clean, monkeypatch, setup):
+@pytest.mark.parametrize("setup", ["dotenv", "toml", "config_env", "env_over_dotenv"])
+def test_every_source_agrees_with_settings(clean, monkeypatch, setup):
     if setup == "dotenv":
-        (clean / ".env").write_text("TORCHBOT_FLOX_ORG=from-dotenv\n")
+        (clean / ".env").write_text("TORCHBOT_FLOX_ORG=from-dotenv\nTORCHBOT_REPO_PATH=/srv/a,/srv/b\n")
     elif setup == "toml":
-        (clean / "torchbot.toml").write_text('flox_org = "from-toml"\n')
+        (clean / "torchbot.toml").write_text('flox_org = "from-toml"\nrepo_path = "/srv/a"\ncache_dir = "off"\n')
     elif setup == "config_env":
-        (clean / "other.toml").write_text('flox_org = "from-other"\n')
+        (clean / "other.toml").write_text('flox_org = "from-other"\nlocal_branches = "/srv/branches.toml"\n')
         monkeypatch.setenv("TORCHBOT_CONFIG", str(clean / "other.toml"))
-    else:  # anything load_settings would check (here a malformed one) is left to it
-        monkeypatch.setenv("TORCHBOT_STATE_DB", "not a url")
-    assert light_settings() is None
+    else:
+        (clean / ".env").write_text("TORCHBOT_FLOX_ORG=from-dotenv\n")
+        (clean / "torchbot.toml").write_text('flox_org = "from-toml"\n')
+        monkeypatch.setenv("TORCHBOT_FLOX_ORG", "from-env")
+    light, full = light_settings(), Settings()
+    assert (light.flox_org, light.repo_path, light.repositories(), light.cache_dir) == \
+        (full.flox_org, full.repo_path, full.repositories(), full.cache_dir if setup == "toml" else None)
+    if setup == "config_env":
+        assert light.local_branches == full.local_branches
+
+
+TEAM = {  # what a team that runs `serve` exports; `ask` needs none of it but the org and the repositories
+    "TORCHBOT_SLACK_BOT_TOKEN": "xoxb-1-2-abc", "TORCHBOT_SLACK_APP_TOKEN": "xapp-1-A1-2-abc",
+    "TORCHBOT_GITHUB_TOKEN": "ghp_" + "a" * 36, "TORCHBOT_STATE_DB": "postgresql://bot:pw@db.internal:5432/torchbot",
+    "TORCHBOT_FLOX_ORG": "ml-infra", "TORCHBOT_LOG_LEVEL": "INFO", "TORCHBOT_ADMINS": "U0123ABC",
+}
+
+
+def test_a_teams_full_settings_are_read_lightly(clean, monkeypatch):
+    for k, v in TEAM.items():
+        monkeypatch.setenv(k, v)
+    assert light_settings().flox_org == Settings().flox_org == "ml-infra"
+
+
+def test_a_setting_ask_does_not_read_does_not_stop_it(clean, monkeypatch):
+    monkeypatch.setenv("TORCHBOT_STATE_DB", "not a url")  # `serve` and `release` refuse it when they start
+    assert light_settings().flox_org == "your-org"
 
 
 def run_ask(cwd, *code):
@@ -69,9 +93,11 @@ def run_ask(cwd, *code):
     )
 
 
-def test_ask_runs_without_importing_pydantic(clean):
+@pytest.mark.parametrize("team", [False, True])
+def test_ask_runs_without_importing_pydantic(clean, team):
     r = run_ask(
         clean,
+        *([f"import os; os.environ.update({TEAM!r})"] if team else []),
         "import sys",
         "from bot.frontends.cli.main import main",
         "assert main(['ask', 'H100 with Graviton3']) == 0",

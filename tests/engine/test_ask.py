@@ -146,10 +146,25 @@ def test_answer(ctx, question, package, branch, warns):
         assert w in text, (w, d["warnings"])
 
 
-def test_no_hardware_says_what_to_tell(ctx):
-    d = answer(ctx, "hi, which one should I use?")
-    assert d["recommendation"] is None
-    assert any("nvidia-smi" in m for m in d["missing"]) and any("lscpu" in m for m in d["missing"])
+@pytest.mark.parametrize("q", ["hi, which one should I use?", "hello", "bf16 training please", "python 3.12?",
+                               "Radeon RX 7900 XTX", "an MI300X", "Gaudi 3"])
+def test_bad_input_gets_one_line_and_no_answer(ctx, q):
+    a = ask(ctx, q)
+    d = a.to_dict()
+    assert d["recommendation"] is None and not d["alternatives"] and not d["missing"]
+    assert len(d["warnings"]) == 1 and a.text() == d["warnings"][0] and "\n" not in a.text()
+    if "Radeon" in q or "MI300X" in q or "Gaudi" in q:
+        assert "is not an NVIDIA GPU" in a.text() and "CPU-only" in a.text()
+    else:
+        assert "nvidia-smi" in a.text() and "lscpu" in a.text()
+
+
+@pytest.mark.parametrize("q", ["No NVIDIA, I want the CPU-only build. I have a Radeon RX 7900 XTX and Ryzen 7 7700X",
+                               "cpu only please: Radeon RX 6800 + Ryzen 9 5950X"])
+def test_a_cpu_only_request_beside_a_non_nvidia_gpu_gets_the_cpu_build(ctx, q):
+    d = answer(ctx, q)
+    assert d["recommendation"]["gpu_arch"] is None and d["recommendation"]["cpu_isa"]
+    assert any("is not used" in w for w in d["warnings"])
 
 
 def test_unknown_cpu_offers_the_avx512_build_as_an_alternative(ctx):
@@ -167,7 +182,7 @@ def test_prose_that_contradicts_the_chip_gets_a_warning(ctx):
 
 def test_json_contract_shape(ctx):
     d = answer(ctx, "p5.48xlarge")
-    assert set(d) == {"query", "hardware", "recommendation", "alternatives", "reasons", "warnings", "missing"}
+    assert set(d) == {"query", "hardware", "recommendation", "alternatives", "reasons", "warnings", "missing", "read"}
     hw = d["hardware"]
     for key in ("gpu", "gpu_arch", "cpu", "cpu_flags", "os", "workload", "python"):
         assert key in hw

@@ -38,7 +38,7 @@ def check(text):
         return
     elapsed = time.perf_counter() - start
     d = json.loads(json.dumps(answer.to_dict()))
-    assert set(d) == {"query", "hardware", "recommendation", "alternatives", "reasons", "warnings", "missing"}
+    assert set(d) == {"query", "hardware", "recommendation", "alternatives", "reasons", "warnings", "missing", "read"}
     assert isinstance(answer.text(), str) and answer.text()
     if d["recommendation"] is None:
         assert d["warnings"] or d["missing"]

@@ -31,6 +31,8 @@ SHAPES = {
     "BM.GPU.L40S-NC.4": ("sm89", "sapphirerapids"),
     "BM.GPU.MI300X.8": ("MI300X", "sapphirerapids"),
     "VM.GPU3.2": ("sm70", "skylake_sp"),
+    "VM.Standard.A1.Flex": (None, "neoverse_n1"),  # Ampere Altra: "A1" is the CPU's generation, not a GPU
+    "VM.Standard.A2.Flex": (None, "ampereone"),  # AmpereOne
     # Lambda
     "gpu_8x_h100_sxm5": ("sm90", None),
     "gpu_1x_h100_pcie": ("sm90", None),
@@ -94,6 +96,8 @@ HAS = {
     "neoverse_v3": ({"sve2"}, set()),
     "cortex_a76": ({"asimddp"}, {"sve", "sve2"}),
     "cortex_x925": ({"sve2"}, set()),
+    "neoverse_n1": ({"asimddp"}, {"sve", "sve2"}),  # archspec: Neoverse N1 is ARMv8.2, no SVE
+    "ampereone": ({"asimddp"}, {"sve", "sve2"}),  # archspec ampere1: ARMv8.6, no SVE
 }
 
 
@@ -106,7 +110,9 @@ def _toml(name):
 def test_shape_or_system_has_its_sources_gpu_and_cpu(name, facts):
     gpu, uarch = facts
     hw = parse(CAT, name)
-    if gpu.startswith("sm"):
+    if gpu is None:  # a CPU-only shape
+        assert hw.gpu_arch is None and hw.gpu_foreign is None and hw.instance_gpu_less, (name, hw.gpus)
+    elif gpu.startswith("sm"):
         assert hw.gpu_arch == gpu, (name, hw.gpus)
     else:
         assert hw.gpu_arch is None and hw.gpu_foreign == gpu, name

@@ -4,7 +4,8 @@ One module per input kind: ``gpus`` (GPU and system names in words, counts, comp
 capabilities), ``cpus`` (CPU model names and flags stated in words; ``cpu_table`` reads model
 numbers from the tables of ``config/data/cpu_models``), ``instances`` (cloud
 instances and families), ``nvidia_smi`` (pasted ``nvidia-smi`` CSV and tables), ``cpuinfo``
-(pasted ``lscpu`` / ``/proc/cpuinfo``), ``words`` (versions, driver, OS, workload); ``read``
+(pasted ``lscpu`` / ``/proc/cpuinfo``), ``words`` (versions, driver, OS, workload), ``retract``
+(a part the message takes back), ``machines`` (several machines: the one asked about); ``read``
 puts them together; ``matchers`` compiles the catalog's names once; ``facts`` holds the types.
 
 What looks like a GPU, CPU or instance name but is not known is kept in ``unknown_*`` so the

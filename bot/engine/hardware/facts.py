@@ -83,6 +83,7 @@ class Hardware:
     corrections: list[tuple[str, str]] = field(default_factory=list)  # (as typed, read as)
     retracted: list[tuple[str, str, str]] = field(default_factory=list)  # (gpu|cpu|instance, taken back, meant)
     notes: list[str] = field(default_factory=list)
+    machines: list[str] = field(default_factory=list)  # several machines named, none singled out: ask which
 
     @property
     def unknown(self) -> list[str]:

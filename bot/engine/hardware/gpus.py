@@ -300,9 +300,15 @@ def bare_cc(cat: Catalog, folded: str) -> str | None:
     return None
 
 
+_BRAND_RE = rx(r"(?<![a-z0-9])(?:geforce|titan|quadro|rtx|gtx)(?![a-z0-9])")
+
+
 def unnamed_gpu(hw: Hardware, prose: str) -> None:
-    """A model-number-like word before "gpu" is an unknown GPU name; a bare mention of a GPU is
-    remembered, so the answer asks which one instead of answering CPU-only."""
+    """A model-number-like word before "gpu" is an unknown GPU name; a bare mention of a GPU (or
+    of an NVIDIA GPU brand: "Titan", "GeForce", "RTX") is remembered, so the answer asks which one
+    instead of answering CPU-only."""
+    if _BRAND_RE.search(prose):
+        hw.gpu_unnamed = True
     for gm in _GPU_WORD_RE.finditer(prose):
         word = gm.group(1)
         if word and not _COUNT_RE.fullmatch(word) and not CPU_LIKE_RE.fullmatch(word):

@@ -13,6 +13,7 @@ INSTANCE_LIKE_RE = rx(
     r"[a-z]{1,4}\d{1,2}[a-z0-9\-]{0,8}\.(?:nano|micro|small|medium|large|\d{0,2}xlarge|metal(?:-\d+xl)?)"
     r"|[a-z]\d[a-z]?-(?:standard|highmem|highcpu|highgpu|megagpu|ultragpu|edgegpu|maxgpu|ultramem|megamem|hypermem|custom)(?:-\d+[a-z]?)*"
     r"|standard_[a-z]+\d+[a-z0-9_]*"
+    r"|(?:vm|bm)\.(?:standard|denseio|gpu|optimized|hpc)[a-z0-9]*(?:\.[a-z0-9-]+)+"  # OCI "VM.Standard.E5.Flex"
     r")(?![a-z0-9])"
 )
 # Every instance name has one of these shapes: AWS "<family>.<size>", GCP "<family>-<kind>",

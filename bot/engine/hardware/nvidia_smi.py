@@ -34,6 +34,13 @@ _LIST_RE = rx(r"^\s*gpu (\d{1,2}): *(\S[^\n]*?)\s*$")
 _MIG_LIST_RE = rx(r"^\s*mig \S+\s+device\s+\d+:")
 _QUERY_NAME_RE = rx(r"^\s*product name\s*:\s*(\S[^\n]*?)\s*$")
 _QUERY_LINE_RE = rx(r"^\s+[a-z][\w ./()-]*?\s*:(?:\s|$)|^=+\s*nvsmi log\s*=+$|^gpu [0-9a-f]{4,8}:[0-9a-f]{2}:")
+# The driver's /proc/driver/nvidia/gpus/*/information and `nvidia-container-cli info`: a "Model:"
+# line per GPU, among keys only they print (lscpu's "Model:" is a number and has none of them).
+_DRIVER_SIGNATURE_RE = rx(r"^\s*(?:irq|gpu uuid|video bios|device minor|nvrm version|gpu excluded|device index)\s*:",
+                          re.M)
+_DRIVER_MODEL_RE = rx(r"^\s*model\s*:\s*(\S[^\n]*?)\s*$")
+_DRIVER_LINE_RE = rx(r"^\s*(?:irq|gpu uuid|video bios|bus type|dma size|dma mask|bus location|device minor"
+                     r"|gpu excluded|nvrm version|cuda version|device index|brand|architecture\s*:\s*\d+\.\d)\s*:?")
 _GPU_WORD_RE = rx(r"nvidia|geforce|tesla|quadro|titan|rtx|gtx|jetson|(?<![a-z])[abhlt]\d")
 
 
@@ -72,6 +79,8 @@ def read_pasted(low: str) -> Pasted:
                 out.lines[i] = ""
     if "product name" in low:
         _query(lines, out)
+    if "model" in low and _DRIVER_SIGNATURE_RE.search(low):
+        _driver(lines, out)
     if "name," in low or ", name" in low:
         for i, cols, row in _csv(lines):
             if "name" in cols:
@@ -174,6 +183,18 @@ def _query(lines: list[str], out: Pasted) -> None:
             out.rows.append(NameCell(i, *_name(qm.group(1))))
             out.lines[i] = ""
         elif _QUERY_LINE_RE.match(line):
+            out.lines[i] = ""
+
+
+def _driver(lines: list[str], out: Pasted) -> None:
+    """The driver's proc file or ``nvidia-container-cli info``: one "Model:" line per GPU; the
+    other lines of that output are kept from the free text (its Architecture is a compute capability)."""
+    for i, line in enumerate(lines):
+        dm = _DRIVER_MODEL_RE.match(line)
+        if dm and _GPU_WORD_RE.search(dm.group(1)):
+            out.rows.append(NameCell(i, *_name(dm.group(1))))
+            out.lines[i] = ""
+        elif _DRIVER_LINE_RE.match(line):
             out.lines[i] = ""
 
 

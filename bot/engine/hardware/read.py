@@ -9,9 +9,19 @@ from bot.engine.hardware import cpuinfo, gpus, nvidia_smi, words
 from bot.engine.hardware.cpus import read_cpu
 from bot.engine.hardware.facts import MAX_INPUT, SCAN, Hardware, fold
 from bot.engine.hardware.instances import INSTANCE_LIKE_RE, find_instance
+from bot.engine.hardware.machines import settle
 from bot.engine.hardware.matchers import Matchers, matchers
 from bot.engine.hardware.retract import retract
 from config.catalog import Catalog
+from config.regex_cache import rx
+
+# A count glued to the model it precedes ("4x4090", "8xH100", "2x A6000", "4×L40S"): a space
+# is put after the "x", so the model reads as a name and the count as its count.
+_GLUED_COUNT_RE = rx(r"(?<![a-z0-9.])([1-9]\d?) ?[x×*] ?(?=(?:rtx |gtx |rtx|gtx)?[a-z]{0,2}\d)")
+# A compound machine or product name ("vm.standard.a2.flex", "standard_d8ps_v6", "ampere a2"): with
+# "no GPU" or "CPU-only" said, a GPU-like token inside it is part of the name, not a GPU.
+_COMPOUND_RE = rx(r"(?<![\w.])[a-z][a-z0-9-]*(?:[._][a-z0-9-]+){2,}(?![\w])|(?<![a-z0-9])ampere a\d(?![0-9])")
+_GPU_TOKEN_RE = rx(r"(?<![a-z])(?:[abhlt]\d|rtx|gtx|gh\d|gb\d)")
 
 
 def parse(cat: Catalog, text: str) -> Hardware:
@@ -23,11 +33,14 @@ def parse(cat: Catalog, text: str) -> Hardware:
         hw.notes.append(f"Only the first {MAX_INPUT:,} characters of the question were read.")
         raw = raw[:MAX_INPUT]
     low = _typos(hw, nvidia_smi.UUID_RE.sub(" ", raw.lower()))
+    low = _GLUED_COUNT_RE.sub(lambda g: g.group(1) + "x ", low)
     m = matchers(cat)
     # A part the question takes back ("an A100, no wait, an H100") is blanked before anything is read.
-    low = retract(cat, m, hw, low)
+    low = retract(cat, m, hw, settle(cat, m, hw, low))
     # Cloud instance first: its name can look like a GPU ("a2-highgpu") and it fixes GPU + CPU.
     low, inst_gpu, inst_cpu = _instances(cat, m, hw, low)
+    if words.NO_GPU_RE.search(fold(low[:SCAN])):
+        low = _names_not_gpus(hw, low)
     folded = fold(low)
     # Pasted nvidia-smi output is read row by row; the free text is read without it.
     pasted = nvidia_smi.read_pasted(low)
@@ -49,6 +62,23 @@ def parse(cat: Catalog, text: str) -> Hardware:
             and hw.gpu_unknown_cc is None and not inst_gpu:
         gpus.unnamed_gpu(hw, prose[:SCAN])
     return hw
+
+
+def _names_not_gpus(hw: Hardware, low: str) -> str:
+    """The question says the machine has no GPU: a GPU-like token inside a compound machine or
+    product name ("VM.Standard.A2.Flex", "Ampere A2") is part of that name, and is blanked."""
+    def blank(cm) -> str:
+        name = cm.group(0)
+        if not _GPU_TOKEN_RE.search(name):
+            return name
+        at = hw.query.lower().find(name)
+        shown = hw.query[at : at + len(name)] if at >= 0 else name
+        hw.notes.append(f"Read '{shown}' as a name, not a GPU: the question says the machine has no GPU.")
+        if hw.unknown_instance is None and ("." in name or "_" in name):
+            hw.unknown_instance = shown  # a machine torchbot does not know: its CPU is not assumed
+        return " " * len(name)
+
+    return _COMPOUND_RE.sub(blank, low[:SCAN]) + low[SCAN:]
 
 
 def _gpu_lines(hw: Hardware, lines: list[str]) -> list[str]:

@@ -21,6 +21,8 @@ from config.regex_cache import rx
 _SEPARATORS = rx(r"\((?:r|tm|c)\)|[®™\-_/,;|()\[\]\"'`×]")
 # What may stand between a `forward` phrase and the part it takes back: "not [an] [8x] A100".
 WINDOW = 40  # characters between a `back` phrase and the part meant instead, at most
+_PYTHON_RE = rx(r"(?<![a-z0-9])(?:python|py) ?v?(3)\.?(1\d)(?![0-9])")
+_COUNT_RE = rx(r"(?<![\d.])(\d{1,2}) ?[x×]? ?$")
 _FORWARD_GAP = rx(r"\s*(?:(?:a|an|the|my|our|one|two|\d{1,2} ?x?|x?\d{1,2})\s+)*")
 
 
@@ -123,8 +125,15 @@ def _back(named: list[Named], cut: list, low: str, mk: re.Match) -> tuple[Named,
     if keep_after is not None and keep_after.match(low, meant.end):
         return None  # "actually an H100 too": an addition
     before = [n for n in named if n.end <= mk.start() and n.kind == meant.kind and not _taken(n, cut)]
-    if not before or before[-1].shown == meant.shown:
+    if not before:
         return None
+    if before[-1].shown == meant.shown:  # "4x H100, sorry, 8x H100": the count is corrected
+        was, now = _COUNT_RE.search(low[max(0, before[-1].start - 6) : before[-1].start]), \
+            _COUNT_RE.search(low[max(0, meant.start - 6) : meant.start])
+        if meant.kind != "gpu" or not was or not now or was.group(1) == now.group(1):
+            return None
+        return Named("gpu", f"{was.group(1)}x {before[-1].shown}", before[-1].start - len(was.group(0)),
+                     before[-1].end), Named("gpu", f"{now.group(1)}x {meant.shown}", meant.start, meant.end)
     return before[-1], meant
 
 
@@ -162,6 +171,7 @@ def names(cat: Catalog, m: Matchers, low: str) -> list[Named]:
     cpus += [Named("cpu", h.parts[0].display.split(" (")[0] if len(h.parts) == 1 else h.typed, h.start, h.end)
              for h in find_cpus(cat, soft, m.gpu, SCAN)]
     out += cpus
+    out += [Named("python", f"Python {pm.group(1)}.{pm.group(2)}", *pm.span()) for pm in _PYTHON_RE.finditer(low)]
     rest = low
     while (hit := find_instance(cat, m, rest)) is not None:
         _, s, e = hit

@@ -19,7 +19,7 @@ _CU_TAG_RE = rx(r"(?<![a-z0-9])cu(1[0-3])(\d)(?![0-9])")  # PyTorch wheel tags: 
 _TORCH_RE = rx(r"(?<![a-z0-9])(?:pytorch|torch)\s*(?:version\s*)?v?(\d)\.(\d{1,2})(?![0-9])")
 NO_GPU_RE = rx(
     r"no (?:nvidia |discrete |dedicated )?(?:gpus?|graphics card|cuda)|without (?:a |an )?(?:nvidia )?gpu"
-    r"|cpu[ -]?only|gpu[ -]?less|no accelerator"
+    r"|cpu[ -]?only|gpu[ -]?less|no accelerator|no nvidia(?![a-z])|not an nvidia|non nvidia gpu"
 )
 _MAC_RE = rx(
     r"(?<![a-z0-9])(?:mac ?os|macbook(?: pro| air)?|mac (?:mini|studio|pro)|imac|darwin|apple silicon|os ?x|mps"
