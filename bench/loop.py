@@ -173,8 +173,9 @@ WEEKS = ("the channel head as set up", "nothing new", "a new commit", "back to w
 
 def weeks(ctx, nix, chain, slack, n: int) -> int:
     """``n`` scheduled weeks (bump, publish, flush-announcements each); per week one line: the
-    outcomes, the exit status a `bump-pins --all` would give, pull requests opened/updated, GitHub
-    dispatches and variant builds, merges, variants published, release threads announced."""
+    bump's outcomes as delivered (the state DB's), the exit status a `bump-pins --all` would give
+    then, pull requests opened/updated, GitHub dispatches and variant builds, merges, variants
+    published, release threads announced."""
     from release.pins.commands import plan_bump
     from release.schedule import jobs as schedule
     from release.state import Publish, open_state
@@ -196,8 +197,8 @@ def weeks(ctx, nix, chain, slack, n: int) -> int:
         for job in ("bump", "publish", "flush-announcements"):
             schedule.run_now(ctx, job)
         took = time.perf_counter() - t0
-        check = plan_bump(ctx, "all", None, dry_run=True).apply()
-        counts = collections.Counter(o.kind for o in check.plan.outcomes)
+        check = plan_bump(ctx, "all", None, dry_run=True).apply()  # the exit status a run now would give
+        counts = collections.Counter(r.kind for r in st.bump_outcomes())  # the week's own outcomes, as delivered
         with st.session() as s:
             published = s.query(Publish).count()
         now = {"prs": sum(len(g.pulls.prs) for g in chain), "edits": sum(len(g.pulls.edits) for g in chain),
