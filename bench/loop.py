@@ -216,6 +216,27 @@ def weeks(ctx, nix, chain, slack, n: int) -> int:
     return 0
 
 
+def slack_per_branch(ctx, slack) -> tuple[collections.Counter, collections.Counter]:
+    """Messages torchbot posted in each branch's release thread (parent and replies) and the edits
+    of them, told apart by the release id in each message's metadata (the state DB's Release row)."""
+    from release.publishing.announce import EVENT_TYPE
+    from release.state import Release, open_state
+
+    with open_state(ctx.settings.state_db).session() as s:
+        branch_of = {r.id: r.branch for r in s.query(Release)}
+    posted, edits, where = collections.Counter(), collections.Counter(), {}
+    for m in slack.messages(CHANNEL):
+        meta = m.get("metadata") or {}
+        if meta.get("event_type") == EVENT_TYPE:
+            branch = branch_of[int(meta["event_payload"]["release_id"])]
+            posted[branch] += 1
+            where[m["ts"]] = branch
+    for call in slack.method_calls("chat.update"):
+        if call.get("ts") in where:
+            edits[where[call["ts"]]] += 1
+    return posted, edits
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mirrors", nargs="*", type=Path, default=MIRRORS)
@@ -292,6 +313,11 @@ def run(tmp: Path, args) -> int:
             print(f"\nTotals: {sum(len(g.pulls.prs) for g in chain)} pull request(s), {dispatched} dispatch(es), "
                   f"{statuses} status(es) posted, {merges} merge(s), "
                   f"{len([m for m in slack.messages(CHANNEL) if not m.get('thread_ts')])} release thread(s).")
+            posted, edits = slack_per_branch(ctx, slack)
+            if posted:
+                print(f"Slack messages per branch: {max(posted.values())} at most, "
+                      f"{sum(posted.values()) / len(posted):.1f} on average over {len(posted)} branch(es) "
+                      f"({sum(posted.values())} messages, {sum(edits.values())} edits in place)")
         finally:
             for gh in chain:
                 gh.__exit__(None, None, None)

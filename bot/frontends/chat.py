@@ -75,6 +75,8 @@ USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--cuda A.B] [--from-pin OLD] 
          "build": "Usage: /build <branch> [glob] [--resume]",
          "publish": "Usage: /publish <branch>"}
 VERBS = {"build": "built", "publish": "published", "bump": "bumped"}  # "57/237 built"
+APP_HOME = "app_home"  # a dashboard button of the Slack App Home: planned for an admin in their own DM
+
 SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status | dashboard."
 
 _MENTION_RE = re.compile(r"<@[A-Z0-9]+>")
@@ -344,7 +346,7 @@ class Chat:
                 from None
         if not admin:
             raise PermissionDenied(f"/{name} changes the repository; only admins may run it.{self.admin_hint}")
-        if s.allowed_channels and channel not in s.allowed_channels:
+        if s.allowed_channels and channel not in s.allowed_channels and channel != APP_HOME:
             raise PermissionDenied(f"/{name} is not allowed in this channel.")
 
     def _make_plan(self, name: str, args: list[str]):

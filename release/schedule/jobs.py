@@ -239,7 +239,7 @@ def _job_flush(ctx, _arg) -> str:
     from release.publishing.announce import flush
 
     out = flush(ctx)
-    return f"{out['sent']} sent, {out['recovered']} recovered, {out['pending']} pending" + (
+    return f"{out['sent']} sent, {out['updated']} edited, {out['recovered']} recovered, {out['pending']} pending" + (
         f" ({out['error']})" if out["error"] else "")
 
 
