@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -57,6 +57,7 @@ from config.setting_values import (
     csv_list,
     lower_word,
     runners,
+    secret_problem,
     state_db_url,
     token,
     tracks,
@@ -95,8 +96,8 @@ class Settings(BaseSettings):
         "where mutating commands may run: Slack channel IDs (`C…`/`G…`), comma separated or a JSON list"))
     announce_channel: str | None = Field(None, description="channel ID for release threads and docs drift")
     audit_log: Path = Field(default_factory=default_audit_log, description=(
-        "who changed what: a line per mutating chat command planned, refused, confirmed or cancelled; "
-        "torchbot refuses to start when it cannot write it"))
+        "who changed what: a JSON object per line for each mutating chat command planned, refused, confirmed "
+        "or cancelled and each dashboard-issue decision; torchbot refuses to start when it cannot write it"))
 
     # The managed repositories: TORCHBOT_REPO_PATH is one path or comma-separated paths (a
     # build-pytorch and a build-torchvision repository; their kinds are detected). repo_path is
@@ -117,6 +118,10 @@ class Settings(BaseSettings):
     # GitHub and nixpkgs endpoints (base URLs so tests can point them at 127.0.0.1)
     github_api_url: str = Field("https://api.github.com/", description="GitHub REST API base URL")
     github_token: SecretStr | None = Field(None, description="GitHub token: PRs, workflow dispatch, nixpkgs files")
+    github_login: str | None = Field(None, description=(
+        "the login TORCHBOT_GITHUB_TOKEN acts as (the author of torchbot's issues and pull requests); unset: "
+        "asked with `GET /user`. Set it to `<app-slug>[bot]` for a GitHub App installation token, which cannot "
+        "read `/user`"))
     github_repo: str = Field("barstoolbluz/build-pytorch", description=(
         "`owner/name` of the repository PRs and workflow dispatches go to; empty: none"))
     nixpkgs_repo: str = Field("NixOS/nixpkgs", description="`owner/name` of nixpkgs on GitHub (commits, compare)")
@@ -181,7 +186,15 @@ class Settings(BaseSettings):
     # `torchbot serve --http` (the --host/--port options override these)
     host: str = Field("0.0.0.0", description="where `torchbot serve --http` listens (`--host` overrides)")
     api_token: SecretStr | None = Field(None, description="what `serve --http`'s read-only `/dashboard` asks for "
-                                        "beyond loopback: `Authorization: Bearer <token>` or the Basic password")
+                                        "of any client that is not local: `Authorization: Bearer <token>` or the Basic "
+                                        "password; at least 32 characters")
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "reverse proxies in front of `serve --http` (IP addresses or CIDR networks, comma separated): from "
+        "them the client is the address they add to X-Forwarded-For; a request that carries a forwarding header "
+        "from anyone else is never local. Local (loopback) clients read `/dashboard` without TORCHBOT_API_TOKEN"))
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "host names `/dashboard` answers to besides loopback's (comma separated; the Host header is checked, so "
+        "a DNS-rebinding page cannot read it): the name people and the proxy use, e.g. `torchbot.example.org`"))
     port: int = Field(3000, ge=0, le=65535, description=(
         "the port of `torchbot serve --http`, 1-65535 (`--port` overrides; 0: any free port, which the "
         "start line names)"))
@@ -287,8 +300,28 @@ class Settings(BaseSettings):
     def _bump_words(cls, value: object, info) -> object:
         return tracks(value) if info.field_name == "bump_tracks" else lower_word(value)
 
-    @field_validator("admins", "allowed_channels", "docs_skip_branches", "build_platforms", "bump_ignored_authors",
-                     mode="before")
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: list[str]) -> list[str]:
+        import ipaddress
+
+        for v in value:
+            try:
+                ipaddress.ip_network(v, strict=False)
+            except ValueError:
+                raise ValueError(f"{v!r} is not an IP address or a CIDR network (like 10.0.0.0/8)") from None
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        for v in value:
+            if not re.fullmatch(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]", v):
+                raise ValueError(f"{v!r} is not a host name (a name or an IP address, without a port or a scheme)")
+        return [v.lower() for v in value]
+
+    @field_validator("admins", "allowed_channels", "docs_skip_branches", "build_platforms", "trusted_proxies",
+                     "allowed_hosts", "bump_ignored_authors", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return csv_list(value)
@@ -335,10 +368,15 @@ class Settings(BaseSettings):
 
     @field_validator("slack_signing_secret", "github_token", "api_token")
     @classmethod
-    def _strip_secret(cls, value: SecretStr | None) -> SecretStr | None:
+    def _strip_secret(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
         if value is None:
             return None
         raw = value.get_secret_value().strip()
+        if raw and (problem := secret_problem(raw)):
+            raise ValueError(problem)
+        if raw and info.field_name == "api_token" and len(raw) < MIN_API_TOKEN:
+            raise ValueError(f"it has {len(raw)} characters; give at least {MIN_API_TOKEN} "
+                             "(for example: python -c 'import secrets; print(secrets.token_urlsafe(32))')")
         return SecretStr(raw) if raw else None
 
     @field_validator("build_command", "log_url", mode="before")
@@ -452,6 +490,7 @@ def env_name(field: str) -> str:
     return "TORCHBOT_" + field.upper()
 
 
+MIN_API_TOKEN = 32  # characters of TORCHBOT_API_TOKEN at least (a guessable token guards nothing)
 NOT_ECHOED = ("token", "secret", "state_db")  # fields whose values never appear in a message
 
 

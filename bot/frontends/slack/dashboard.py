@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.frontends.slack.text import escape
+from bot.frontends.slack.text import escape, inline
 from release.dashboard.model import BranchView, Dashboard, Need
 
 MAX_BLOCKS = 50
@@ -40,7 +40,7 @@ def branch_line(b: BranchView) -> str:
     state = b.bump_state
     if state == "pr-open" and b.pr is not None and b.pr.url:
         state = f"<{b.pr.url}|PR #{b.pr.number}>"
-    return (f"{ICON.get(b.bump_state, '')} `{escape(b.name)}` {state} · {builds} · {pin}"
+    return (f"{ICON.get(b.bump_state, '')} `{inline(b.name, 200)}` {state} · {builds} · {pin}"
             + (f" · drift: {', '.join(drift)}" if drift else ""))
 
 
@@ -64,7 +64,7 @@ READ_ONLY = "Read-only: the buttons are for admins (TORCHBOT_ADMINS or the admin
 
 
 def need_block(n: Need, actions: bool = True) -> dict[str, Any]:
-    text = f"*{escape(n.repository)} `{escape(n.branch)}`*: {escape(n.text)}"
+    text = f"*{inline(n.repository, 100)} `{inline(n.branch, 200)}`*: {inline(n.text)}"  # untrusted, one line
     block: dict[str, Any] = {"type": "section", "text": {"type": "mrkdwn", "text": text[:MAX_TEXT]}}
     if n.action is not None and actions:
         value = json.dumps({"repo": n.action.repository, "key": n.action.key})

@@ -29,11 +29,14 @@ log = logging.getLogger("torchbot.slack")
 COMMANDS = ("/variant", "/pins", "/bump", "/build", "/publish", "/torchbot")
 
 
+READERS = ("status", "dashboard", "why-held", "changes")  # /torchbot words that read the state DB or the remote
+
+
 def answers_later(name: str, text: str) -> bool:
     """Whether a command is answered after its ack (it plans, or reads the state DB), rather
     than in the ack itself."""
     word = (text.split() or [""])[0].lower()
-    return name in PLANNERS or (name == "torchbot" and (word in PLANNERS or word in ("status", "dashboard")))
+    return name in PLANNERS or (name == "torchbot" and (word in PLANNERS or word in READERS))
 
 
 def _status(name: str, text: str) -> bool:
