@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import collections
 import fnmatch
+import json
 import re
 import shutil
 import subprocess
@@ -44,11 +45,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench._home import isolate  # noqa: E402
+from config.setting_values import DEFAULT_RUNNERS  # noqa: E402
 
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
 from replay_history import History, nixpkgs_facts  # noqa: E402
 
+from tests.support.fake_runners import SHIMS, Runners, read_log  # noqa: E402
 from tests.support.fakes_github import FakeGitHub  # noqa: E402
 from tests.support.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
 from tests.support.fakes_slack import FakeSlack  # noqa: E402
@@ -267,9 +270,11 @@ def run(tmp: Path, args) -> int:
     fail = {v for v in variants if any(fnmatch.fnmatchcase(v, g) for g in args.fail)}
     with FakeNixpkgs() as nix, FakeSlack() as slack:
         head, head_torch = nixpkgs(nix, [o for _, o, _ in repos], args.mirrors)
+        shim_log, runners, shim_settings = shims(tmp)
         chain, gh_by_repo, upstream = [], {}, nix.api_url
         for name, origin, _ in reversed(repos):
-            gh = FakeGitHub(repo=f"{OWNER}/{name}", upstream=upstream, git_dir=origin, fail=fail)
+            runners.append(Runners(origin, workflow(tmp, shim_settings), DEFAULT_RUNNERS, tmp / "runners", shim_log))
+            gh = FakeGitHub(repo=f"{OWNER}/{name}", upstream=upstream, git_dir=origin, fail=fail, runner=runners[-1])
             gh.__enter__()
             chain.append(gh)
             gh_by_repo[name] = gh
@@ -281,7 +286,7 @@ def run(tmp: Path, args) -> int:
                          channels_url=nix.channels_url, github_api_url=main_gh.url, github_token=main_gh.token,
                          github_repo=main_gh.repo, nixpkgs_tarball_url=nix.tarball_url, http_retries=1,
                          github_poll_seconds=0.01, bump_automerge=not args.no_automerge, flox_org="acme",
-                         publish_command="true", slack_bot_token=slack.token, slack_api_url=slack.url,
+                         slack_bot_token=slack.token, slack_api_url=slack.url, **shim_settings,
                          announce_channel=CHANNEL, git_author_name="torchbot",
                          git_author_email="torchbot@localhost")
             ctx = Context(s, use_repo=False)
@@ -310,6 +315,7 @@ def run(tmp: Path, args) -> int:
             dispatched = sum(len(g.dispatches) for g in chain)
             statuses = sum(len(g.statuses.posted) for g in chain)
             merges = sum(len(g.pulls.merges) for g in chain)
+            build_counts(read_log(shim_log), chain)
             print(f"\nTotals: {sum(len(g.pulls.prs) for g in chain)} pull request(s), {dispatched} dispatch(es), "
                   f"{statuses} status(es) posted, {merges} merge(s), "
                   f"{len([m for m in slack.messages(CHANNEL) if not m.get('thread_ts')])} release thread(s).")
@@ -321,7 +327,53 @@ def run(tmp: Path, args) -> int:
         finally:
             for gh in chain:
                 gh.__exit__(None, None, None)
+            for r in runners:
+                r.close()
     return 0
+
+
+def shims(tmp: Path) -> tuple[Path, list, dict]:
+    """The shim log, the runners list, and the settings that put the torchbot host's own build and
+    publish commands and the build cache in place (tests/support/shim_tools.py logs each)."""
+    log = tmp / "shim.log"
+    (tmp / "runners").mkdir()
+    (tmp / "cache").mkdir()
+    host = f"SHIM_LOG={log} SHIM_HOST=torchbot SHIM_STORE={tmp / 'host-store'} {SHIMS}"
+    return log, [], {"build_command": f"{host}/flox build {{package}}",
+                     "publish_command": f"{host}/flox publish -o {{org}} {{package}}",
+                     "build_cache": f"file://{tmp / 'cache'}"}
+
+
+def workflow(tmp: Path, over: dict) -> str:
+    from config.settings import Settings
+    from release.builds.workflow import render_workflow
+
+    return render_workflow(Settings(_env_file=None, flox_org="acme", state_db=f"sqlite:///{tmp / 'wf.sqlite'}",
+                                    **over))
+
+
+def build_counts(log: list[dict], chain) -> None:
+    """Builds per changed variant over the release (bump PR built at its head, merged, published),
+    from what the flox/nix shims logged on the runners and the torchbot host."""
+    changed = {(body["inputs"]["branch"], e["package"])
+               for gh in chain for _wf, body in gh.dispatches if body["inputs"].get("publish") != "true"
+               for key in ("pytorch", "companions") for e in json.loads(body["inputs"].get(key) or "[]")}
+    built = collections.Counter((e["branch"], e["package"]) for e in log if e["action"] == "build")
+    host = [e for e in log if e["host"] == "torchbot"]
+    published = sum(e["action"] == "publish" for e in log)
+    substituted = sum(e["action"] == "substitute" for e in log)
+    where = collections.Counter(e["platform"] for e in log if e["action"] in ("build", "publish"))
+    astray = [e for e in log if e["action"] in ("build", "publish", "refused") and e.get("target") != e["platform"]]
+    arm_on_x86 = [e for e in log if e["action"] in ("build", "publish", "refused") and e["platform"] == "x86_64-linux"
+                  and (e.get("target") or "").startswith("aarch64")]
+    per = sum(built.values()) / len(changed) if changed else 0.0
+    print(f"\nBuilds: {sum(built.values())} for {len(changed)} changed variant(s) = {per:.2f} per variant "
+          f"(max {max(built.values(), default=0)}); on the torchbot host {sum(e['action'] == 'build' for e in host)} "
+          f"builds, {len(host)} flox/nix commands; {published} published on runners, {substituted} outputs "
+          f"substituted from the cache; by runner platform: "
+          + ", ".join(f"{p} {n}" for p, n in sorted(where.items()))
+          + f"; aarch64 variants built or published on x86_64: {len(arm_on_x86)}; jobs off their platform: "
+          f"{len(astray)}")
 
 
 if __name__ == "__main__":

@@ -220,7 +220,17 @@ class Settings(BaseSettings):
     build_check_command: str | None = Field(None, description=(
         "run after a successful build, e.g. `result-{package}/bin/python -c \"import torch\"`; "
         "placeholders `{package}` and `{org}`"))
-    publish_timeout: float = Field(3600.0, gt=0, description="seconds a publish may take")
+    publish_timeout: float | None = Field(None, gt=0, description=(
+        "seconds a publish may take; unset: the build timeout (`flox publish` builds what is not in the "
+        "cache, so it may take as long as the build)"))
+    build_cache: str | None = Field(None, description=(
+        "the Nix binary cache the team runs (`s3://bucket?region=…`, an attic or cachix `https://` URL, "
+        "`file:///…`): GitHub build jobs push their outputs there and the publish jobs after the merge "
+        "substitute them instead of building. Unset (the default): no cache, and publishing a variant "
+        "built at a pull request's head builds it again on its runner"))
+    build_cache_public_key: str | None = Field(None, description=(
+        "the public key the cache's outputs are signed with (`name:base64…`), trusted by the publish jobs "
+        "(the signing key is the repository secret `TORCHBOT_CACHE_SIGNING_KEY`)"))
     github_workflow_file: str = Field("torchbot-build.yml", description=(
         "file name of the build workflow under `.github/workflows/`"))
     github_poll_seconds: float = Field(30.0, gt=0, description=(
@@ -404,6 +414,10 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return value.strip().lower() or None
         return value
+
+    def publish_seconds(self) -> float:
+        """How long a publish may take: TORCHBOT_PUBLISH_TIMEOUT, else the build timeout."""
+        return self.publish_timeout if self.publish_timeout is not None else self.build_timeout
 
     def schedule_backend(self) -> str:
         """The backend scheduled builds use: the explicit setting, else github when a token and

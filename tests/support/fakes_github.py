@@ -55,6 +55,9 @@ backend, paging and rate-limiting the way GitHub documents it.
   merges included. Commit statuses (``/repos/{repo}/statuses/{sha}``, ``commits/{ref}/status(es)``)
   too: ``statuses`` (tests/support/fakes_github_statuses.py). With ``git_dir``, a dispatch at a ref
   the repository does not have is refused 422 ("No ref found for: …"), as GitHub does.
+- With ``runner`` (tests/support/fake_runners.Runners) each dispatched run's jobs really run the
+  rendered workflow's steps, with the ``flox``/``nix`` shims that log what runs where; a job is
+  completed once its runner finished, and fails when a step did.
 - Issues (the dashboard issue): ``GET/POST .../issues``, ``GET/PATCH .../issues/{n}`` with GitHub's
   issue object (its required fields), 422 for a missing title or a body over 65,536 characters;
   a pull request's number reads as its issue (``closed_by``: who closed it, ``pulls.close``);
@@ -116,8 +119,9 @@ class FakeGitHub:
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
                  limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None,
                  startup_failure: bool = False, run_details: bool = True, git_dir=None,
-                 login: str = "torchbot[bot]", permissions: dict[str, str] | None = None):
+                 login: str = "torchbot[bot]", permissions: dict[str, str] | None = None, runner=None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
+        self.runner = runner  # tests/support/fake_runners.Runners: jobs really run (with the shims)
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
         self.upstream = upstream
@@ -544,6 +548,8 @@ class FakeGitHub:
             run["broken"] = True
         if self.durations is not None:
             run["times"] = self._schedule(run)
+        if self.runner is not None:
+            run["exec"] = self.runner.start(run, inputs, self.fail)
         self.runs[rid] = run
         return run
 
@@ -563,7 +569,17 @@ class FakeGitHub:
         return times
 
     def _state(self, run: dict, pkg: str) -> tuple[str, float | None, float | None]:
-        """(status, started epoch, completed epoch) of one job now."""
+        """(status, started epoch, completed epoch) of one job now; with a runner, a job is
+        completed only once the runner finished it."""
+        status, began, ended = self._timed_state(run, pkg)
+        if status == "completed" and "exec" in run and not run["exec"].done(pkg):
+            return "in_progress", began, None
+        return status, began, ended
+
+    def _failed(self, run: dict, pkg: str) -> bool:
+        return pkg in self.fail or ("exec" in run and run["exec"].ok(pkg) is False)
+
+    def _timed_state(self, run: dict, pkg: str) -> tuple[str, float | None, float | None]:
         if run.get("held"):
             return run["held"][1] or "queued", None, None
         if self.durations is None:
@@ -603,7 +619,7 @@ class FakeGitHub:
                 "run_url": f"{api}/actions/runs/{run['id']}",
                 "url": f"{api}/actions/jobs/{job_id}", "head_branch": run["ref"], "head_sha": run["sha"],
                 "workflow_name": "torchbot build", "name": pkg, "status": status, "steps": [],
-                "conclusion": ("failure" if pkg in self.fail else "success") if status == "completed" else None,
+                "conclusion": ("failure" if self._failed(run, pkg) else "success") if status == "completed" else None,
                 "created_at": _iso(run["created"]),
                 "started_at": _iso(began if began else run["created"]),  # a string even before it starts
                 "completed_at": _iso(ended) if ended else None,
@@ -628,7 +644,7 @@ class FakeGitHub:
         else:
             status = "in_progress"
         if status == "completed" and concl is None:
-            concl = "failure" if self.fail & set(run["packages"]) else "success"
+            concl = "failure" if any(self._failed(run, p) for p in run["packages"]) else "success"
         shaped = spec.example("get", RUN_T)  # GitHub's example run, then this one's facts
         api = f"https://api.github.com/repos/{self.repo}"
         shaped.update({
