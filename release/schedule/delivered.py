@@ -116,7 +116,9 @@ def _rebased(ctx, t: Target, rows: list[dict]) -> str | None:
         moved = [d for d in result.delivered if d.branch == t.branch and d.head]
         if not moved or moved[0].how == "pull request already up to date":
             return None
-        built = plan_build(ctx, t.branch, None, repo=t.repo or None, backend="github", changed_only=True,
+        # every variant again: a build the change-detection calls unchanged would leave nothing to report,
+        # and automerge acts on what was built at the new head
+        built = plan_build(ctx, t.branch, None, repo=t.repo or None, backend="github", changed_only=False,
                            head=moved[0].head).apply()
     except TorchbotError as err:
         return f"not retried ({err.message})"
