@@ -2,7 +2,7 @@
 build-torchvision (issue 25), reported per branch.
 
     .venv/bin/python bench/loop.py [/work/.mirror/barstoolbluz+build-pytorch/repo \\
-        /work/.mirror/barstoolbluz+build-torchvision/repo] [--no-automerge] [--fail GLOB]
+        /work/.mirror/barstoolbluz+build-torchvision/repo] [--no-automerge] [--fail GLOB] [--weeks N]
 
 Each mirror is copied to a local bare repository under ``<tmp>/github.com/barstoolbluz/<name>.git``
 (its "GitHub"; pushes go nowhere real) and cloned from there: a fresh clone, ``main`` local and
@@ -17,6 +17,11 @@ announcements. Then the scheduler's own jobs run once each, as the weekly run do
 and reports to the PR; ``publish``; ``flush-announcements``. Printed: the bump's per-group
 outcomes, then per branch the pull request, the pins before and after, the GitHub build (commit,
 variants, result), the PR's status, whether it merged, and what was published and announced.
+
+``--weeks N`` runs N weeks instead (issue 34): the channel as set up, then nothing new, a new
+commit, the channel going back to week 1's head, nothing new, then a new commit each week; one
+line per week: outcomes, exit status, PRs opened/updated, dispatches/variant builds, merges,
+variants published, release threads announced.
 
 Not part of the tests (needs the mirrors). Writes only in a temporary directory.
 """
@@ -165,6 +170,55 @@ def report(ctx, repos, gh_by_repo, before, slack, lines) -> None:
                       + ("; announced" if branch in releases and any(branch in t for t in threads) else ""))
 
 
+WEEKS = ("the channel head as set up", "nothing new", "a new commit", "back to week 1's head",
+         "nothing new")  # then a new commit each week
+
+
+def weeks(ctx, nix, chain, slack, n: int) -> int:
+    """``n`` scheduled weeks (bump, publish, flush-announcements each); per week one line: the
+    bump's outcomes as delivered (the state DB's), the exit status a `bump-pins --all` would give
+    then, pull requests opened/updated, GitHub dispatches and variant builds, merges, variants
+    published, release threads announced."""
+    from release.pins.commands import plan_bump
+    from release.schedule import jobs as schedule
+    from release.state import Publish, open_state
+
+    st = open_state(ctx.settings.state_db)
+    first = nix.channels["nixos-unstable"]
+    seen = {"prs": 0, "edits": 0, "dispatches": 0, "jobs": 0, "merges": 0, "published": 0, "threads": 0}
+    print(f"\n{'week':<5} {'channel':<40} {'outcomes':<48} exit  PRs new/upd  dispatch/builds  merged  "
+          "published  announced  time")
+    for week in range(1, n + 1):
+        what = WEEKS[week - 1] if week <= len(WEEKS) else "a new commit"
+        if what == "a new commit":
+            rev = f"{week:04x}" * 10
+            nix.add_commit(rev, f"hello: week {week}")
+            nix.channels["nixos-unstable"] = rev
+        elif what.startswith("back to"):
+            nix.channels["nixos-unstable"] = first
+        t0 = time.perf_counter()
+        for job in ("bump", "publish", "flush-announcements"):
+            schedule.run_now(ctx, job)
+        took = time.perf_counter() - t0
+        check = plan_bump(ctx, "all", None, dry_run=True).apply()  # the exit status a run now would give
+        counts = collections.Counter(r.kind for r in st.bump_outcomes())  # the week's own outcomes, as delivered
+        with st.session() as s:
+            published = s.query(Publish).count()
+        now = {"prs": sum(len(g.pulls.prs) for g in chain), "edits": sum(len(g.pulls.edits) for g in chain),
+               "dispatches": sum(len(g.dispatches) for g in chain),
+               "jobs": sum(len(r["packages"]) for g in chain for r in g.runs.values()),
+               "merges": sum(len(g.pulls.merges) for g in chain), "published": published,
+               "threads": len([m for m in slack.messages(CHANNEL) if not m.get("thread_ts")])}
+        d = {k: now[k] - seen[k] for k in now}
+        seen = now
+        outcome = ", ".join(f"{counts[k]} {k}" for k in ("bumped", "kept-promise", "current", "held", "skipped")
+                            if counts[k])
+        print(f"{week:<5} {what + ' (' + nix.channels['nixos-unstable'][:7] + ')':<40} {outcome:<48} "
+              f"{check.exit_code:<5} {d['prs']:>3}/{d['edits']:<8} {d['dispatches']:>4}/{d['jobs']:<11} "
+              f"{d['merges']:>6}  {d['published']:>9}  {d['threads']:>9}  {took:5.1f} s")
+    return 0
+
+
 def slack_per_branch(ctx, slack) -> tuple[collections.Counter, collections.Counter]:
     """Messages torchbot posted in each branch's release thread (parent and replies) and the edits
     of them, told apart by the release id in each message's metadata (the state DB's Release row)."""
@@ -192,6 +246,8 @@ def main() -> int:
     ap.add_argument("--no-automerge", action="store_true", help="leave the pull requests open")
     ap.add_argument("--fail", action="append", default=[], metavar="GLOB",
                     help="GitHub jobs of variants matching GLOB fail (repeatable)")
+    ap.add_argument("--weeks", type=int, default=1, metavar="N",
+                    help="run N weeks: the channel moves on, stands still or goes back (see WEEKS); one line each")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="torchbot-loop-"))
     try:
@@ -243,6 +299,8 @@ def run(tmp: Path, args) -> int:
             print(f"\nThe weekly bump's plan ({time.perf_counter() - t0:.1f} s):")
             for line in plan.text().splitlines():
                 print("  " + line)
+            if args.weeks > 1:
+                return weeks(ctx, nix, chain, slack, args.weeks)
             timings = {}
             results = {}
             for job in ("bump", "publish", "flush-announcements"):

@@ -240,6 +240,10 @@ class Settings(BaseSettings):
         "at once. A cap limits runner cost or matches a self-hosted pool's capacity. "
         "TORCHBOT_BUILD_JOBS is local builds only"))
     bump_automerge: bool = Field(False, description="merge a bump pull request once every build at its head passed (like Renovate's automerge); off: the builds' result is shown on the pull request and a maintainer merges")  # noqa: E501
+    bump_ignored_authors: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "authors (emails or names, comma separated) whose commits on a bump pull request's branch torchbot "
+        "may still rewrite, like Renovate's gitIgnoredAuthors; a commit by anyone else stops torchbot updating "
+        "that pull request"))
     github_stale_hours: float = Field(168.0, gt=0, description=(
         "torchbot stops following a GitHub run it has seen no change in for this long (its builds become "
         "interrupted, saying so); GitHub's own limits end jobs well before (6 h hosted, 5 days self-hosted)"))
@@ -327,7 +331,7 @@ class Settings(BaseSettings):
         return [v.lower() for v in value]
 
     @field_validator("admins", "allowed_channels", "docs_skip_branches", "build_platforms", "trusted_proxies",
-                     "allowed_hosts", mode="before")
+                     "allowed_hosts", "bump_ignored_authors", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return csv_list(value)

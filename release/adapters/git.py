@@ -378,6 +378,7 @@ def check_checkouts(repo, moves: dict[str, tuple[str, str]]) -> dict[str, Path]:
     the branches to fast-forward with their work trees."""
     found = {b: p for b, p in checkouts(repo).items() if b in moves}
     for branch, path in found.items():
+        heal_checkout(path, branch)
         dirty = _dirty(path)
         if dirty:
             first = dirty.splitlines()[0].strip()
@@ -398,6 +399,32 @@ def check_checkouts(repo, moves: dict[str, tuple[str, str]]) -> dict[str, Path]:
                 f"({_first_line(proc.stderr)}). Nothing was changed."
             )
     return found
+
+
+def _git_out(path, *args: str) -> str | None:
+    proc = subprocess.run(["git", "-C", str(path), *args], check=False, capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def heal_checkout(path, branch: str) -> bool:
+    """Finish the move of a checked-out ``branch`` that a killed torchbot left half done: its ref
+    moved (``advance_branches`` moves refs first) but the index and files are still those of the
+    ref's previous commit (its reflog's ``@{1}``), with nothing else changed. Such a checkout
+    looks as if someone had staged the revert of the move; it is fast-forwarded to the ref's
+    commit instead, as the move would have. True when it was healed."""
+    head = _git_out(path, "rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{tree}}")
+    index = _git_out(path, "write-tree")
+    if not head or not index or head == index:
+        return False
+    prev = _git_out(path, "rev-parse", "--verify", "-q", f"refs/heads/{branch}@{{1}}")
+    if not prev or _git_out(path, "rev-parse", f"{prev}^{{tree}}") != index:
+        return False  # staged work of a person's: never touched
+    if subprocess.run(["git", "-C", str(path), "diff", "--quiet"], check=False).returncode != 0:
+        return False  # the files differ from the index too: a person's edits
+    new = _git_out(path, "rev-parse", f"refs/heads/{branch}")
+    proc = subprocess.run(["git", "-C", str(path), "read-tree", "-m", "-u", prev, new or branch], check=False,
+                          capture_output=True, text=True)
+    return proc.returncode == 0
 
 
 def advance_branches(repo, moves: dict[str, tuple[str, str]], *, checked: dict[str, Path] | None = None) -> list[str]:
@@ -461,3 +488,27 @@ def track_pushed(repo, remote: str, tips: dict[str, str]) -> None:
     for branch, sha in tips.items():
         with contextlib.suppress(git.GitCommandError):
             repo.git.update_ref(f"refs/remotes/{remote}/{branch}", sha)
+
+
+def catch_up(repo, remote: str, branches) -> list[str]:
+    """Fast-forward each local branch of ``branches`` that is strictly behind ``<remote>/<branch>``
+    (a killed run's push landed but its local move did not), a checked-out one with its index and
+    files (when clean; else left, said by the next move). Returns the branches moved."""
+    moved = []
+    for b, path in checkouts(repo).items():
+        if b in branches:
+            heal_checkout(path, b)
+    for b in branches:
+        local = _git_out(repo.git_dir, "rev-parse", "--verify", "-q", f"refs/heads/{b}")
+        there = _git_out(repo.git_dir, "rev-parse", "--verify", "-q", f"refs/remotes/{remote}/{b}")
+        if not local or not there or local == there:
+            continue
+        if subprocess.run(["git", f"--git-dir={repo.git_dir}", "merge-base", "--is-ancestor", local, there],
+                          check=False).returncode != 0:
+            continue  # the local branch has commits the remote lacks: not ours to move
+        try:
+            advance_branches(repo, {b: (there, local)})
+        except (ExternalError, RefusedError):
+            continue
+        moved.append(b)
+    return moved

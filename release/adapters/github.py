@@ -200,12 +200,17 @@ class GitHub:
         return [p for p in self.pulls(repo, state) if own_pull(p, repo, login)]
 
     def open_pulls(self, *, base: str, repo: str | None = None) -> list[dict]:
-        """torchbot's own open pull requests into ``base`` (``own_pull``: never a fork's)
-        (GET /repos/{repo}/pulls?state=open&base=B, 100 per page, following ``Link: rel="next"``):
-        ``[{"number", "url", "head", "sha", "title"}]``."""
+        """Every open pull request into ``base`` (see :meth:`pulls_into`)."""
+        return self.pulls_into(base=base, repo=repo, state="open")
+
+    def pulls_into(self, *, base: str, repo: str | None = None, state: str = "open") -> list[dict]:
+        """torchbot's own pull requests into ``base`` (``own_pull``: never a fork's) in ``state``
+        (open, closed, all; GET /repos/{repo}/pulls?state=S&base=B, 100 per page, following
+        ``Link: rel="next"``), newest first: ``[{"number", "url", "head", "sha", "title", "state",
+        "merged", "closed_at", "labels"}]``."""
         repo = repo or self.settings.github_repo
         url: str | None = f"{self.settings.github_api_url}repos/{repo}/pulls"
-        params: dict | None = {"state": "open", "base": base, "per_page": PER_PAGE}
+        params: dict | None = {"state": state, "base": base, "per_page": PER_PAGE}
         out: list[dict] = []
         for _ in range(MAX_PAGES):
             if url is None:
@@ -215,12 +220,27 @@ class GitHub:
                 raise ExternalError(f"GitHub refused the list of pull requests into {base} (HTTP {resp.status_code}).")
             try:
                 out.extend({"number": p["number"], "url": p.get("html_url"), "head": p["head"]["ref"],
-                            "sha": p["head"].get("sha"), "title": p.get("title", "")} for p in resp.json()
-                           if own_pull(p, repo, self.login()))
+                            "sha": p["head"].get("sha"), "title": p.get("title", ""), "state": p.get("state"),
+                            "merged": bool(p.get("merged_at")), "closed_at": p.get("closed_at"),
+                            "labels": [str(lb.get("name")) for lb in p.get("labels") or [] if isinstance(lb, dict)]}
+                           for p in resp.json() if own_pull(p, repo, self.login()))
             except (ValueError, KeyError, TypeError):
                 raise ExternalError("GitHub answered the list of pull requests with garbage.") from None
             url, params = resp.links.get("next", {}).get("url"), None
         return out
+
+    def closed_by(self, repo: str, number: int) -> str:
+        """Who closed issue or pull request ``number`` (the issue's ``closed_by``), "" when unknown."""
+        try:
+            issue = self.issue(repo, number) or {}
+        except ExternalError:
+            return ""
+        return str((issue.get("closed_by") or {}).get("login") or "")
+
+    def comment(self, repo: str, number: int, body: str) -> dict:
+        """POST /repos/{repo}/issues/{number}/comments (a pull request's conversation too)."""
+        return self._call("POST", f"repos/{repo}/issues/{number}/comments", f"comment on #{number} of {repo}",
+                          ok=(201,), json={"body": body})
 
     def update_pr(self, number: int, *, title: str, body: str, repo: str | None = None) -> dict:
         """PATCH /repos/{repo}/pulls/{number} (title and body); returns {"number", "url"}."""
@@ -378,6 +398,11 @@ class Actions:
         own = [p for p in pulls if isinstance(p, dict) and str(((p.get("head") or {}).get("repo") or {}).get(
             "full_name") or "").lower() == self.repo.lower()] if isinstance(pulls, list) else []
         return own[0] if own else None  # a fork's pull request is never merged
+
+    def comment_issue(self, number: int, body: str) -> None:
+        """POST /repos/{repo}/issues/{number}/comments (a pull request's conversation too)."""
+        self._send("POST", self._repo_url(f"issues/{number}/comments"), f"POST issues/{number}/comments",
+                   json={"body": body})
 
     def merge_pull(self, number: int, sha: str, method: str = "merge") -> dict:
         """PUT /repos/{repo}/pulls/{number}/merge, only while the head is still ``sha``."""

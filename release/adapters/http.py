@@ -252,7 +252,7 @@ class HttpClient:
             err = state.outcome.exception() if state.outcome else None
             why = err.reason if isinstance(err, _Retryable) else type(err).__name__
             asked = " as the server asked" if isinstance(err, _Retryable) and err.hint is not None else ""
-            log.warning("%s: %s; retry %d of %d in %.1f s%s", shown, why, state.attempt_number,
+            log.info("%s: %s; retry %d of %d in %.1f s%s", shown, why, state.attempt_number,  # shown with -v
                         policy.attempts - 1, state.upcoming_sleep, asked)
 
         retrying = tenacity.Retrying(

@@ -25,7 +25,7 @@ import httpx
 from config.errors import ExternalError, RefusedError, UnknownThere
 from config.naming import REV_RE, short
 from config.settings import Settings
-from release.adapters.http import GITHUB_JSON, HttpClient, github_headers, no_such_commit
+from release.adapters.http import GITHUB_JSON, HttpClient, RateLimited, Unavailable, github_headers, no_such_commit
 
 # Files that define python3Packages.torch, newest layout first.
 TORCH_FILES = (
@@ -67,13 +67,29 @@ class NixpkgsClient:
     # -- transport ------------------------------------------------------------------------
     def _get(self, url: str, what: str, *, accept: str | None = None) -> httpx.Response:
         """GET ``url``; with ``accept`` a GitHub API request (GitHub's headers, the token)."""
-        resp = self.http.request("GET", url, headers=github_headers(self.settings, accept) if accept else None,
-                                 failure=f"Could not get {what}", then="nothing was changed")
+        try:
+            resp = self.http.request("GET", url, headers=github_headers(self.settings, accept) if accept else None,
+                                     failure=f"Could not get {what}", then="nothing was changed")
+        except Unavailable as err:  # one line naming the setting to check
+            if isinstance(err, RateLimited):
+                raise
+            raise Unavailable(f"{err.message.rstrip('.')}: is {self._setting(url)} right and reachable?",
+                              may_have_acted=False, stopped_by=err.stopped_by) from None
         if no_such_commit(resp) if accept else resp.status_code == 404:
             raise _NotFound(url)
         if resp.status_code >= 400:
             raise ExternalError(f"Could not get {what}: the server answered HTTP {resp.status_code}.")
         return resp
+
+    def _setting(self, url: str) -> str:
+        """The setting whose URL ``url`` starts with, and its value."""
+        s = self.settings
+        for name, base in (("TORCHBOT_CHANNELS_URL", s.channels_url), ("TORCHBOT_GITHUB_API_URL", s.github_api_url),
+                           ("TORCHBOT_NIXPKGS_TARBALL_URL", s.nixpkgs_tarball_url)):
+            prefix = str(base).split("{", 1)[0]
+            if prefix and url.startswith(prefix):
+                return f"{name} ({prefix})"
+        return "the URL"
 
     def _api(self, path: str) -> str:
         return self.settings.github_api_url + path.lstrip("/")

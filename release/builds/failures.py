@@ -66,3 +66,15 @@ def explain(message: str, log: str | Path | None, branch: str, package: str, *, 
     if errors:
         text += ": " + " | ".join(errors)
     return f"{text} (retry: {retry_command(branch, package, backend, head)})"
+
+
+_FETCH = re.compile(r"(?:unable to download|cannot download|error fetching|while fetching the input|"
+                    r"Could not resolve host|failed to fetch)\D{0,40}?['‘\"]?((?:https?|git|ssh)://[^'’\"\s]+)", re.I)
+SAME_FETCH = 2  # failed variants on one download that stop a local run from starting more
+
+
+def failed_fetch(text: str) -> str | None:
+    """The URL a build log says it could not download (Nix's ``unable to download 'URL'``,
+    ``while fetching the input 'URL'``), or None (pure)."""
+    found = _FETCH.findall(_ANSI.sub("", text))
+    return found[-1] if found else None

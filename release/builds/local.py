@@ -40,7 +40,7 @@ from config.errors import ExternalError, RefusedError, UsageError
 from config.progress import Progress
 from release.adapters.flox import Outcome, local_builder, run_build
 from release.adapters.worktrees import worktree, worktree_home
-from release.builds.failures import explain
+from release.builds.failures import SAME_FETCH, explain, failed_fetch, log_tail
 from release.builds.journal import UNAVAILABLE, Journal
 from release.builds.plan import BuildItem, BuildPlan, hold_back
 from release.state import RUNNING, Build, BuildLock, BuildRun, owner_id, process_start, state_for, utcnow
@@ -80,6 +80,8 @@ class LocalRun:
         self.busy: list[dict] = []
         self.journal: Journal | None = None
         self.stopping = False  # set (from the loop) when the run stops early: builds starting now stop at once
+        self.fetches: dict[str, list[str]] = {}  # a download builds failed on -> those variants
+        self.halted: str = ""  # why no more builds start (the same download failed for several)
 
     def log_path(self, package: str) -> Path:
         return self.log_dir / f"{package}-{self.ids[package]}.log"
@@ -185,7 +187,13 @@ class LocalRun:
 
     def _ready(self, waiting: list[BuildItem], free: int) -> list[BuildItem]:
         """The items that can start now (at most ``free``); companions of a failed pytorch
-        variant are recorded failed instead."""
+        variant are recorded failed instead; once the first variants failed on the same download,
+        none (the rest are recorded not built, saying why: every one would fail the same way)."""
+        if self.halted:
+            for item in list(waiting):
+                waiting.remove(item)
+                self._not_built(item, f"not built: {self.halted}", state="interrupted")  # --resume takes them
+            return []
         ready = []
         for item in list(waiting):
             if len(ready) >= free:
@@ -232,19 +240,32 @@ class LocalRun:
         message = out.message
         if out.state == "failed":  # why, in the line that reports it (release.builds.failures)
             message = explain(out.message, self.log_path(package), self.plan.branch, package)
+            self._same_fetch(package)
         self.journal.build(self.ids[package], unlock=True, state=out.state, finished=utcnow(),
                            message=message or None, out_path=out.out_path)
         self.progress.finished(package, out.state, message, log=str(self.log_path(package)),
                                url=self._log_url(package))
 
-    def _not_built(self, item: BuildItem, message: str) -> None:
+    def _same_fetch(self, package: str) -> None:
+        """Stop starting builds once SAME_FETCH variants failed downloading the same URL and none
+        succeeded yet (the source is gone or the network is: the rest would fail alike), saying so."""
+        url = failed_fetch(log_tail(self.log_path(package)))
+        if not url or self.halted:
+            return
+        self.fetches.setdefault(url, []).append(package)
+        if len(self.fetches[url]) >= SAME_FETCH and "succeeded" not in self.done.values():
+            self.halted = (f"the run stopped starting builds after {len(self.fetches[url])} variants failed to "
+                           f"download {url}; fix the download, then --resume")
+            self.progress.note(self.halted)
+
+    def _not_built(self, item: BuildItem, message: str, state: str = "failed") -> None:
         path = self.log_path(item.package)
         with contextlib.suppress(OSError):  # a full log directory does not change what happened
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f"torchbot: {message}\n")
-        self.done[item.package] = "failed"
-        self.journal.build(self.ids[item.package], unlock=True, state="failed", finished=utcnow(), message=message)
-        self.progress.finished(item.package, "failed", message, log=str(path), url=self._log_url(item.package))
+        self.done[item.package] = state
+        self.journal.build(self.ids[item.package], unlock=True, state=state, finished=utcnow(), message=message)
+        self.progress.finished(item.package, state, message, log=str(path), url=self._log_url(item.package))
 
     def _log_url(self, package: str) -> str | None:
         base = getattr(self.ctx.settings, "log_url", None)

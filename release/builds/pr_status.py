@@ -106,8 +106,9 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
         merged = gh.merge_pull(int(pr["number"]), sha)
     except ExternalError as err:
         log.warning("automerge of %s into %s: %s", ref, branch, err)
-        if getattr(err, "status", None) == 405 and pr is not None:  # GitHub cannot merge it: a conflict
+        if getattr(err, "status", None) in (405, 409, 422) and pr is not None:  # GitHub will not merge it
             _conflict(ctx, branch, int(pr["number"]), sha)
+            _refused(ctx, gh, branch, int(pr["number"]), ref, sha, err.message)
         return None
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
     _merged(ctx, branch, int(pr["number"]), sha, merged.get("sha"))
@@ -150,3 +151,24 @@ def _merged(ctx, branch: str, number: int, head: str, merge: str | None) -> None
             track_remote_branch(Path(s.repo_path), s.repo_remote, branch)
     except (TorchbotError, SQLAlchemyError) as err:
         log.warning("after merging into %s: %s", branch, getattr(err, "message", err))
+
+
+def _refused(ctx, gh, branch: str, number: int, ref: str, sha: str, said: str) -> None:
+    """GitHub refused the automerge (a conflict, a review missing): kept in the state
+    (release.state.decisions ``merge-refused``, which the dashboard lists) and said once on the PR
+    and as its ``torchbot/automerge`` status, so the PR does not just show "success"."""
+    from pathlib import Path
+
+    from release.state import decisions, state_for
+
+    repos = ctx.settings.repositories()
+    name = Path(repos[0]).name if repos else ""
+    row = decisions.record(state_for(ctx), name, branch, "merge-refused", number=number, head=sha, note=said)
+    if not decisions.mark_said(state_for(ctx), row.id):
+        return
+    try:
+        gh.post_status(sha, "failure", "automerge refused by GitHub", context="torchbot/automerge")
+        gh.comment_issue(number, f"torchbot could not merge this pull request at `{sha[:12]}`: {said}\n\n"
+                                 "Every build passed; a maintainer's review or merge is needed.")
+    except ExternalError as err:
+        log.warning("telling #%s that its merge was refused: %s", number, err)

@@ -3,7 +3,8 @@
 ``prepare`` reads git (through the git adapter) and the state DB and returns a
 :class:`~release.builds.plan.BuildPlan`: it first resolves build runs a stopped torchbot left
 behind (``release.builds.recover``), and lists variants another build holds as skipped
-("already building since …"). ``build`` runs a plan with its backend: local
+("already building since …"); a GitHub build still running at the same commit (a killed
+torchbot's) is adopted, not dispatched twice. ``build`` runs a plan with its backend: local
 (``release.builds.local``) or GitHub Actions (``release.builds.github``). ``status`` lists
 build states.
 
@@ -118,13 +119,19 @@ def prepare(
     if backend == "github":
         s = ctx.settings
         items, skipped = place_github(items, s.github_runners, s.github_big_parallel_runners)
+        running = _running(st, branch, commit, items)
+        items, adopted = hold_back(items, {p: why for p, (why, _) in running.items()})
+        skipped += adopted
     else:
         items, skipped = place_local(items, build_platforms(ctx.settings))
         items, held = hold_back(items, _held(st, branch))
         skipped += held
-    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule, order=order,
+    plan = BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule, order=order,
                      head=head if head and head != branch else None,
                      cache=checked_cache(ctx.settings) if backend == "github" and items else None)
+    if backend == "github":
+        plan.adopted = {p: key for p, (_, key) in running.items() if p in {s.package for s in adopted}}
+    return plan
 
 
 def build_seconds(st, packages: list[str]) -> dict[str, float]:
@@ -189,6 +196,22 @@ def github_commit(path: Path, branch: str, head: str | None, remote: str) -> str
     return there
 
 
+def _running(st, branch: str, commit: str, items) -> dict[str, tuple[str, str]]:
+    """package -> (why it is not dispatched again, the run's request id): a GitHub build of the same recipe at the same
+    commit still queued or running in a run that is not closed (one a killed torchbot dispatched:
+    it is adopted, its run followed by the poll-builds job, never dispatched twice)."""
+    from release.state import ACTIVE, Build, GithubRun
+
+    blobs = {i.package: i.blob for i in items}
+    with st.session() as ses:
+        rows = ses.execute(select(Build.package, Build.recipe_blob, GithubRun.request_id, GithubRun.html_url)
+                           .join(GithubRun, GithubRun.request_id == Build.run_key)
+                           .where(Build.branch == branch, Build.commit == commit, Build.backend == "github",
+                                  Build.state.in_(ACTIVE), GithubRun.finished.is_(None))).all()
+    return {pkg: (f"already building at {commit[:12]} (GitHub run {url or key}): adopted, not dispatched again", key)
+            for pkg, blob, key, url in rows if pkg in blobs and blob == blobs[pkg]}
+
+
 def _held(st, branch: str) -> dict[str, str]:
     """package -> why it cannot be built now: the variant locks of the branch."""
     from release.state import BuildLock
@@ -219,12 +242,35 @@ def build(ctx, plan: BuildPlan, jobs: int | None = None, *, progress: Progress |
         rows = dispatch_build(ctx, plan, progress=_github_rows(progress, len(plan.items)), notice=notice)
         if progress is not None:
             progress.end()
+        if plan.adopted:  # a killed torchbot's runs: followed to their end here, as if dispatched now
+            rows += _follow_adopted(ctx, plan)
+            skipped = [s for s in plan.skipped if s.package not in plan.adopted]
+            return rows + [{"package": s.package, "branch": plan.branch, "backend": plan.backend,
+                            "state": "skipped", "platform": s.platform, "message": s.reason} for s in skipped]
     elif plan.backend != "local":
         raise UsageError(f"Unknown build backend '{plan.backend}' (local or github).")
     else:
         rows = run_local(ctx, plan, jobs, progress=progress, notice=notice)
     return rows + [{"package": s.package, "branch": plan.branch, "backend": plan.backend, "state": "skipped",
                     "platform": s.platform, "message": s.reason} for s in plan.skipped]
+
+
+def _follow_adopted(ctx, plan: BuildPlan) -> list[dict]:
+    from release.adapters.github import Actions
+    from release.builds import pr_status
+    from release.builds.github import follow
+    from release.state import Build, state_for
+
+    keys = sorted(set(plan.adopted.values()))
+    gh = Actions(ctx.settings)
+    try:
+        follow(ctx, keys, gh)
+        pr_status.report(ctx, gh, keys)  # the PR's status and automerge, as the dispatching run would have
+    finally:
+        gh.close()
+    with state_for(ctx).session() as s:
+        return [b.to_dict() for b in s.query(Build).filter(Build.run_key.in_(keys),
+                                                           Build.package.in_(list(plan.adopted))).order_by(Build.id)]
 
 
 def _github_rows(progress: Progress | None, total: int):

@@ -12,6 +12,7 @@
 - ``cli``       ``release bump-pins``
 
 May import: config, release.adapters, release.state (the bump stage writes its outcomes into the
-release record), release.recipes, release.context, release.docs (the README tables' checks, for
-the rows a PyTorch move changes). Never the dashboard or the schedule (they read what it wrote).
+release record; people's decisions about bump PRs), release.recipes, release.context, release.docs
+(the README tables' checks, for the rows a PyTorch move changes). Never the dashboard or the
+schedule (they read what it wrote).
 """

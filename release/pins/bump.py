@@ -226,8 +226,8 @@ def _choose_groups(repo, heads, targets, opts: BumpOptions, catalog, skipped) ->
 
 
 def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -> BumpOutcome:
-    """Commit the plan (and push it, or open its pull requests); ``progress`` hears of each
-    branch as it is done."""
+    """Commit the plan (and push it); ``progress`` hears of each branch as it is done. As pull
+    requests it is delivered by ``release.pins.deliver.apply_named``, as the weekly bump is."""
     opts = plan.options
     progress = progress or Progress(verb="bumped")
     outcome = BumpOutcome()
@@ -237,9 +237,12 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     work = plan.to_commit
     if not work:
         return outcome
+    if opts.open_pr:  # pull requests: release.pins.deliver.apply_named (the weekly bump's delivery)
+        raise ValueError("apply_bump commits and pushes; a bump as pull requests goes through "
+                         "release.pins.deliver.apply_named")
     remote = settings.repo_remote
     heads = all_branches(repo, remote)
-    docs = [] if opts.open_pr else plan.docs  # a PR carries its own branch only: `release docs --write` after merging
+    docs = plan.docs
     for name, tip in [(bp.branch, bp.tip) for bp in work] + [(d.branch, d.tip) for d in docs]:
         if heads.get(name) != tip:
             raise ExternalError(f"Branch '{name}' moved since the plan was made; nothing was changed. "
@@ -252,38 +255,6 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     )
     new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas[: len(work)], strict=True)}
     docs_new = {d.branch: sha for d, sha in zip(docs, shas[len(work):], strict=True)}
-    if opts.open_pr:
-        from release.adapters.github import GitHub
-        from release.adapters.nixpkgs import NixpkgsClient
-
-        refs = {bp.branch: f"bump/{bp.branch}-{short(plan.new_rev)}" for bp in work}
-        gitops.push(repo, remote, [f"{new[b]}:refs/heads/{r}" for b, r in refs.items()])
-        gh = GitHub(settings)
-        nix = NixpkgsClient(settings)
-        progress.begin(len(work))
-        try:
-            for bp in work:
-                progress.started(bp.branch)
-                body = pr_body(bp, plan, settings, nix, head=refs[bp.branch])
-                try:
-                    pr = gh.open_pr(head=refs[bp.branch], base=bp.branch, title=bp.message, body=body)
-                except ExternalError:
-                    done = {p["branch"] for p in outcome.pull_requests}
-                    gitops.delete_remote_refs(repo, remote, [f"refs/heads/{refs[b]}" for b in refs if b not in done])
-                    raise
-                outcome.pull_requests.append({"branch": bp.branch, "head": refs[bp.branch], **pr})
-                outcome.pushed.append(refs[bp.branch])
-                progress.finished(bp.branch, "pull request opened", pr.get("url") or "", url=pr.get("url"))
-        finally:
-            gh.close()
-            nix.close()
-            progress.end()
-        outcome.commits = new
-        outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
-        if plan.docs:
-            outcome.notes.append(f"README rows of {', '.join(d.branch for d in plan.docs)} still say the old PyTorch: "
-                                 "run `release docs --write` after merging.")
-        return outcome
     new.update(docs_new)
     make_local(repo, {b: heads[b] for b in new}, remote)  # a branch only on origin/* gets its local branch
     checked = gitops.check_checkouts(repo, {b: (sha, heads[b]) for b, sha in new.items()})  # before any push

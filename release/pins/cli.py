@@ -10,7 +10,8 @@ EXAMPLES = """examples:
   torchbot release bump-pins --all --channel nixos-unstable   every branch to the channel's head
   torchbot release bump-pins --branch main --rev 0123...cdef --push
   torchbot release bump-pins --branch main --open-pr          a pull request instead of a push
-  torchbot release bump-pins --branch pytorch-2.9-python313 --rev REV --pytorch 2.9.1"""
+  torchbot release bump-pins --branch pytorch-2.9-python313 --rev REV --pytorch 2.9.1
+  torchbot release bump-pins --all --allow-older "nixpkgs reverted the CUDA update"   follow a channel back"""
 
 
 def register(verbs) -> None:
@@ -39,6 +40,9 @@ def register(verbs) -> None:
                    help="with --all: how the bumps leave this machine (default: TORCHBOT_BUMP_DELIVERY, else pr "
                         "with GitHub configured, else local)")
     p.add_argument("--force", action="store_true", help="also bump vLLM-certified branches")
+    p.add_argument("--allow-older", dest="allow_older", metavar="REASON",
+                   help="let a pin move to an older nixpkgs commit (the channel went back); REASON goes into the "
+                        "commit message. Without it a pin never moves back")
     p.add_argument("--with-companions", action="store_true", dest="with_companions",
                    help="also move the paired build-torchvision branch to the same pin (its own commit there)")
     p.add_argument("--pytorch", metavar="X.Y.Z",
@@ -49,6 +53,35 @@ def register(verbs) -> None:
                         "without --rev the pin stays")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_bump)
+    q = verbs.add_parser("bump-pause", help="pause (or resume) the weekly bump pull requests of a branch",
+                         description="Pause the bumps of a branch: the weekly bump opens no pull request for it\n"
+                                     "until it is resumed (a torchbot:pause label on one of its bump PRs\n"
+                                     "does the same).",
+                         epilog="examples:\n  torchbot release bump-pause main --reason 'waiting for CUDA 13'\n"
+                                "  torchbot release bump-pause main --resume\n"
+                                "  torchbot release bump-pause main --recreate bump/main-1128112   propose a closed "
+                                "PR's target again")
+    q.add_argument("branch")
+    q.add_argument("--repo", help="the repository (default: TORCHBOT_REPO_PATH's first)")
+    q.add_argument("--resume", action="store_true", help="resume the branch's bumps")
+    q.add_argument("--reason", default="", help="why (shown on the dashboard)")
+    q.add_argument("--recreate", metavar="HEAD", help="a closed-unmerged bump PR's head branch whose target may be "
+                                                      "proposed again")
+    q.add_argument("--json", action="store_true", help="print the result as JSON")
+    q.set_defaults(func=_pause)
+
+
+def _pause(args, ctx) -> int:
+    from config.errors import TorchbotError
+    from release.cli import emit
+    from release.pins.commands import pause_bumps
+
+    try:
+        result = pause_bumps(ctx, args.branch, resume=args.resume, reason=args.reason, repo=args.repo,
+                             recreate=args.recreate)
+    except TorchbotError as err:
+        return _refusal(err, args.json)
+    return emit(result, args.json)
 
 
 def _bump(args, ctx) -> int:
@@ -74,6 +107,7 @@ def _bump(args, ctx) -> int:
             pytorch=args.pytorch,
             torch_src=args.torch_src,
             repo=args.repo,
+            allow_older=args.allow_older,
             progress=checks,
             **({"delivery": args.delivery} if args.delivery else {}),
         )

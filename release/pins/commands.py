@@ -187,7 +187,7 @@ class Plan:
 
     def apply(self, progress=None, notice=None) -> BumpResult:
         """Write the bump; ``progress`` (``config.progress.Progress``) hears of each branch."""
-        from release.pins.bump import apply_bump
+        from release.pins.deliver import apply_named as apply_bump
 
         if self.data.companions:
             from release.pins.companions import apply_with_companions
@@ -210,9 +210,12 @@ def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> P
 
     settings = ctx.settings
     delivery = opts.pop("delivery", None)  # pr | push | local: the front end's choice (None: its flags)
+    if not opts.get("allow_older"):
+        opts.pop("allow_older", None)
     if target == "all":
         return plan_every_branch(ctx, delivery=delivery, rev=rev, **opts)
-    if delivery and not (opts.get("pytorch") or opts.get("torch_src") or opts.get("with_companions")):
+    if (delivery or opts.get("allow_older")) and not (opts.get("pytorch") or opts.get("torch_src")
+                                                      or opts.get("with_companions")):
         # chat's /bump B: the same outcomes and delivery as the schedule, for the named branches
         names = (target,) if isinstance(target, str) else tuple(target)
         return plan_every_branch(ctx, delivery=delivery, rev=rev, only=names, **opts)
@@ -306,6 +309,7 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
 
         progress.begin(sum(len(sweep_targets(all_branches(open_repo(p), s.repo_remote, prefer_remote=remote_first),
                                              only=only, repo_path=p)) for p in paths))
+    heads: dict[str, str] = {}  # channel -> head: asked once per run, shared by every repository
     with NixpkgsClient(s) as client:
         if fixed:
             client.resolve(fixed)
@@ -314,7 +318,8 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
             plans.append(plan_sweep(path, client, catalog=catalog, remote=s.repo_remote, force=opts.get("force", False),
                                     tracks=(lambda b: channel) if channel else tracked(s), rev=fixed,
                                     cuda=opts.get("cuda"), from_pin=opts.get("from_pin"),
-                                    only=only, prefer_remote=remote_first, progress=progress, counted=counted))
+                                    only=only, prefer_remote=remote_first, progress=progress, counted=counted,
+                                    heads=heads, allow_older=opts.get("allow_older") or ""))
     if counted:
         progress.end()
     if only and (opts.get("cuda") or opts.get("from_pin")):
@@ -326,7 +331,21 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
     for p in plans:
         p.first = Path(p.repo_path).resolve() not in others  # a companion's PRs go to its own GitHub repository
         record_sweep_hashes(p, s)
-    return SweepBump(plans, s, mode, dry_run=opts.get("dry_run", False), why_local=why, only=only)
+    return SweepBump(plans, s, mode, dry_run=opts.get("dry_run", False), why_local=why, only=only,
+                     known_holds=_known_holds(ctx))
+
+
+def _known_holds(ctx) -> frozenset:
+    """(repo path, branch, group, reason) of every group the last recorded bump held; empty when
+    the state DB cannot say (then every hold counts as new)."""
+    from config.errors import TorchbotError
+    from release.state import state_for
+
+    try:
+        rows = state_for(ctx).bump_outcomes()
+    except (TorchbotError, Exception):  # noqa: BLE001  no state DB: nothing known
+        return frozenset()
+    return frozenset((r.repo, r.branch, r.grp, r.reason) for r in rows if r.kind == "held")
 
 
 def _check_selectors(cuda: str | None, from_pin: str | None) -> None:
@@ -356,3 +375,35 @@ def _refuse_unmatched(plans, only, cuda, from_pin) -> None:
 def bump(ctx, target, rev=None, **opts) -> BumpResult:
     plan = plan_bump(ctx, target, rev, **opts)
     return plan.apply()
+
+
+def pause_bumps(ctx, branch: str, *, resume: bool = False, reason: str = "", by: str = "", repo=None,
+                recreate: str | None = None):
+    """Pause (or ``resume``) the bumps of ``branch``: while paused, the weekly bump opens no pull
+    request for it (release.pins.deliver). ``recreate``: a closed-unmerged PR's head branch whose
+    target may be proposed again. Kept in the state DB (release.state.decisions), so every
+    replica and the dashboard see it. Returns a ``config.results.MessageResult``."""
+    import getpass
+    from pathlib import Path
+
+    from config.errors import ValidationError
+    from config.results import MessageResult
+    from release.state import decisions, state_for
+
+    if not branch or branch.startswith("-"):
+        raise ValidationError("Name the branch: release bump-pause BRANCH.")
+    name = Path(repo_arg(ctx, repo)).name
+    state = state_for(ctx)
+    who = by or getpass.getuser()
+    if recreate:
+        decisions.record(state, name, branch, "recreate", head=recreate, by=who, note=reason)
+        return MessageResult(f"{branch} ({name}): the closed pull request's target ({recreate}) may be proposed "
+                             "again at the next bump.", data={"branch": branch, "recreate": recreate})
+    if resume:
+        n = decisions.forget(state, name, branch, "paused")
+        return MessageResult(f"{branch} ({name}): bumps resumed." if n else f"{branch} ({name}) was not paused.",
+                             data={"branch": branch, "paused": False})
+    row = decisions.record(state, name, branch, "paused", by=who, note=reason)
+    return MessageResult(f"{branch} ({name}): bumps paused by {row.by} on {row.at:%Y-%m-%d}"
+                         + (f" ({row.note})" if row.note else "") + "; the weekly bump opens no pull request for it "
+                         f"until `release bump-pause {branch} --resume`.", data={"branch": branch, "paused": True})

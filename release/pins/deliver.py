@@ -11,7 +11,14 @@
 A branch that moved since the plan, or whose delivery fails, is held with the reason; the
 others go on. Local branches are never moved by ``pr``.
 
-May import: config, release.adapters, release.pins.
+A person's decision stands (``pr``; recorded in release.state.decisions, shown by the dashboard):
+the branch paused (a ``torchbot:pause`` label on one of its bump PRs, or ``release bump-pause``)
+gets no PR; a target whose PR a maintainer closed unmerged is not proposed again (a newer one
+is); an open PR whose branch holds commits torchbot did not make (authors other than
+TORCHBOT_GIT_AUTHOR_* and TORCHBOT_BUMP_IGNORED_AUTHORS) is never force-pushed again, and the
+PR is told so once. Those groups are ``skipped`` with the reason, not held.
+
+May import: config, release.adapters, release.state, release.pins.
 """
 
 from __future__ import annotations
@@ -45,13 +52,16 @@ class Delivered:
     number: int | None = None
     repo: str = ""  # the repository's path
     commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject), one per moved pin group
+    decision: str = ""  # a person's decision left it alone: closed-unmerged | edited | paused (release.state.decisions)
 
     def to_dict(self) -> dict:
         return {"repo": self.repo, "branch": self.branch, "commit": self.commit, "how": self.how, "url": self.url,
-                "head": self.head, "number": self.number,
+                "head": self.head, "number": self.number, "decision": self.decision or None,
                 "commits": [{"sha": sha, "message": m} for sha, m in self.commits]}
 
     def describe(self) -> str:
+        if self.decision:
+            return self.how
         if self.url or self.number:
             return f"{self.how}: {self.url or '#' + str(self.number)} (head {self.head})"
         return f"{self.how} ({short(self.commit)})"
@@ -72,6 +82,8 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
     out: list[Delivered] = []
     gh = nix = None
     try:
+        if mode == "push":  # a killed run's push that landed: its local branches follow now
+            gitops.catch_up(repo, settings.repo_remote, plan.tips)
         if mode == "pr" and plan.work:
             from release.adapters.github import GitHub
             from release.adapters.nixpkgs import NixpkgsClient
@@ -86,6 +98,11 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
                 progress.finished(w.branch, "failed", err.message)
                 continue
             d.repo = str(plan.repo_path)
+            if d.decision:  # a person decided (or the PR is ahead): left alone, and that is no failure
+                _mark(plan, w, "current" if d.decision == "ahead" else "skipped", d.describe(),
+                      why=ReasonKind.LEFT_ALONE)
+                progress.finished(w.branch, "left alone", d.decision)
+                continue
             out.append(d)
             _mark(plan, w, None, d.describe())
             progress.finished(w.branch, d.how, d.url or short(d.commit), url=d.url)
@@ -98,14 +115,15 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
     return out
 
 
-def _mark(plan: SweepPlan, w: BranchWork, kind: str | None, text: str, error: str = "") -> None:
+def _mark(plan: SweepPlan, w: BranchWork, kind: str | None, text: str, error: str = "",
+          why: ReasonKind = ReasonKind.NOT_DELIVERED) -> None:
     for i in w.outcomes:
         o = plan.outcomes[i]
         if kind is None:
             plan.outcomes[i] = replace(o, delivery=text)
         else:
             plan.outcomes[i] = replace(o, kind=kind, reason="; ".join(t for t in (o.reason, text) if t),
-                                       reason_kind=ReasonKind.NOT_DELIVERED, delivery_error=error)
+                                       reason_kind=why, delivery_error=error)
 
 
 def _one(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, gh, nix) -> Delivered:
@@ -172,8 +190,12 @@ def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, 
 
     prefix = bump_head_prefix(w.branch)
     where = github_repo(repo, settings, plan.first)
-    existing = [p for p in gh.open_pulls(base=w.branch, repo=where) if p["head"].startswith(prefix)]
+    mine = [p for p in gh.pulls_into(base=w.branch, repo=where, state="all") if p["head"].startswith(prefix)]
+    existing = [p for p in mine if p.get("state") == "open"]
     head = existing[0]["head"] if existing else bump_head(w.branch, w)
+    decided = _decided(repo, plan, w, settings, gh, where, mine, existing, sha, nix)
+    if decided is not None:
+        return decided
     if existing and _same_tree(repo, existing[0].get("sha"), sha):
         pr = existing[0]
         return Delivered(w.branch, pr["sha"], "pull request already up to date", pr.get("url"), head, pr["number"])
@@ -182,7 +204,12 @@ def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, 
     if existing:
         pr = gh.update_pr(existing[0]["number"], title=title, body=body, repo=where)
         return Delivered(w.branch, sha, "pull request updated", pr.get("url"), head, pr.get("number"))
-    pr = gh.open_pr(head=head, base=w.branch, title=title, body=body, repo=where)
+    try:
+        pr = gh.open_pr(head=head, base=w.branch, title=title, body=body, repo=where)
+    except TorchbotError:  # no PR: the branch pushed for it goes again (the remote as it was)
+        with suppress(TorchbotError):
+            gitops.delete_remote_refs(repo, settings.repo_remote, [f"refs/heads/{head}"])
+        raise
     return Delivered(w.branch, sha, "pull request opened", pr.get("url"), head, pr.get("number"))
 
 
@@ -207,8 +234,176 @@ def _body(plan: SweepPlan, w: BranchWork, settings, nix, head: str, pr_body) -> 
     parts = []
     for bp, i in zip(w.plans, w.outcomes, strict=True):
         o = plan.outcomes[i]
-        source = f"{'newest commit of ' if o.kind == 'kept-promise' else 'head of '}{w.tracks}"
+        source = (w.tracks.removeprefix("=") if w.tracks.startswith("=")  # a single-branch bump's own source
+                  else f"{'newest commit of ' if o.kind == 'kept-promise' else 'head of '}{w.tracks}")
         pseudo = SimpleNamespace(new_rev=bp.edit.new_pin, source=source, repo_path=plan.repo_path)
         note = f"> **Kept the promise**: {o.reason}\n\n" if o.kind == "kept-promise" else ""
         parts.append(note + pr_body(bp, pseudo, settings, nix, head=head))
     return "\n---\n\n".join(parts)
+
+
+PAUSE_LABELS = ("torchbot:pause", "torchbot-pause")  # a label on any bump PR of the branch pauses its bumps
+
+
+def _decided(repo, plan: SweepPlan, w: BranchWork, settings, gh, where: str, mine: list[dict],
+             existing: list[dict], sha: str, gh_nix=None) -> Delivered | None:
+    """A person's decision about this branch's bump PRs that leaves the bump alone (Renovate's
+    rules): the branch paused; this very target closed unmerged; the open PR's branch holding
+    commits torchbot did not make. Each is recorded (release.state.decisions) for the views."""
+    from release.state import decisions, open_state
+
+    state = open_state(settings.state_db)
+    name = Path(plan.repo_path).name
+    for p in mine:
+        if set(p.get("labels") or ()) & set(PAUSE_LABELS):
+            decisions.record(state, name, w.branch, "paused", by=f"label on #{p['number']}",
+                             note=f"label {', '.join(set(p['labels']) & set(PAUSE_LABELS))}")
+    pause = decisions.paused(state, name, w.branch)
+    if pause is not None:
+        why = f" ({pause.note})" if pause.note else ""
+        return Delivered(w.branch, sha, f"left alone: bumps of {w.branch} are paused by {pause.by or 'a maintainer'} "
+                                        f"on {pause.at:%Y-%m-%d}{why}; `release bump-pause {w.branch} --resume` "
+                         "resumes them", decision="paused")
+    target = _pins_at(repo, sha)
+    recreate = {d.head for d in decisions.decisions(state, name, w.branch, "recreate")}
+    for p in mine:
+        if p.get("state") != "closed" or p.get("merged"):
+            continue
+        row = decisions.record(state, name, w.branch, "closed-unmerged", number=int(p["number"]), head=p["head"],
+                               by=gh.closed_by(where, int(p["number"])) if not _known(state, name, w.branch, p)
+                               else "", at=_when(p.get("closed_at")),
+                               note=",".join(sorted(_pins_at(repo, p.get("sha")))))
+        same = (set(row.note.split(",")) == target) if row.note else p["head"] == bump_head(w.branch, w)
+        if same and p["head"] not in recreate and not existing:
+            who = f" by {row.by}" if row.by else ""
+            return Delivered(w.branch, sha, f"left alone: pull request #{p['number']} for this nixpkgs was closed "
+                                            f"unmerged{who} on {row.at:%Y-%m-%d}; a newer nixpkgs gets a new one",
+                             p.get("url"), p["head"], int(p["number"]), decision="closed-unmerged")
+    if existing and not plan.allow_older:
+        pr = existing[0]
+        proposed, new = _pins_at(repo, pr.get("sha")), w.plans[0].edit.new_pin
+        if proposed and new not in proposed and any(_newer(gh_nix, new, p) for p in proposed):
+            return Delivered(w.branch, sha, f"left alone: pull request #{pr['number']} already proposes a newer "
+                                            f"nixpkgs than {w.tracks}'s head {short(new)} (the channel went back)",
+                             pr.get("url"), pr["head"], int(pr["number"]), decision="ahead")
+    if existing:
+        pr = existing[0]
+        others = _foreign_authors(repo, w.tip, pr.get("sha"), settings)
+        if others:
+            who = ", ".join(others)
+            row = decisions.record(state, name, w.branch, "edited", number=int(pr["number"]), head=pr["head"], by=who)
+            if decisions.mark_said(state, row.id):
+                with suppress(TorchbotError):  # said on the dashboard either way
+                    gh.comment(where, int(pr["number"]),
+                               f"torchbot no longer updates this pull request: its branch `{pr['head']}` holds "
+                               f"commits torchbot did not make ({who}). Merge or close it; once it is closed, a "
+                               "newer nixpkgs gets a new pull request.")
+            return Delivered(w.branch, sha, f"left alone: pull request #{pr['number']} holds commits by {who}; "
+                                            "torchbot no longer updates it", pr.get("url"), pr["head"],
+                             int(pr["number"]), decision="edited")
+    return None
+
+
+def _newer(nix, new: str, old: str) -> bool:
+    """Whether ``old`` is newer than ``new`` in nixpkgs (False when it cannot be told)."""
+    if nix is None:
+        return False
+    try:
+        return nix.is_newer(new, old)
+    except TorchbotError:
+        return False
+
+
+def _known(state, repo: str, branch: str, p: dict) -> bool:
+    from release.state import decisions
+
+    return any(d.number == int(p["number"]) for d in decisions.decisions(state, repo, branch, "closed-unmerged"))
+
+
+def _when(stamp: str | None):
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).replace(tzinfo=None)
+    except ValueError:
+        return None
+
+
+def _pins_at(repo, sha: str | None) -> set[str]:
+    """The nixpkgs pins of the recipes at commit ``sha`` (empty when this clone lacks it)."""
+    from release.pins.rules import RECIPES_DIR, find_groups
+
+    if not sha:
+        return set()
+    try:
+        files = gitops.read_files(repo, sha, RECIPES_DIR, ())
+    except Exception:  # noqa: BLE001  a commit this clone does not have
+        return set()
+    return {g.pin for g in find_groups({p: t for p, t in files.items() if p.endswith(".nix")})}
+
+
+def _foreign_authors(repo, base: str, head: str | None, settings) -> list[str]:
+    """Authors of the commits on ``head`` but not ``base`` other than torchbot and the authors
+    it may ignore (TORCHBOT_BUMP_IGNORED_AUTHORS): the people whose work a rewrite would lose."""
+    if not head:
+        return []
+    try:
+        out = repo.git.log(f"{base}..{head}", "--format=%ae%x09%an")
+    except Exception:  # noqa: BLE001  this clone lacks the head: nothing known to be lost
+        return []
+    mine = {settings.git_author_email.lower(), settings.git_author_name.lower(),
+            *(a.strip().lower() for a in settings.bump_ignored_authors)}
+    found: dict[str, None] = {}
+    for line in out.splitlines():
+        email, _, author = line.partition("\t")
+        if email.lower() not in mine and author.lower() not in mine:
+            found[f"{author} <{email}>"] = None
+    return list(found)
+
+
+def apply_named(plan, settings, progress: Progress | None = None):
+    """Deliver a bump of named branches (``release.pins.bump.BumpPlanData``: a revision, a
+    PyTorch move, the dashboard's Approve): as pull requests the way the weekly bump delivers
+    them, else committed and pushed by ``release.pins.bump.apply_bump``. One pipeline for every
+    front end: plan, then deliver."""
+    from release.pins.bump import apply_bump
+
+    if plan.options.open_pr and not plan.options.dry_run and plan.to_commit:
+        return _as_pull_requests(plan, settings, progress)
+    return apply_bump(plan, settings, progress)
+
+
+def _as_pull_requests(plan, settings, progress: Progress | None = None):
+    """A bump of named branches (a deliberate move, a revision, a dashboard Approve) delivered as
+    the weekly bump delivers (release.pins.deliver, mode ``pr``): an open bump PR of the branch is
+    updated rather than a second opened, and a person's decisions stand."""
+    from config.errors import ExternalError
+    from release.adapters.gitrefs import remote_only
+    from release.pins.bump import BumpOutcome
+    from release.pins.sweep import PinOutcome
+
+    repo = gitops.open_repo(plan.repo_path)
+    work = plan.to_commit
+    only_remote = remote_only(repo, [bp.branch for bp in work], settings.repo_remote)
+    sweep = SweepPlan(Path(plan.repo_path))
+    for bp in work:
+        sweep.outcomes.append(PinOutcome(Path(plan.repo_path).name, bp.branch, ", ".join(bp.edit.group.labels),
+                                         "bumped", bp.edit.group.pin, plan.new_rev, torch_old=bp.torch_old,
+                                         torch_new=bp.torch_new))
+        sweep.work.append(BranchWork(bp.branch, bp.tip, bp.branch in only_remote, "=" + plan.source, [bp],
+                                     [len(sweep.outcomes) - 1]))
+        sweep.tips[bp.branch] = bp.tip
+    delivered = deliver(sweep, settings, "pr", progress)
+    left = [o for o in sweep.outcomes if o.kind != "bumped"]
+    if left and not delivered:
+        raise ExternalError("; ".join(f"{o.branch}: {o.reason}" for o in left))
+    outcome = BumpOutcome(commits={d.branch: d.commit for d in delivered},
+                          pushed=[d.head for d in delivered if d.head],
+                          pull_requests=[{"branch": d.branch, "head": d.head, "number": d.number, "url": d.url}
+                                         for d in delivered])
+    outcome.notes.append("Local branches were left as they were; the commits are on the pushed bump/ branches.")
+    outcome.notes.extend(f"{o.branch}: {o.reason}" for o in left)
+    if plan.docs:
+        outcome.notes.append(f"README rows of {', '.join(d.branch for d in plan.docs)} still say the old PyTorch: "
+                             "run `release docs --write` after merging.")
+    return outcome

@@ -10,9 +10,11 @@ channel). Each group gets one :class:`PinOutcome`:
 - ``kept-promise``: the head would change the PyTorch the branch promises, so the group moves to
   the newest commit of the tracked history that still keeps it (nixpkgs' history of the torch
   package: the first parent of the oldest torch change since that breaks the promise);
-- ``current``: the group is on the head already;
-- ``held``: with its reason (a CUDA set the recipes use is missing, no commit newer than the pin
-  keeps the promise, a fact nixpkgs would not give);
+- ``current``: nothing to do: the group is on the head already, or on the newest commit that
+  keeps its promise, or newer than the head (a channel that went back: a pin never moves to an
+  older commit unless ``allow_older`` gives the maintainer's reason, which goes into the commit);
+- ``held``: with its reason (a CUDA set the recipes use is missing, the newest commit keeping
+  the promise is refused, a fact nixpkgs would not give);
 - ``skipped``: a branch the sweep leaves alone by design (no pinned recipes, vLLM-certified).
 
 One refusal never stops the others. Nothing is written here; :mod:`release.pins.deliver`
@@ -37,6 +39,7 @@ from config.progress import Progress
 from config.versions import Version
 from release.adapters import git as gitops
 from release.adapters.gitrefs import all_branches, remote_only
+from release.adapters.http import Unavailable
 from release.pins.bump import BranchPlan
 from release.pins.guards import guard_branch, read_model
 from release.pins.rules import README, RECIPES_DIR, commit_message, find_groups, plan_edit
@@ -75,6 +78,8 @@ class PinOutcome:
             torch = f"; torch {self.torch_old} -> {self.torch_new}" if self.torch_old != self.torch_new else ""
             head = f"{where}: {'bumped' if self.kind == 'bumped' else 'moved, keeping its promise,'} " \
                    f"{short(self.old_pin or '')} -> {short(self.new_pin or '')}{torch}"
+        elif self.kind == "current" and self.reason:  # current short of the head: the reason says why
+            head = f"{where}: current ({short(self.old_pin or '')})"
         elif self.kind == "current":
             head = f"{where}: already current ({short(self.old_pin or '')}, head of {self.tracks})"
         else:
@@ -111,6 +116,7 @@ class SweepPlan:
     tips: dict[str, str] = field(default_factory=dict)  # every branch looked at -> its tip when planned
     prefer_remote: bool = False  # planned on the remote-tracking tips (pr and push deliveries)
     first: bool = True  # the first configured repository (its pull requests go to TORCHBOT_GITHUB_REPO)
+    allow_older: str = ""  # the maintainer's reason to let pins (and open bump PRs) move back
 
     @property
     def held(self) -> list[PinOutcome]:
@@ -129,6 +135,7 @@ class _Env:
     tracks: Callable[[str], str]
     heads: dict[str, str]
     rev: str | None = None  # --rev: every branch goes to this commit instead of its tracked head
+    allow_older: str = ""  # --allow-older REASON: a pin may move back to an older commit (said in the commit)
     select: Callable = lambda g: True  # --cuda / --from-pin: the groups the sweep moves
 
     def head(self, channel: str) -> str:
@@ -142,13 +149,16 @@ class _Env:
 def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] = lambda b: "nixos-unstable",
                remote: str = "origin", force: bool = False, exclude=BUMP_HEADS, rev: str | None = None,
                cuda: str | None = None, from_pin: str | None = None, only: tuple[str, ...] = (),
-               prefer_remote: bool = False, progress: Progress | None = None, counted: bool = False) -> SweepPlan:
+               prefer_remote: bool = False, progress: Progress | None = None, counted: bool = False,
+               heads: dict[str, str] | None = None, allow_older: str = "") -> SweepPlan:
     """Plan the bump of every branch of ``repo_path`` (see the module docstring); ``tracks(branch)``
     names the channel or nixpkgs branch it follows; ``rev`` replaces every head; ``cuda`` and
     ``from_pin`` keep the groups of that CUDA version or pin; ``only``: just these branches;
     ``force`` includes vLLM-certified branches (named ones too);
     ``prefer_remote``: build on ``<remote>/X`` where it exists (pull requests and pushes);
-    ``counted``: the caller began ``progress`` with the total of several repositories."""
+    ``counted``: the caller began ``progress`` with the total of several repositories; ``heads``:
+    channel -> head, shared by the repositories of one run (each head is asked once per run);
+    ``allow_older``: the maintainer's reason to let pins move to an older commit."""
     def select(g) -> bool:
         return ((not cuda or cuda in g.cuda_versions or f"CUDA {cuda}" in g.labels)
                 and (not from_pin or g.pin.startswith(from_pin.strip().lower())))
@@ -157,8 +167,9 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
     names = all_branches(repo, remote, prefer_remote=prefer_remote)
     targets = sweep_targets(names, exclude, only, repo_path)
     remote_names = remote_only(repo, targets, remote)
-    env = _Env(Path(repo_path).name, client, catalog, read_model(repo_path), names, tracks, {}, rev, select)
-    plan = SweepPlan(Path(repo_path), heads=env.heads, prefer_remote=prefer_remote)
+    env = _Env(Path(repo_path).name, client, catalog, read_model(repo_path), names, tracks,
+               heads if heads is not None else {}, rev, allow_older, select)
+    plan = SweepPlan(Path(repo_path), heads=env.heads, prefer_remote=prefer_remote, allow_older=allow_older)
     progress = progress or Progress(verb="checked")
     if not counted:
         progress.begin(len(targets))
@@ -272,7 +283,15 @@ def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[
     head = None
     try:
         head = env.head(work.tracks)
+        if not env.allow_older and head != g.pin and _older(env, head, g.pin):
+            # the channel went back (a rollback): a pin never moves to an older commit unasked
+            return None, PinOutcome(**base, kind="current", new_pin=g.pin, target=g.pin,
+                                    reason_kind=ReasonKind.CHANNEL_BEHIND,
+                                    reason=f"the pin is newer than {work.tracks}'s head {short(head)} (the channel "
+                                           "went back); kept (--allow-older REASON moves it back)")
         bp, refusal = _attempt(env, work, g, head, recipes, readme)
+        if refusal is None and env.allow_older and not bp.edit.up_to_date and _older(env, head, g.pin):
+            bp.message += f"\n\nMoves to an older nixpkgs commit, as a maintainer asked: {env.allow_older}"
         if refusal is None:
             if bp.edit.up_to_date:
                 return None, PinOutcome(**base, kind="current", new_pin=g.pin, target=g.pin)
@@ -289,9 +308,20 @@ def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[
             return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
                                     reason=f"{refusal.message} (no older commit keeping it could be looked for: "
                                            f"{err.message})", reason_kind=ReasonKind.BREAKS_PROMISE, target=head)
+    except Unavailable:  # nothing answers: every other group would wait the same; one line, now
+        raise
     except TorchbotError as err:  # a fact nixpkgs would not give: this group is held, the others go on
         return None, PinOutcome(**base, kind="held", reason=f"could not check it: {err.message}",
                                 reason_kind=ReasonKind.NIXPKGS_UNANSWERED, target=head)
+
+
+def _older(env: _Env, head: str, pin: str) -> bool:
+    """Whether ``head`` is older than ``pin`` (the pin is ahead of it in nixpkgs' history); a
+    comparison nixpkgs will not make (commits it does not relate) is no evidence of going back."""
+    try:
+        return env.client.is_newer(head, pin)
+    except TorchbotError:
+        return False
 
 
 def _keep_promise(env: _Env, work: BranchWork, g, recipes, readme, head: str, at_head: BranchPlan, base: dict):
@@ -302,7 +332,12 @@ def _keep_promise(env: _Env, work: BranchWork, g, recipes, readme, head: str, at
            f"{work.branch} promises PyTorch {promised}")
     for change in env.client.torch_changes(head):
         parent = change["parent"]
-        if not parent or parent == g.pin or not env.client.is_newer(g.pin, parent):
+        if parent and (parent == g.pin or not env.client.is_newer(g.pin, parent)):
+            # the newest commit keeping the promise is the pin (or older): nothing to do
+            return None, PinOutcome(**base, kind="current", new_pin=g.pin, target=g.pin, torch_old=at_head.torch_old,
+                                    torch_new=at_head.torch_old, reason_kind=ReasonKind.PROMISE_KEPT,
+                                    reason=f"{why}; the pin is the newest commit of {work.tracks} keeping {line}")
+        if not parent:
             break
         version = env.client.torch_version(parent)
         if Version(version).line != Version(promised).line:

@@ -4,7 +4,9 @@
 per pin group of each branch of each repository.
 
 Exit status of a result: 0 when every group is bumped, moved keeping its promise, current or
-skipped by design; 1 when some are held (the text says which and why).
+skipped by design; 1 when some are newly held (the text says which and why). A group held for
+the same reason as at the last recorded run (``known_holds``: the state DB's bump outcomes) is
+"still held": said again, with its reason, but not a failure again every week.
 
 May import: config, release.adapters, release.state (the release record), release.pins.
 """
@@ -38,9 +40,16 @@ class SweepBump:
     """The plan of a bump of every branch of one or more repositories."""
 
     def __init__(self, plans: list[SweepPlan], settings, mode: str, dry_run: bool = False, why_local: str = "",
-                 only: tuple[str, ...] = ()):
+                 only: tuple[str, ...] = (), known_holds: frozenset = frozenset()):
         self.plans, self.settings, self.mode, self.dry_run = plans, settings, mode, dry_run
         self.why_local, self.only = why_local, tuple(only)
+        self.known_holds = known_holds  # (repo path, branch, group, reason) held at the last recorded run
+
+    def still_held(self, plan: SweepPlan, o) -> bool:
+        return (str(plan.repo_path), o.branch, o.group, o.reason) in self.known_holds
+
+    def new_holds(self) -> list:
+        return [o for p in self.plans for o in p.outcomes if o.kind == "held" and not self.still_held(p, o)]
 
     @property
     def outcomes(self):
@@ -192,9 +201,8 @@ class SweepResult:
     def __init__(self, plan: SweepBump, delivered: list[Delivered]):
         self.plan = plan
         self.delivered = delivered
-        held = [o for o in plan.outcomes if o.kind == "held"]
-        self.ok = not held
-        self.exit_code = 1 if held else 0
+        self.ok = not plan.new_holds()  # a group still held for the same reason is no new failure
+        self.exit_code = 0 if self.ok else 1
 
     @property
     def outcomes(self):
@@ -213,9 +221,13 @@ class SweepResult:
             lines.extend(f"  {d.branch}: {sha[:7]} {message}" for sha, message in d.commits)
         if self.plan.dry_run:
             lines.append("Dry run: nothing was written.")
-        held = [o for o in self.outcomes if o.kind == "held"]
+        held = self.plan.new_holds()
+        old = [o for o in self.outcomes if o.kind == "held" and o not in held]
+        several = len(self.plan.plans) > 1
         if held:
-            several = len(self.plan.plans) > 1
             names = dict.fromkeys(f"{o.repo} {o.branch}" if several else o.branch for o in held)
             lines.append(f"Held: {', '.join(names)} (see why above).")
+        if old:
+            names = dict.fromkeys(f"{o.repo} {o.branch}" if several else o.branch for o in old)
+            lines.append(f"Still held for the same reason as at the last run (not a new failure): {', '.join(names)}.")
         return "\n".join(lines)

@@ -14,7 +14,11 @@ and left to its own CI.
 ``targets`` sorts the deliveries (pure); ``build_after_bump`` runs the builds and returns one
 line per delivery for the job's result.
 
-May import: config, release.builds.
+A bump PR whose automerge GitHub refused because the branch moved under it (a conflict; the PR
+holds only torchbot's commit) is planned again on the moved branch, its PR updated, built and
+merged in the same run.
+
+May import: config, release.state, release.pins, release.builds.
 """
 
 from __future__ import annotations
@@ -83,8 +87,56 @@ def build_after_bump(ctx, delivered, backend: str) -> list[str]:
         except TorchbotError as err:
             lines.append(f"{t.branch}{where}: not started ({err.message})")
             continue
-        lines.append(f"{t.branch}{where}: {_counts(built.rows)}")
+        line = f"{t.branch}{where}: {_counts(built.rows)}"
+        again = _rebased(ctx, t, built.rows) if t.how == "pull request" and backend == "github" else None
+        if again is not None:  # its own bump over a moved base: rebased, built and merged in this run
+            line += f"; merge refused (the branch moved): rebased onto it and built again: {again}"
+        lines.append(line)
     return lines
+
+
+def _rebased(ctx, t: Target, rows: list[dict]) -> str | None:
+    """When automerge was refused for a conflict this run (the branch moved under the PR) and the
+    PR holds only torchbot's bump, plan the branch's bump again on the moved branch (the same
+    target: a rebase), deliver it (the PR is updated) and build it once more (automerge tries
+    again). The second build's counts, or None when nothing was retried."""
+    from release.builds.commands import plan_build
+    from release.pins.commands import plan_bump
+    from release.state import decisions, state_for
+
+    heads = {r.get("commit") for r in rows if r.get("commit")}
+    if not ctx.settings.bump_automerge or not heads:
+        return None
+    refused = [d for d in decisions.decisions(state_for(ctx), branch=t.branch, kind="merge-refused")
+               if d.head in heads]
+    if not refused or not _conflicts(ctx, t, refused[-1].head):
+        return None
+    try:
+        result = plan_bump(ctx, [t.branch], None, delivery="pr", repo=t.repo or None,
+                           force=ctx.settings.bump_vllm_branches).apply()
+        moved = [d for d in result.delivered if d.branch == t.branch and d.head]
+        if not moved or moved[0].how == "pull request already up to date":
+            return None
+        # every variant again: a build the change-detection calls unchanged would leave nothing to report,
+        # and automerge acts on what was built at the new head
+        built = plan_build(ctx, t.branch, None, repo=t.repo or None, backend="github", changed_only=False,
+                           head=moved[0].head).apply()
+    except TorchbotError as err:
+        return f"not retried ({err.message})"
+    return _counts(built.rows)
+
+
+def _conflicts(ctx, t: Target, head: str) -> bool:
+    """Whether ``head`` no longer merges into the remote's branch (fetched now): a conflict, not a
+    missing review."""
+    import subprocess
+
+    repo = str(t.repo or ctx.settings.repo_path or "")
+    remote = ctx.settings.repo_remote
+    subprocess.run(["git", "-C", repo, "fetch", "--quiet", remote], check=False, capture_output=True, timeout=600)
+    merged = subprocess.run(["git", "-C", repo, "merge-tree", "--write-tree", f"{remote}/{t.branch}", head],
+                            check=False, capture_output=True, text=True)
+    return merged.returncode == 1
 
 
 def _counts(rows: list[dict]) -> str:

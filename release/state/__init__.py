@@ -15,13 +15,15 @@ noticed by any of these; the chat front ends add a deadline of their own
 The package: ``tables`` (the rows), ``record`` (the release record: one typed row per repository x
 branch x pin group, written by the stage that knows, read by every view; failed publishes),
 ``owners`` (who runs a build and whether it lives), ``store`` (``State``, ``open_state``,
-``state_for``), ``dashboard_issue`` (the dashboard issue's number and its actions claimed once).
-Import from ``release.state``. May import config only; every other package may import it (never
-the other way).
+``state_for``), ``dashboard_issue`` (the dashboard issue's number and its actions claimed once),
+``decisions`` (what people decided about bump pull requests: closed unmerged, edited, paused,
+merge refused), ``liveness`` (a dead owner's claim is taken over). Import from ``release.state``.
+May import config only; every other package may import it (never the other way).
 """
 
 from release.state import (
     dashboard_issue,  # noqa: F401  (its tables, before any engine creates them)
+    decisions,  # noqa: F401  (its table: people's decisions about bump PRs)
     record,  # noqa: F401  (its tables are created with the others)
 )
 from release.state.owners import RUNNING, owner_alive, owner_id, process_start

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from config.errors import ConfigError
 from config.paths import redact_url
+from release.state.liveness import owner_gone
 from release.state.owners import RUNNING, alive, owner_id
 from release.state.tables import (
     ACTIVE,
@@ -175,7 +176,8 @@ class State:
     # -- job locks ----------------------------------------------------------------------
 
     def claim_run(self, job_id: str, slot: str) -> int | None:
-        """Insert the (job, slot) row; None when another process already claimed it."""
+        """Insert the (job, slot) row; None when another process already claimed it (and lives,
+        or finished it): the run of a process that died before finishing is taken over."""
         try:
             with self.session() as s:
                 run = JobRun(job_id=job_id, slot=slot, owner=owner_id())
@@ -183,7 +185,15 @@ class State:
                 s.flush()
                 return run.id
         except IntegrityError:
-            return None
+            pass
+        with self.session() as s:  # a run whose process died unfinished (a kill) is run again
+            row = s.scalars(select(JobRun).where(JobRun.job_id == job_id, JobRun.slot == slot)).first()
+            if row is None or row.finished is not None or not owner_gone(row.owner):
+                return None
+            taken = s.execute(update(JobRun).where(JobRun.id == row.id, JobRun.owner == row.owner,
+                                                   JobRun.finished.is_(None))
+                              .values(owner=owner_id(), started=utcnow()))
+            return row.id if taken.rowcount == 1 else None
 
     def finish_run(self, run_id: int, result: str) -> None:
         with self.session() as s:
@@ -217,7 +227,15 @@ class State:
                 return True
             taken = s.execute(update(Claim).where(Claim.key == key, Claim.until <= now)
                               .values(owner=owner, since=now, until=until))
-            return taken.rowcount == 1
+            if taken.rowcount == 1:
+                return True
+            held = s.get(Claim, key)
+            if held is None or not owner_gone(held.owner):
+                return False
+            # its owner died (a kill): taken over now, not after its lease
+            gone = s.execute(update(Claim).where(Claim.key == key, Claim.owner == held.owner)
+                             .values(owner=owner, since=now, until=until))
+            return gone.rowcount == 1
 
     def unclaim(self, key: str, owner: str) -> None:
         """Give up ``owner``'s claim ``key`` (the work is done or failed; another may take it)."""
@@ -239,6 +257,15 @@ class State:
                 Outbox.id == row_id, Outbox.sent.is_(None),
                 (Outbox.claim_until.is_(None)) | (Outbox.claim_until <= now) | (Outbox.claimed_by == owner),
             ).values(claimed_by=owner, claim_until=now + timedelta(seconds=ttl_seconds)))
+            if done.rowcount == 1:
+                return True
+            row = s.get(Outbox, row_id)
+            if row is None or row.sent is not None or not owner_gone(row.claimed_by):
+                return False
+            # its flusher died (a kill): taken over now, not after its claim
+            done = s.execute(update(Outbox).where(Outbox.id == row_id, Outbox.sent.is_(None),
+                                                  Outbox.claimed_by == row.claimed_by)
+                             .values(claimed_by=owner, claim_until=now + timedelta(seconds=ttl_seconds)))
             return done.rowcount == 1
 
     def unclaim_outbox(self, row_id: int, owner: str) -> None:

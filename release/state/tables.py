@@ -218,8 +218,9 @@ class JobRun(Base):
 class Claim(Base):
     """Work that acts outside torchbot, taken by one process before it does it (a publish
     command: ``publish:<branch>:<package>:<pin>``; the scheduler's leadership: ``leader:scheduler``).
-    A row counts until ``until``; its owner renews it (a lease) or deletes it when done, and a
-    row whose owner died is taken over once it expired."""
+    A row counts until ``until``; its owner renews it (a lease) or deletes it when done; a row
+    whose owner died is taken over at once when that owner was on this host
+    (``release.state.liveness``), else once it expired."""
 
     __tablename__ = "claims"
 

@@ -60,6 +60,8 @@ backend, paging and rate-limiting the way GitHub documents it.
   completed once its runner finished, and fails when a step did.
 - Issues (the dashboard issue): ``GET/POST .../issues``, ``GET/PATCH .../issues/{n}`` with GitHub's
   issue object (its required fields), 422 for a missing title or a body over 65,536 characters;
+  a pull request's number reads as its issue (``closed_by``: who closed it, ``pulls.close``);
+  ``POST .../issues/{n}/comments`` (an issue or a pull request) keeps each in ``comments``;
   ``issues`` holds them and ``tick(n, key, by=login)`` ticks a dashboard box as that person would
   (an edit in the issue's history); ``GET .../issues`` filters ``creator`` as GitHub does. ``add_pull(head,
   base, user=, fork=)`` opens a pull request as a person would (from a fork: ``head.repo.full_name`` is
@@ -95,6 +97,7 @@ RUN_T = "/repos/{owner}/{repo}/actions/runs/{run_id}"
 JOBS_T = "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"
 DISPATCH_T = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches"
 DOCS = "https://docs.github.com/rest"
+_FAKES: dict[str, FakeGitHub] = {}  # url -> the stand-in serving there (this process's)
 
 
 @dataclass
@@ -133,6 +136,7 @@ class FakeGitHub:
         self.log: list[Logged] = []
         self.runs: dict[int, dict] = {}
         self.issues: dict[int, dict] = {}  # number -> issue (GitHub's issue object)
+        self.comments: list[tuple[str, int, str]] = []  # (repo, issue or PR number, body) of each comment posted
         self.login = login  # the token's account (GET /user)
         self.permissions = {"maintainer": "admin", login: "write", **(permissions or {})}
         self.history: dict[int, list[tuple[str, str, str]]] = {}  # issue -> (editor, editedAt, body), oldest first
@@ -150,6 +154,7 @@ class FakeGitHub:
         self.server = http_stub.serve(self)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        _FAKES[self.url.rstrip("/")] = self  # chained stand-ins find each other by URL (each serves its repository)
 
     def __enter__(self):
         self._thread.start()
@@ -158,6 +163,7 @@ class FakeGitHub:
     def __exit__(self, *exc):
         for _, _, release in self._pauses:
             release.set()
+        _FAKES.pop(self.url.rstrip("/"), None)
         self.server.shutdown()
         self.server.server_close()
 
@@ -362,6 +368,22 @@ class FakeGitHub:
             self.issues[n] = self._issue(repo, n, body["title"], body.get("body"), user=self.login)
             self.history[n] = [(self.login, _iso(time.time()), body.get("body") or "")]
             return 201, self.issues[n], {}
+        if len(rest) == 3 and rest[0] == "issues" and rest[1].isdigit() and rest[2] == "comments" and method == "POST":
+            n = int(rest[1])
+            if n not in self.issues and n not in self.pulls.prs:
+                return 404, {"message": "Not Found"}, {}
+            if not isinstance(body.get("body"), str) or not body["body"]:
+                return 422, shapes.validation_failed({"resource": "IssueComment", "field": "body",
+                                                      "code": "missing_field"}), {}
+            self.comments.append((repo, n, body["body"]))
+            return 201, shapes.issue_comment(repo, n, len(self.comments), body["body"]), {}
+        if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit() and method == "GET" \
+                and int(rest[1]) in self.pulls.prs and int(rest[1]) not in self.issues:
+            pr = self.pulls.prs[int(rest[1])]  # a pull request read as an issue (who closed it)
+            issue = shapes.issue(repo, pr["number"], title=pr["title"], body=pr["body"], state=pr["state"])
+            by = self.pulls.closed_by.get(pr["number"])
+            issue["closed_by"] = shapes.user(by) if by else None
+            return 200, issue, {}
         if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit():
             issue = self.issues.get(int(rest[1]))
             if issue is None or not issue["repository_url"].endswith("/repos/" + repo):
@@ -387,9 +409,13 @@ class FakeGitHub:
         owner = self.repo.split("/")[0]
         parts = path.strip("/").split("/")
         other = len(parts) >= 4 and f"{owner}/{parts[2]}" != self.repo
+        chained = _FAKES.get((self.upstream or "").rstrip("/")) is not None
+        if other and chained and (parts[3] == "pulls" or (
+                parts[3] == "issues" and len(parts) >= 5 and parts[4].isdigit() and int(parts[4]) not in self.issues)):
+            return self._forward(req, method, body)  # another repository's stand-in serves its pull requests
         if len(parts) >= 4 and parts[:2] == ["repos", owner] and (
                 parts[3] == "issues" or (other and parts[3:] == ["pulls"] and method == "GET")):
-            # issues of any repository of the owner; pull requests of the others (none open)
+            # issues of any repository of the owner; pull requests of a repository with no stand-in (none open)
             return self._issues_route(f"{owner}/{parts[2]}", method, parts[3:], query, body)
         if method == "GET" and path == "/user":
             return 200, {**spec.example("get", "/user"), "login": self.login, "type": "Bot" if self.login.endswith(

@@ -20,7 +20,8 @@
 Objects carry the pull-request schema's required fields (``url``, ``id``, ``node_id``,
 ``html_url``, ``number``, ``state``, ``locked``, ``title``, ``user``, ``body``, ``labels``, ``head``
 and ``base`` with ``label``/``ref``/``sha``/``repo``/``user``, ``created_at``, ``updated_at``, ...).
-``prs`` holds them by number; ``edits`` every PATCH received.
+``prs`` holds them by number; ``edits`` every PATCH received. What people do: ``close(n, by)`` (closed
+unmerged), ``label(n, name)``, ``refuse_merge(n)`` (a protected branch's 405).
 """
 
 from __future__ import annotations
@@ -45,6 +46,26 @@ class Pulls:
         self.prs: dict[int, dict] = {}
         self.edits: list[tuple[int, dict]] = []
         self.merges: list[dict] = []  # {"number", "sha", "method"}
+        self.closed_by: dict[int, str] = {}  # number -> who closed it (``close``)
+        self.refuse: dict[int, tuple[int, str]] = {}  # number -> (status, message) its merge answers (``refuse_merge``)
+
+    # -- what people do ------------------------------------------------------------------------
+    def close(self, number: int, by: str = "maintainer") -> dict:
+        """A person closes pull request ``number`` without merging it."""
+        pr = self.prs[number]
+        pr.update(state="closed", closed_at=_now(), updated_at=_now())
+        self.closed_by[number] = by
+        return pr
+
+    def label(self, number: int, name: str) -> None:
+        """A person puts label ``name`` on pull request ``number``."""
+        pr = self.prs[number]
+        pr["labels"] = [*pr["labels"], shapes.label(name, len(pr["labels"]) + 1)]
+
+    def refuse_merge(self, number: int, status: int = 405,
+                     message: str = "At least 1 approving review is required by reviewers with write access.") -> None:
+        """The merge of ``number`` is refused as a protected branch refuses it (a review missing)."""
+        self.refuse[number] = (status, message)
 
     @property
     def owner(self) -> str:
@@ -70,7 +91,7 @@ class Pulls:
         if len(rest) == 1 and rest[0].isdigit() and int(rest[0]) in self.prs:
             pr = self.prs[int(rest[0])]
             if method == "GET":
-                return 200, pr, {}
+                return 200, self._fresh(pr), {}
             if method == "PATCH":
                 return self._edit(pr, body)
         if len(rest) == 2 and rest[0].isdigit() and int(rest[0]) in self.prs and rest[1] == "merge" and method == "PUT":
@@ -108,7 +129,17 @@ class Pulls:
         self.prs[n] = pr
         return 201, pr, {"Location": pr["url"]}
 
+    def _fresh(self, pr: dict) -> dict:
+        """An open PR's ``head.sha`` is its branch's commit now (GitHub follows pushes to the head)."""
+        if pr["state"] == "open" and self.git_dir is not None:
+            sha = self._sha(pr["head"]["ref"])
+            if sha:
+                pr["head"]["sha"] = sha
+        return pr
+
     def _list(self, req, query: dict) -> tuple[int, object, dict]:
+        for pr in self.prs.values():
+            self._fresh(pr)
         state = query.get("state", "open")
         if state not in ("open", "closed", "all"):
             return 422, shapes.validation_failed({"field": "state", "code": "invalid"}), {}
@@ -155,6 +186,9 @@ class Pulls:
             return self._invalid("merge_method")
         if pr["state"] != "open" or self.git_dir is None:
             return 405, shapes.error(405, "Pull Request is not mergeable"), {}
+        if pr["number"] in self.refuse:
+            status, message = self.refuse[pr["number"]]
+            return status, shapes.error(status, message), {}
         head, base = self._sha(pr["head"]["ref"]), self._sha(pr["base"]["ref"])
         if body.get("sha") and body["sha"] != head:
             return 409, shapes.error(409, "Head branch was modified. Review and try the merge again."), {}

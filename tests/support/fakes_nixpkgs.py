@@ -172,6 +172,11 @@ class FakeNixpkgs:
         if method == "POST" and rest == ["pulls"]:  # pull requests: on any repository
             status, payload = self._create_pull("/".join(parts[1:3]), raw)
             return status, payload, rate
+        if method == "GET" and rest == ["pulls"]:  # the listing: every PR created here stays open
+            repo = "/".join(parts[1:3])
+            rows = [self._shaped(repo, n, p) for n, p in enumerate(self.pulls, start=1) if p["repo"] == repo
+                    and (not query.get("base") or p.get("base") == query["base"])]
+            return 200, list(reversed(rows)) if query.get("state", "open") in ("open", "all") else [], rate
         if method != "GET" or "/".join(parts[1:3]) != REPO:
             return 404, _error("Not Found", 404), rate
         if rest[0] == "compare" and len(rest) == 2 and "..." in rest[1]:
@@ -282,12 +287,15 @@ class FakeNixpkgs:
             errors = [{"resource": "PullRequest", "field": k, "code": "missing_field"} for k in missing]
             return 422, {"message": "Validation Failed", "errors": errors, "documentation_url": DOCS, "status": "422"}
         self.pulls.append({"repo": repo, **payload})
-        n = len(self.pulls)
+        return 201, self._shaped(repo, len(self.pulls), self.pulls[-1])
+
+    @staticmethod
+    def _shaped(repo: str, n: int, payload: dict) -> dict:
         shaped = shapes.pull_request(repo, n, title=payload.get("title", ""), body=payload.get("body"),
                                      head=payload["head"].split(":")[-1], head_sha="0" * 40, base=payload["base"],
                                      base_sha="1" * 40, draft=bool(payload.get("draft")))
         shaped["html_url"] = f"https://github.test/pr/{n}"
-        return 201, shaped
+        return shaped
 
     @property
     def base(self) -> str:

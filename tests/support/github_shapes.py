@@ -38,6 +38,17 @@ def validation_failed(*errors: dict, message: str = "Validation Failed") -> dict
     return {"message": message, "errors": list(errors), "documentation_url": DOCS, "status": "422"}
 
 
+def user(login: str) -> dict:
+    """A user object (``simple-user``)."""
+    return _user(login)
+
+
+def label(name: str, i: int = 1) -> dict:
+    """A label object (as issues and pull requests carry them)."""
+    example = spec.example("post", "/repos/{owner}/{repo}/issues", 201)["labels"]
+    return {**(example[0] if example else {}), "name": name, "id": i}
+
+
 def _user(login: str) -> dict:
     user = spec.example("post", PULLS, 201)["user"]
     user.update({"login": login, "url": f"{API}/users/{login}", "html_url": f"{WEB}/{login}",

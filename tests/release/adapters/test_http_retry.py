@@ -40,7 +40,7 @@ def test_429_retry_after_is_honoured_and_logged_once_without_the_token(caplog) -
     with FakeGitHub() as gh:
         gh.throttle(1, status=429, retry_after=1)
         actions = Actions(_settings(gh))
-        with caplog.at_level(logging.WARNING, logger="torchbot.http"):
+        with caplog.at_level(logging.INFO, logger="torchbot.http"):  # retries are said with -v
             assert actions.find_runs({"nope"}, since=_since()) == {}
         first, second = [r for r in gh.log if r.path == RUNS]
     assert (first.status, second.status) == (429, 200)

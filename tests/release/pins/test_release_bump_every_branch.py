@@ -81,17 +81,19 @@ def test_local_delivery_makes_the_local_branches_then_holds_what_cannot_move(wor
     assert W.HEAD in git(pt, "show", "pytorch-2.9-python311:.flox/pkgs/pytorch-python311-cpu-avx2.nix")
     assert "pytorch-2.9-vllm-0.14.0" not in W.local_branches(pt)  # skipped: nothing to make
     assert git(ptf.origin, "for-each-ref", "--format=%(refname) %(objectname)") == origin_before
-    # the next run: main is on the newest commit keeping 2.8, so it is held, saying why; the
-    # others are current; exit status 1
+    # the next run: main is on the newest commit keeping 2.8: nothing to do, so it is current,
+    # saying why (issue 34: not held, not a failure); so are the others; exit status 0
     rc, out = run(capsys)
     by = outcomes(out)
     main = by[("build-pytorch", "main", "CUDA 12.8, CPU, darwin")]
-    assert rc == 1 and main["outcome"] == "held", main
-    assert "no commit of nixos-unstable newer than the pin 1128112 keeps PyTorch 2.8" in main["reason"]
+    assert rc == 0 and main["outcome"] == "current", main
+    assert "the pin is the newest commit of nixos-unstable keeping 2.8" in main["reason"]
     assert by[("build-pytorch", "pytorch-2.9-python311", "CUDA 12.8, CUDA 12.9, CPU")]["outcome"] == "current"
+    assert {o["outcome"] for o in by.values()} == {"current", "skipped"}
     cli(["release", "bump-pins", "--all", "--dry-run"])
     text = capsys.readouterr()
-    assert "Held: build-pytorch main, build-pytorch main-staging, build-torchvision main" in text.out
+    assert "Held:" not in text.out
+    assert "main (CUDA 12.8, CPU, darwin): current (1128112) — nixos-unstable head feed029 has torch 2.9.1" in text.out
     assert "[8/8] checked" in text.err  # one count over both repositories (5 + 3 branches)
 
 
