@@ -8,7 +8,10 @@ build of each variant at that commit, across every run dispatched for it. It is 
 it changes, a ``pending`` one at most every :data:`MIN_SECONDS` per commit (a 237-variant
 build moves many times a minute), the final one (success or failure) always. Automerge merges
 only a ``bump/`` branch, only while its head is still the commit that was built (GitHub's
-``sha`` check), with the merge method ``merge``; what merges is then published from the
+``sha`` check), with the merge method ``merge``. A variant the changed-only rule finds unchanged
+since its success at an earlier head of the same PR (a rebase, a maintainer's comment-only
+commit) counts as built at the new head (``release.state.carried``), and the description says
+so ("131/131 built (131 unchanged since 1a2b3c4d5e6f)"); what merges is then published from the
 branch (``release.publishing``) without being built again.
 
 May import: config, release.state, release.adapters.
@@ -31,11 +34,15 @@ _posted: dict[str, tuple[str, float]] = {}  # commit -> (state and description p
 _lock = threading.Lock()
 
 
-def summary(states: list[str]) -> tuple[str, str]:
-    """(GitHub status state, description) of the builds' states (pure)."""
+def summary(states: list[str], carried: dict[str, str] | None = None) -> tuple[str, str]:
+    """(GitHub status state, description) of the builds' states (pure). ``carried`` (package ->
+    earlier head) are counted as built, and said: "(N unchanged since <earlier head>)"."""
     counts = Counter(states)
     failed = sum(1 for s in states if bucket(s) == FAILED)
     text = f"{counts['succeeded']}/{len(states)} built" + (f", {failed} failed" if failed else "")
+    if carried:
+        since = sorted({c[:12] for c in carried.values()})
+        text += f" ({len(carried)} unchanged since {since[0] if len(since) == 1 else 'an earlier head'})"
     if counts["queued"] or counts["running"]:
         return "pending", text + (f", {counts['running']} running" if counts["running"] else "")
     return ("failure" if failed else "success"), text
@@ -67,16 +74,38 @@ def report(ctx, gh, keys: list[str] | None) -> list[dict]:
             row = s.query(Build).filter(Build.run_key == r.request_id).first()
             if row is not None and row.commit:
                 heads.setdefault(row.commit, (r.branch, r.ref, r.html_url))
-        states: dict[str, list[str]] = {}
-        for sha, (branch, _, _) in heads.items():
-            latest: dict[str, str] = {}
-            for b in s.query(Build).filter(Build.commit == sha, Build.branch == branch,
-                                           Build.backend == "github").order_by(Build.id):
-                latest[b.package] = b.state
-            states[sha] = list(latest.values())
+    return _post(ctx, gh, heads)
+
+
+def report_head(ctx, gh, branch: str, ref: str, sha: str) -> list[dict]:
+    """Post the status of the pull-request head ``ref`` at ``sha`` though no run was dispatched
+    for it (every variant unchanged since an earlier head of the PR: ``release.state.carried``),
+    and automerge it as :func:`report` would."""
+    return _post(ctx, gh, {sha: (branch, ref, None)})
+
+
+def _states(ctx, sha: str, branch: str) -> tuple[list[str], dict[str, str]]:
+    """The latest build state of each variant at ``sha``, with the variants carried there (counted
+    as succeeded), and the carried ones (package -> earlier head)."""
+    from release.state import Build, carried, state_for
+
+    st = state_for(ctx)
+    latest: dict[str, str] = {}
+    with st.session() as s:
+        for b in s.query(Build).filter(Build.commit == sha, Build.branch == branch,
+                                       Build.backend == "github").order_by(Build.id):
+            latest[b.package] = b.state
+    kept = {p: c for p, c in carried.at(st, branch, sha).items() if p not in latest}
+    return list(latest.values()) + ["succeeded"] * len(kept), kept
+
+
+def _post(ctx, gh, heads: dict[str, tuple]) -> list[dict]:
     out = []
     for sha, (branch, ref, url) in heads.items():
-        state, text = summary(states[sha])
+        states, kept = _states(ctx, sha, branch)
+        if not states:
+            continue
+        state, text = summary(states, kept)
         now = time.monotonic()
         if not due(sha, state, text, now):
             continue

@@ -26,7 +26,7 @@ import pytest
 
 from release.pins.commands import plan_bump
 from release.schedule import jobs as schedule
-from release.state import decisions, state_for
+from release.state import decisions, record, state_for
 from tests.support import fixtures_builds as fx
 from tests.support import fixtures_weekly as W
 from tests.support.fakes_github import FakeGitHub
@@ -138,28 +138,30 @@ def test_five_weeks_with_people_and_faults(world) -> None:
 
     # --- week 2: nothing new in nixpkgs ------------------------------------------------------------
     numbers = sorted(gh.pulls.prs)
-    comments = len(gh.comments)
+    comments, dispatches_1 = len(gh.comments), len(gh.dispatches)
     by, rc, line = week(ctx)
     assert sorted(gh.pulls.prs) == numbers, line  # no PR reopened, none duplicated
     assert gh.pulls.prs[prs[CLOSED]["number"]]["state"] == "closed"
     closed = [o for (r, b, _), o in by.items() if b == CLOSED and r == "build-pytorch"]
     # the week's delivery left the closed one and the edited one alone, saying why
-    rows = {(r.branch, r.grp): r for r in state_for(ctx).bump_outcomes() if r.repo.endswith("build-pytorch")}
-    assert all(rows[(CLOSED, o.group)].kind == "skipped" for o in closed), line
+    rows = {(r.branch, r.grp): r for r in record.rows(state_for(ctx)) if r.repo.endswith("build-pytorch")}
+    assert all(rows[(CLOSED, o.group)].bump_kind == "skipped" for o in closed), line
     assert "closed unmerged by alice" in rows[(CLOSED, closed[0].group)].reason
-    edited = [(r.kind, r.reason) for (b, _), r in rows.items() if b == EDITED]
+    edited = [(r.bump_kind, r.reason) for (b, _), r in rows.items() if b == EDITED]
     assert edited and all(k == "skipped" and "holds commits by Alice Maintainer" in why for k, why in edited), edited
     (said,) = gh.comments[comments:]  # the edited PR is told, once; nothing else is said again
     assert said[1] == prs[EDITED]["number"] and "no longer updates this pull request" in said[2]
     assert "Alice's notes" in git(origin, "show", f"{prs[EDITED]['head']['ref']}:NOTES.md")  # not force-pushed away
     # the conflicting PR: its own bump, rebased onto the moved branch, built and merged
     staging = gh.pulls.prs[prs[CONFLICT]["number"]]
-    head = staging["head"]["ref"]  # rebased: torchbot's bump on top of the maintainer's commit, no conflict
-    assert git(origin, "merge-base", "--is-ancestor", staging_before, head, check=False) == ""
-    assert "CONFLICT" not in git(origin, "merge-tree", "--write-tree", CONFLICT, head, check=False)
-    assert "(alice)" in git(origin, "show", f"{head}:{recipe}") and _pins(origin, head) == {W.K28}
-    # (since the change detection calls the comment-only move unchanged, nothing is built again at the
-    # rebased head, so automerge has nothing to act on: the PR waits; see the report)
+    assert staging["state"] == "closed" and staging["merged_at"], line
+    assert git(origin, "merge-base", "--is-ancestor", staging_before, CONFLICT, check=False) == ""
+    assert "(alice)" in git(origin, "show", f"{CONFLICT}:{recipe}") and _pins(origin, CONFLICT) == {W.K28}
+    # the comment-only move changed no variant: nothing built again, each counted as built at the new
+    # head from its success at the earlier one, and the status says so
+    (status,) = list(gh.statuses.of(staging["head"]["sha"], "torchbot/builds"))[-1:]
+    assert status["state"] == "success" and "unchanged since" in status["description"], status
+    assert not [p for _, p in gh.dispatches[dispatches_1:] if p["ref"] == staging["head"]["ref"]]
     assert gh.pulls.prs[prs["main"]["number"]]["state"] == "open"  # still waiting for its review
     assert "held" not in line and rc == 0, line
 
@@ -249,7 +251,10 @@ def test_a_conflict_under_its_own_bump_is_rebased_and_merged_in_the_same_run(wor
     assert pr["merged_at"], pr["state"]
     assert git(origin, "merge-base", "--is-ancestor", moved, CONFLICT, check=False) == ""
     assert "(alice)" in git(origin, "show", f"{CONFLICT}:{recipe}") and _pins(origin, CONFLICT) == {W.K28}
-    assert [p["ref"] for _, p in gh.dispatches].count(pr["head"]["ref"]) == 2  # built again after the rebase
+    # only what changed is built after the rebase (a comment: nothing); the rest counts as built at the new head
+    assert [p["ref"] for _, p in gh.dispatches].count(pr["head"]["ref"]) == 1
+    (status,) = gh.statuses.of(pr["head"]["sha"], "torchbot/builds")[-1:]
+    assert status["state"] == "success" and "unchanged since" in status["description"], status
 
 
 def test_a_group_held_for_the_same_reason_is_no_new_failure(world) -> None:
