@@ -264,6 +264,16 @@ def observe_pull(pr: dict, seen: dict | None, merged_into: bool) -> tuple[str, s
     return pr["state"], pr.get("closed_by"), pr.get("sha")
 
 
+def closer_of(settings, repo: str, number: int) -> str:
+    """Who closed pull request ``number`` of ``repo`` (GitHub's ``closed_by`` of the PR as an
+    issue; its PR list lacks it), "" when GitHub does not say."""
+    from release.adapters.github import GitHub
+
+    if settings.github_token is None:
+        return ""
+    return GitHub(settings).closed_by(repo, number)
+
+
 def pulls_of(settings, repo: str, notes: list[str]) -> list[dict]:
     """torchbot's own recent pull requests of ``repo`` (open and closed, one page;
     ``release.adapters.github.own_pull``: a fork's PR named like a bump is never shown, so it gets

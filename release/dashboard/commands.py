@@ -91,7 +91,7 @@ def _built_as(path: str, tip: str, pr: dict | None) -> str | None:
     return pr["sha"] if same_tree(Path(path), tip, pr["sha"], ".flox/pkgs") else None
 
 
-def _deliveries(ctx, rs, recorded, pulls, st, notes) -> dict[tuple[str, str], dict]:
+def _deliveries(ctx, rs, recorded, pulls, st, notes, names_of=None) -> dict[tuple[str, str], dict]:
     """(repository path, branch) -> its bump pull request: the record's, brought up to date with
     what GitHub (or, without it, the remote branch) says of it; else an open bump PR GitHub lists
     that the record does not know (opened by hand)."""
@@ -108,6 +108,9 @@ def _deliveries(ctx, rs, recorded, pulls, st, notes) -> dict[tuple[str, str], di
             if pr is not None and pr["state"] in (PrState.OPEN, PrState.CONFLICT):
                 state, closed_by, sha = collect.observe_pull(pr, pulls[m.path].get(pr["number"]),
                                                              _merged_into(m.path, pr.get("sha"), bm.tip))
+                if state == PrState.CLOSED and not closed_by and (names_of or {}).get(m.path):
+                    # GitHub's PR list has no closer: the PR as an issue has (asked once, when it closes)
+                    closed_by = collect.closer_of(ctx.settings, names_of[m.path], int(pr["number"])) or None
                 if (state, closed_by, sha) != (pr["state"], pr["closed_by"], pr["sha"]) and st is not None:
                     try:
                         set_pr_state(st, m.path, name, pr["number"], PrState(state), closed_by, sha)
@@ -158,7 +161,7 @@ def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> d
         recorded = collect.record_rows(st)
     except TorchbotError as err:
         notes.append(f"state DB: {err.message}")
-    prs = _deliveries(ctx, rs, recorded, pulls, st, notes)
+    prs = _deliveries(ctx, rs, recorded, pulls, st, notes, names_of)
     if st is not None:
         try:
             names = {n for m in rs.models for n in m.branches if not is_bump_head(n)}

@@ -147,6 +147,8 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     rows = {(r.branch, r.grp): r for r in record.rows(state_for(ctx)) if r.repo.endswith("build-pytorch")}
     assert all(rows[(CLOSED, o.group)].bump_kind == "skipped" for o in closed), line
     assert "closed unmerged by alice" in rows[(CLOSED, closed[0].group)].reason
+    # the record says who closed it (GitHub's issue closed_by; its PR list lacks it)
+    assert {(r.pr_state, r.closed_by) for (b, _), r in rows.items() if b == CLOSED} == {("closed", "alice")}
     edited = [(r.bump_kind, r.reason) for (b, _), r in rows.items() if b == EDITED]
     assert edited and all(k == "skipped" and "holds commits by Alice Maintainer" in why for k, why in edited), edited
     (said,) = gh.comments[comments:]  # the edited PR is told, once; nothing else is said again
