@@ -136,12 +136,24 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
     except ExternalError as err:
         log.warning("automerge of %s into %s: %s", ref, branch, err)
         if getattr(err, "status", None) in (405, 409, 422) and pr is not None:  # GitHub will not merge it
-            _conflict(ctx, branch, int(pr["number"]), sha)
+            if _in_conflict(ctx, branch, sha):  # a conflict, not a review missing: the record says so
+                _conflict(ctx, branch, int(pr["number"]), sha)
             _refused(ctx, gh, branch, int(pr["number"]), ref, sha, err.message)
         return None
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
     _merged(ctx, branch, int(pr["number"]), sha, merged.get("sha"))
     return merged.get("sha")
+
+
+def _in_conflict(ctx, branch: str, sha: str) -> bool:
+    """Whether the PR's head ``sha`` conflicts with ``branch`` on the remote (git's merge-tree in
+    the configured repository), rather than waiting for a review."""
+    from pathlib import Path
+
+    from release.adapters.remote import conflicts
+
+    repos = ctx.settings.repositories()
+    return bool(repos) and conflicts(Path(repos[0]), ctx.settings.repo_remote, branch, sha) is True
 
 
 def _conflict(ctx, branch: str, number: int, head: str) -> None:

@@ -151,6 +151,7 @@ def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> d
         pulls[m.path] = {int(p["number"]): p for p in got if p.get("number") is not None}
     st = None
     recorded: dict[tuple[str, str], list] = {}
+    decided: dict[tuple[str, str], list[dict]] = {}
     latest: dict = {}
     published: dict = {}
     failures: dict = {}
@@ -159,6 +160,7 @@ def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> d
 
         st = state_for(ctx)
         recorded = collect.record_rows(st)
+        decided = collect.decision_facts(st)
     except TorchbotError as err:
         notes.append(f"state DB: {err.message}")
     prs = _deliveries(ctx, rs, recorded, pulls, st, notes, names_of)
@@ -209,6 +211,7 @@ def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> d
                     "pairs_with": cat.pairs_with if cat else None, "companion_drift": pairing.get(name, []),
                     "variants": collect.variant_facts(bm, name, latest, published, _built_as(m.path, bm.tip, pr)),
                     "publish_failures": failures.get(name, []),
+                    "decisions": decided.get((Path(m.path).name, name), []),
                     "jobs": [jobs[j] for j in touching if j in jobs],
                 })
             repos.append({"name": m.kind, "path": m.path, "kind": m.kind, "github": names_of[m.path],
@@ -244,6 +247,10 @@ def run_action(ctx, action) -> str:
         # delivered as chat's /bump delivers (TORCHBOT_BUMP_DELIVERY; a bump PR already open is updated)
         result = plan_bump(ctx, words[1], rest[0] if rest else None, delivery="auto", **opts).apply()
         return (result.text().splitlines() or ["bumped"])[0]
+    if action.kind == "recreate-pr":  # as `release bump-pause BRANCH --recreate HEAD` does
+        from release.pins.commands import pause_bumps
+
+        return pause_bumps(ctx, words[1], recreate=words[3], by="the dashboard", repo=action.path or None).text()
     if action.kind == "retry-builds":
         from release.builds.commands import plan_build
 

@@ -394,13 +394,21 @@ def pause_bumps(ctx, branch: str, *, resume: bool = False, reason: str = "", by:
 
     if not branch or branch.startswith("-"):
         raise ValidationError("Name the branch: release bump-pause BRANCH.")
-    name = Path(repo_arg(ctx, repo)).name
     state = state_for(ctx)
     who = by or getpass.getuser()
     if recreate:
+        closed = [d for d in decisions.decisions(state, branch=branch, kind="closed-unmerged") if d.head == recreate
+                  and (repo is None or d.repo == Path(repo).name)]
+        if not closed:
+            from config.errors import RefusedError
+
+            raise RefusedError(f"{branch} has no bump pull request closed unmerged with head '{recreate}' that "
+                               "torchbot knows of; nothing to recreate.")
+        name = closed[-1].repo
         decisions.record(state, name, branch, "recreate", head=recreate, by=who, note=reason)
         return MessageResult(f"{branch} ({name}): the closed pull request's target ({recreate}) may be proposed "
                              "again at the next bump.", data={"branch": branch, "recreate": recreate})
+    name = Path(repo_arg(ctx, repo)).name
     if resume:
         n = decisions.forget(state, name, branch, "paused")
         return MessageResult(f"{branch} ({name}): bumps resumed." if n else f"{branch} ({name}) was not paused.",
