@@ -24,11 +24,16 @@ from pathlib import Path
 
 import pytest
 
+from release.context import Context
+from release.dashboard import issue as dashboard_issue
+from release.dashboard import text as dashboard_text
+from release.dashboard.commands import dashboard, run_action
 from release.pins.commands import plan_bump
 from release.schedule import jobs as schedule
 from release.state import decisions, record, state_for
 from tests.support import fixtures_builds as fx
 from tests.support import fixtures_weekly as W
+from tests.support.dashboard_truth import branches, differences
 from tests.support.fakes_github import FakeGitHub
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 from tests.support.fakes_slack import FakeSlack
@@ -81,10 +86,15 @@ def world(tmp_path: Path):
         yield ctx, nix, gh, gh_tv, ptf.origin, tv_origin, tmp_path
 
 
-def week(ctx) -> tuple[dict, int, str]:
+def week(ctx, truth: dict | None = None) -> tuple[dict, int, str]:
     """One scheduled week: the bump job (its line), then the exit status a `bump-pins --all` run
-    would give right after it (a dry run of the same plan), and the outcome of each group."""
+    would give right after it (a dry run of the same plan), and the outcome of each group. With
+    ``truth``, every dashboard row (JSON) is compared with the stand-ins' and the remote's: none differs."""
     line = schedule.run_now(ctx, "bump")["result"]
+    if truth is not None:
+        d = dashboard(Context(ctx.settings, use_repo=True)).to_dict()
+        assert differences(d, truth) == [], line
+        assert sum(len(r["branches"]) for r in d["repositories"]) == sum(len(branches(o)) for o, _ in truth.values())
     again = plan_bump(ctx, "all", None, dry_run=True).apply()
     by = {(o.repo, o.branch, o.group): o for o in again.outcomes}
     return by, again.exit_code, line
@@ -96,6 +106,7 @@ def kinds(by: dict, branch: str, repo: str = "build-pytorch") -> set[str]:
 
 def test_five_weeks_with_people_and_faults(world) -> None:
     ctx, nix, gh, gh_tv, origin, tv_origin, tmp = world
+    truth = {"build-pytorch": (origin, gh), "build-torchvision": (tv_origin, gh_tv)}
 
     # --- week 1: automerge on; the maintainers require a review on three branches -------------------
     ctx.settings.bump_automerge = True
@@ -103,7 +114,7 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     gh.pulls.refuse_merge(1)  # PR numbers follow the plan's order: main first
     for n in (2, 3, 4):
         gh.pulls.refuse_merge(n)
-    by, rc, line = week(ctx)
+    by, rc, line = week(ctx, truth)
     assert line.startswith("7 bumped, 3 kept-promise, 1 skipped; 7 pull request(s)"), line
     prs = {p["base"]["ref"]: p for p in gh.pulls.prs.values()}
     tv_prs = {p["base"]["ref"]: p for p in gh_tv.pulls.prs.values()}
@@ -139,7 +150,7 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     # --- week 2: nothing new in nixpkgs ------------------------------------------------------------
     numbers = sorted(gh.pulls.prs)
     comments, dispatches_1 = len(gh.comments), len(gh.dispatches)
-    by, rc, line = week(ctx)
+    by, rc, line = week(ctx, truth)
     assert sorted(gh.pulls.prs) == numbers, line  # no PR reopened, none duplicated
     assert gh.pulls.prs[prs[CLOSED]["number"]]["state"] == "closed"
     closed = [o for (r, b, _), o in by.items() if b == CLOSED and r == "build-pytorch"]
@@ -166,13 +177,44 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     assert not [p for _, p in gh.dispatches[dispatches_1:] if p["ref"] == staging["head"]["ref"]]
     assert gh.pulls.prs[prs["main"]["number"]]["state"] == "open"  # still waiting for its review
     assert "held" not in line and rc == 0, line
+    # the dashboard lists what people decided: the closed PR (by whom, when, a box to recreate it), the
+    # edited one and the refused merge, with why; in the JSON, the text, Slack's blocks and the issue
+    model = dashboard(Context(ctx.settings, use_repo=True)).model
+    rows_of = {b.name: b for r in model.repositories if r.name == "build-pytorch" for b in r.branches}
+    (closed_d,) = rows_of[CLOSED].decisions
+    assert (closed_d.kind, closed_d.number, closed_d.by) == ("closed-unmerged", prs[CLOSED]["number"], "alice")
+    (recreate,) = [a for a in rows_of[CLOSED].actions if a.kind == "recreate-pr"]
+    assert recreate.key == f"recreate-pr:{CLOSED}:{prs[CLOSED]['number']}:{prs[CLOSED]['head']['ref']}"
+    assert recreate.command == f"bump-pause {CLOSED} --recreate {prs[CLOSED]['head']['ref']}"
+    assert [d.kind for d in rows_of[EDITED].decisions] == ["edited"]
+    assert [d.kind for d in rows_of["main"].decisions] == ["merge-refused"]
+    needs = {(n.branch, n.kind): n for n in model.needs}
+    closed_need = needs[(CLOSED, "pr-closed")]
+    assert closed_need.action == recreate and "closed by alice on 20" in closed_need.text
+    assert "approving review" in needs[("main", "merge-refused")].text
+    assert "Alice Maintainer" in needs[(EDITED, "edited")].text
+    said = "\n".join(dashboard_text.needs_lines(model))
+    assert "closed by alice" in said and "refused to merge" in said and "no longer updates it" in said
+    body = dashboard_issue.render(model, next(r for r in model.repositories if r.name == "build-pytorch"))
+    assert f"<!-- torchbot:act:{dashboard_issue.box_key(recreate.key)} -->" in body and "closed by alice on" in body
+    assert "People's decisions torchbot respects" in body
+    from bot.frontends.slack import dashboard as slack_dashboard
+
+    buttons = [b["accessory"] for b in slack_dashboard.blocks(model) if "accessory" in b]
+    assert any(b["text"]["text"] == "Recreate PR" and recreate.key in b["value"] for b in buttons)
+    # the box does what `release bump-pause B --recreate HEAD` does: the closed target may be proposed again
+    assert "may be proposed again" in run_action(ctx, recreate)
+    assert [d.head for d in decisions.decisions(state_for(ctx), branch=CLOSED, kind="recreate")] == \
+        [prs[CLOSED]["head"]["ref"]]
+    again = dashboard(Context(ctx.settings, use_repo=True)).model
+    assert not [a for b in again.branches if b.name == CLOSED for a in b.actions if a.kind == "recreate-pr"]
 
     # --- week 3: the channel moves on ---------------------------------------------------------------
     nix.add_commit(NEW, "git: 2.50 -> 2.51")
     nix.channels["nixos-unstable"] = NEW
     tv_numbers = sorted(gh_tv.pulls.prs)
     comments = len(gh.comments)
-    by, rc, line = week(ctx)
+    by, rc, line = week(ctx, truth)
     assert rc == 0 and "held" not in line, line
     new = [p for n, p in gh.pulls.prs.items() if n not in numbers]
     assert [p["base"]["ref"] for p in new] == [CLOSED], line  # a newer target: a new PR, built and merged
@@ -189,7 +231,7 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     nix.channels["nixos-unstable"] = W.HEAD
     pins_before = {b: _pins(origin, b) for b in ("main", CONFLICT, CLOSED, EDITED)}
     dispatches, tv_edits = len(gh.dispatches), len(gh_tv.pulls.edits)
-    by, rc, line = week(ctx)
+    by, rc, line = week(ctx, truth)
     assert len(gh_tv.pulls.edits) == tv_edits  # an open PR proposing the newer nixpkgs is not moved back
     assert all(_pins(tv_origin, p["head"]["ref"]) <= {NEW, W.K28} for p in gh_tv.pulls.prs.values())
     assert rc == 0 and "held" not in line, line
@@ -200,7 +242,7 @@ def test_five_weeks_with_people_and_faults(world) -> None:
 
     # --- week 5: nothing new ----------------------------------------------------------------------------
     comments = len(gh.comments)
-    by, rc, line = week(ctx)
+    by, rc, line = week(ctx, truth)
     assert rc == 0 and "held" not in line, line
     assert sorted(gh.pulls.prs) == numbers and len(gh.comments) == comments  # said once, not every week
     assert len(gh.dispatches) == dispatches
