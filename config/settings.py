@@ -26,28 +26,17 @@ from pydantic_settings import (
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from config.checks import (
     check_config_file,
-    flox_org_problem,
     placeholder_problem,
     shown_url,
     url_problem,
 )
-from config.defaults import FLOX_ORG
 from config.errors import ConfigError
-from config.paths import (
-    config_file,
-    default_audit_log,
-    default_branches_file,
-    default_cache_dir,
-    default_log_dir,
-    default_state_db,
-)
-from config.setting_sources import BlankIsUnset as _BlankIsUnset
-from config.setting_sources import unreadable as _unreadable
+from config.paths import config_file, default_audit_log, default_log_dir, default_state_db
+from config.setting_sources import BLANK_IS_UNSET, read, unreadable
 from config.setting_values import (
     CHANNEL_ID,
     CONSOLE_USER,
@@ -61,6 +50,49 @@ from config.setting_values import (
     token,
     tracks,
 )
+from config.settings_answer import FIELDS as ANSWER
+from config.settings_answer import repositories as _repositories
+from config.settings_answer import split_repositories
+
+
+def _answer(name: str):
+    """A field of the answer group, declared from its one place (config.settings_answer)."""
+    spec = ANSWER[name]
+    if spec.default_factory is not None:
+        return Field(default_factory=spec.default_factory, description=spec.description)
+    return Field(spec.default, description=spec.description)
+
+
+class _BlankIsUnset(PydanticBaseSettingsSource):
+    """Constructor arguments less the path settings they give blank (as the reader drops them)."""
+
+    def __init__(self, source: PydanticBaseSettingsSource):
+        super().__init__(source.settings_cls)
+        self._source = source
+
+    def get_field_value(self, field, field_name):  # unused: __call__ asks the wrapped source
+        return None, field_name, False
+
+    def __call__(self) -> dict:
+        return {k: v for k, v in self._source().items()
+                if not (k in BLANK_IS_UNSET and isinstance(v, str) and not v.strip())}
+
+
+class _Sources(PydanticBaseSettingsSource):
+    """The environment, the .env file and the TOML file, as config.setting_sources.read gives them."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env_file: object):
+        super().__init__(settings_cls)
+        self._env_file = env_file
+
+    def get_field_value(self, field, field_name):  # unused: __call__ reads every source at once
+        return None, field_name, False
+
+    def __call__(self) -> dict:
+        env_file = self._env_file
+        if isinstance(env_file, list | tuple):  # pydantic-settings allows several; torchbot names one
+            env_file = env_file[-1] if env_file else None
+        return read(self.settings_cls.model_fields, env_file)
 
 
 class Settings(BaseSettings):
@@ -101,11 +133,9 @@ class Settings(BaseSettings):
     # The managed repositories: TORCHBOT_REPO_PATH is one path or comma-separated paths (a
     # build-pytorch and a build-torchvision repository; their kinds are detected). repo_path is
     # the first (the one release commands work on), repo_paths all of them.
-    repo_path: Path | None = Field(None, description=(
-        "the managed repositories, comma separated: build-pytorch first, then build-torchvision; when set, "
-        "`ask` and `catalog` answer from their real branches and release commands work on the first"))
-    repo_paths: Annotated[list[Path], NoDecode] = Field(default_factory=list, description=(
-        "all of `TORCHBOT_REPO_PATH` (set that instead)"))
+    # (the fields an answer needs are declared and checked from config.settings_answer, their one place)
+    repo_path: Path | None = _answer("repo_path")
+    repo_paths: Annotated[list[Path], NoDecode] = _answer("repo_paths")
     repo_remote: str = Field("origin", description="the git remote pushes and fetches go to")
     git_author_name: str = Field("torchbot", description="author name of torchbot's commits")
     git_author_email: str = Field("torchbot@localhost", description="author email of torchbot's commits")
@@ -143,9 +173,7 @@ class Settings(BaseSettings):
     state_timeout_seconds: float = Field(10.0, gt=0, le=600, description=(
         "how long one state-DB step may take: PostgreSQL connect and statement timeouts, the SQLite busy "
         "timeout, and how long a chat answer waits for the store before saying it is not answering"))
-    flox_org: str = Field(FLOX_ORG, description=(
-        "Flox organisation in install commands and publishing; the placeholder `your-org` is refused "
-        "where it would be published or committed (`release publish`, `release workflow --write`/`--commit`)"))
+    flox_org: str = _answer("flox_org")
     build_command: str | None = Field(None, description=(
         "the local build command, a template with placeholders `{package}` and `{org}` (shell-quoted); unset: "
         "`flox build {package}` when flox is on PATH, else nix-build of the same recipe (torchbot says which when "
@@ -161,11 +189,8 @@ class Settings(BaseSettings):
         "confirmed builds, publishes and bumps running at once; more wait in a queue"))
     plan_ttl_seconds: int = Field(3600, ge=1, le=7 * 86400, description=(
         "how long a shown plan can be confirmed, at most 604800 (7 days)"))
-    cache_dir: str = Field(default_factory=lambda: str(default_cache_dir()), description=(
-        "where recipe facts are cached by git blob id (`off` disables); created at start, or torchbot refuses"))
-    local_branches: Path = Field(default_factory=default_branches_file, description=(
-        "the record of branches `release branch create` made, kept by repository (git directory): "
-        "a branch shows where its repository is read, nowhere else"))
+    cache_dir: str = _answer("cache_dir")
+    local_branches: Path = _answer("local_branches")
     state_wait_seconds: float = Field(300.0, ge=0, description=(
         "how long a build run that has ended keeps retrying a state DB that does not answer; its results stay in "
         "memory and in a spool file beside the logs, and are written when the DB answers (at the latest when "
@@ -244,28 +269,16 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _several_repos(cls, data: object) -> object:
-        if isinstance(data, dict):
-            raw = data.get("repo_path")
-            if isinstance(raw, str) and "," in raw:
-                parts = [p.strip() for p in raw.split(",") if p.strip()]
-                data = {**data, "repo_path": parts[0] if parts else None}
-                data.setdefault("repo_paths", parts)
-        return data
+        return split_repositories(data) if isinstance(data, dict) else data
 
     def repositories(self) -> list[Path]:
         """Every configured repository, ``repo_path`` first."""
-        if self.repo_path is None:
-            return [Path(p) for p in self.repo_paths]
-        if self.repo_paths and Path(self.repo_paths[0]) == Path(self.repo_path):
-            return [Path(p) for p in self.repo_paths]
-        return [Path(self.repo_path)]
+        return _repositories(self.repo_path, self.repo_paths)
 
-    @field_validator("repo_paths", mode="before")
+    @field_validator(*ANSWER, mode="before")
     @classmethod
-    def _split_paths(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [p.strip() for p in value.split(",") if p.strip()]
-        return value
+    def _answer_group(cls, value: object, info) -> object:
+        return ANSWER[info.field_name].parse(value)
 
     @field_validator("github_runners", "github_big_parallel_runners", mode="before")
     @classmethod
@@ -382,13 +395,6 @@ class Settings(BaseSettings):
             return value
         return value if value.endswith("/") else value + "/"
 
-    @field_validator("flox_org")
-    @classmethod
-    def _flox_org(cls, value: str) -> str:
-        if problem := flox_org_problem(value):
-            raise ValueError(problem)
-        return value
-
     @field_validator("build_command", "publish_command", "build_check_command", "build_result_link")
     @classmethod
     def _placeholders(cls, value: str | None, info) -> str | None:
@@ -415,25 +421,15 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not a workflow file name (name.yml, no directories)")
         return value
 
-    @field_validator("cache_dir")
-    @classmethod
-    def _cache_dir(cls, value: str) -> str:
-        return value.strip()
-
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
                                    env_settings: PydanticBaseSettingsSource,
                                    dotenv_settings: PydanticBaseSettingsSource,
                                    file_secret_settings: PydanticBaseSettingsSource,
                                    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = config_file()[0]
-        return (
-            _BlankIsUnset(init_settings),
-            _BlankIsUnset(env_settings),
-            _BlankIsUnset(dotenv_settings),
-            _BlankIsUnset(TomlConfigSettingsSource(settings_cls, toml_file=toml_path)),
-            file_secret_settings,
-        )
+        # the environment, .env and the TOML file come from the one reader (config.setting_sources)
+        return (_BlankIsUnset(init_settings), _Sources(settings_cls, getattr(dotenv_settings, "env_file", ".env")),
+                file_secret_settings)
 
 
 def _secret(value: str | None) -> SecretStr | None:
@@ -468,4 +464,4 @@ def load_settings(**overrides: object) -> Settings:
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{config_file()[0]} (TORCHBOT_CONFIG) is not valid TOML: {err}") from None
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(_unreadable(overrides.get("_env_file", ".env"), err)) from None
+        raise ConfigError(unreadable(overrides.get("_env_file", ".env"), err)) from None
