@@ -14,7 +14,6 @@ config.setting_sources, and no pydantic.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.checks import flox_org_problem
@@ -87,15 +86,16 @@ def repositories(first: Path | None, every: list[Path] | tuple[Path, ...]) -> li
     return [Path(first)]
 
 
-@dataclass(frozen=True)
 class Spec:
     """A setting of this group: its default (or default factory), its row in docs/settings.md
     and the rule that reads its raw value (ValueError with the sentence the user reads)."""
 
-    parse: Callable[[object], object]
-    description: str
-    default: object = None
-    default_factory: Callable[[], object] | None = None
+    __slots__ = ("default", "default_factory", "description", "parse")
+
+    def __init__(self, parse: Callable[[object], object], description: str, default: object = None,
+                 default_factory: Callable[[], object] | None = None):
+        self.parse, self.description = parse, description
+        self.default, self.default_factory = default, default_factory
 
     def default_value(self) -> object:
         return self.default_factory() if self.default_factory else self.default
@@ -123,15 +123,33 @@ def env_name(name: str) -> str:
     return "TORCHBOT_" + name.upper()
 
 
-@dataclass(frozen=True)
 class AnswerSettings:
-    """The settings `ask` and `catalog` answer with; the same values ``Settings`` has for them."""
+    """The settings `ask` and `catalog` answer with; the same values ``Settings`` has for them.
+    (A plain class: a dataclass costs an answer ~1 ms to define.)"""
 
-    flox_org: str = FLOX_ORG
-    repo_path: Path | None = None
-    repo_paths: list[Path] = field(default_factory=list)
-    cache_dir: str = field(default_factory=FIELDS["cache_dir"].default_factory)
-    local_branches: Path = field(default_factory=default_branches_file)
+    __slots__ = tuple(FIELDS)
+    flox_org: str
+    repo_path: Path | None
+    repo_paths: list[Path]
+    cache_dir: str
+    local_branches: Path
+
+    def __init__(self, **values: object):
+        for name, spec in FIELDS.items():
+            object.__setattr__(self, name, values.pop(name) if name in values else spec.default_value())
+        if values:
+            raise TypeError(f"not a setting of the answer group: {', '.join(values)}")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AnswerSettings) and all(getattr(self, n) == getattr(other, n) for n in FIELDS)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"AnswerSettings({', '.join(f'{n}={getattr(self, n)!r}' for n in FIELDS)})"
 
     def repositories(self) -> list[Path]:
         """Every configured repository, ``repo_path`` first (as ``Settings.repositories``)."""
