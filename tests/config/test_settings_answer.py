@@ -203,3 +203,23 @@ def test_an_unreadable_settings_file_is_one_line_naming_it_from_both_views(clean
 def test_blank_paths_given_to_the_constructor_are_their_defaults(clean):
     assert Settings(cache_dir=" ", local_branches="").cache_dir == AnswerSettings().cache_dir
     assert Settings(repo_path="").repositories() == AnswerSettings.from_raw({"repo_path": " "}).repositories() == []
+
+
+def test_the_full_settings_read_the_outside_sources_only_through_the_one_reader(clean, monkeypatch):
+    import config.setting_sources
+    import config.settings
+
+    monkeypatch.setenv("TORCHBOT_GIT_AUTHOR_NAME", "from-env")
+    (clean / "torchbot.toml").write_text('flox_org = "from-toml"\n')
+    asked = []
+
+    def reader(fields=None, env_file=".env"):
+        asked.append(env_file)
+        return {"git_author_name": "from-the-reader"}
+
+    monkeypatch.setattr(config.settings, "read", reader)
+    monkeypatch.setattr(config.setting_sources, "read", reader)
+    full = Settings()
+    assert (full.git_author_name, full.flox_org) == ("from-the-reader", "your-org")
+    assert answer_settings().flox_org == "your-org"
+    assert Settings(_env_file=None).git_author_name == "from-the-reader" and asked == [".env", ".env", None]
