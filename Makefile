@@ -1,5 +1,6 @@
 # `make run`  : set up the venv and answer a sample question.
-# `make test` : set up the venv (+ nix-bin, postgresql and chromium when missing), `ruff check`, then the test suite.
+# `make test` : set up the venv (+ nix-bin, postgresql and chromium when missing), `ruff check`, then the test suite
+#               in parallel (WORKERS=auto: one per core).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -47,8 +48,12 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# The suite runs in parallel (pytest-xdist), one file per worker at a time (`--dist loadfile`: a
+# file's module fixtures are built once); `make test WORKERS=1` runs it in one process.
+WORKERS ?= auto
+
 test: lint nix postgres chromium
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python bench/ask.py

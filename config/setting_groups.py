@@ -280,6 +280,9 @@ class Builds(BaseModel):
     publish_command: str = Field("flox publish -o {org} {package}", description=(
         "publish command; placeholders `{package}` and `{org}`"))
     build_timeout: float = Field(6 * 3600.0, gt=0, description="seconds a build may take before it is stopped")
+    build_kill_grace: float = Field(5.0, gt=0, le=600, description=(
+        "seconds a build being stopped (timed out, or torchbot stopping) gets to end after SIGTERM before its "
+        "process group gets SIGKILL (then as long again for the group to be gone)"))
     build_jobs: int = Field(1, ge=1, description=(
         "local builds running at once (`release build --jobs` overrides)"))
     log_dir: Path = Field(default_factory=default_log_dir, description=(

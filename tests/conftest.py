@@ -27,6 +27,7 @@ from tests.support.github_conformance import (  # noqa: F401  (the GitHub confor
     github_conformance_check,
     pytest_sessionfinish,
     pytest_terminal_summary,
+    pytest_testnodedown,
 )
 
 XDG = ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")

@@ -239,9 +239,26 @@ def test_each_package_says_what_it_holds_and_may_import(pkg):
     )
 
 
-def test_the_checker_catches_a_violation(tmp_path, monkeypatch):
+@pytest.fixture
+def tree(tmp_path, monkeypatch) -> Path:
+    """A copy of the packages' sources in a temporary tree, checked instead of the real one: a
+    probe module written there never lands in the source tree (nor is seen by a test running
+    beside it)."""
+    import shutil
+    import sys
+
+    for pkg in PACKAGES:
+        for src in (ROOT / pkg).rglob("*.py"):
+            dest = tmp_path / src.relative_to(ROOT)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    return tmp_path
+
+
+def test_the_checker_catches_a_violation(tree):
     """The rules are not vacuous: an adapter importing a command layer, and a cycle, are found."""
-    fake = ROOT / "release" / "adapters" / "_violation_probe.py"
+    fake = tree / "release" / "adapters" / "_violation_probe.py"
     fake.write_text("from release.pins.commands import plan_bump\n")
     try:
         assert any("_violation_probe" in v and "may not import release.pins" in v for v in violations())
@@ -251,11 +268,11 @@ def test_the_checker_catches_a_violation(tmp_path, monkeypatch):
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
-def test_the_checker_catches_a_cycle_closed_by_an_import_inside_a_function():
+def test_the_checker_catches_a_cycle_closed_by_an_import_inside_a_function(tree):
     """Two modules of one package, one importing the other at the top and the other importing
     it back inside a function (what release/recipes/reader.py and repos.py once did)."""
-    a = ROOT / "release" / "recipes" / "_cycle_probe_a.py"
-    b = ROOT / "release" / "recipes" / "_cycle_probe_b.py"
+    a = tree / "release" / "recipes" / "_cycle_probe_a.py"
+    b = tree / "release" / "recipes" / "_cycle_probe_b.py"
     a.write_text("from release.recipes._cycle_probe_b import g\n")
     b.write_text("def g():\n    from release.recipes import _cycle_probe_a\n    return _cycle_probe_a\n")
     try:
@@ -266,10 +283,10 @@ def test_the_checker_catches_a_cycle_closed_by_an_import_inside_a_function():
     assert cycle is not None and {"release.recipes._cycle_probe_a", "release.recipes._cycle_probe_b"} <= set(cycle)
 
 
-def test_the_checker_catches_a_front_end_or_engine_violation():
+def test_the_checker_catches_a_front_end_or_engine_violation(tree):
     """The engine importing a front end (even inside a function) and the command layer importing
     Slack are found; Slack building on the chat dispatcher is not."""
-    probe = ROOT / "bot" / "engine" / "_violation_probe.py"
+    probe = tree / "bot" / "engine" / "_violation_probe.py"
     probe.write_text("def f():\n    from bot.frontends.chat import Chat\n")
     try:
         assert any("_violation_probe" in v and "may not import bot.frontends" in v for v in violations())

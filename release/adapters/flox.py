@@ -209,8 +209,9 @@ def start_build(command: str, cwd: Path, log, mark: str | None) -> subprocess.Po
 
 def run_build(command: str, cwd: Path, log_path: Path, timeout: float, result_link: Path,
               check: str | None, *, mark: str | None = None,
-              on_start: Callable[[int], None] | None = None) -> Outcome:
-    """Run one build to its end. ``on_start(pgid)`` is told the build's process group. A log
+              on_start: Callable[[int], None] | None = None, kill_grace: float) -> Outcome:
+    """Run one build to its end. ``on_start(pgid)`` is told the build's process group; a build
+    stopped gets ``kill_grace`` seconds between SIGTERM and SIGKILL (``kill_group``). A log
     directory that is full or unwritable is torchbot's fault: the build still runs (its output
     kept in memory, ``release.adapters.buildlog``) and a build that failed while its log could
     not be written is ``interrupted`` naming TORCHBOT_LOG_DIR, never ``failed``."""
@@ -218,7 +219,7 @@ def run_build(command: str, cwd: Path, log_path: Path, timeout: float, result_li
 
     log = open_log(log_path, f"$ {command}\n")
     try:
-        out = _build_logged(command, cwd, log, timeout, result_link, check, mark, on_start)
+        out = _build_logged(command, cwd, log, timeout, result_link, check, mark, on_start, kill_grace)
     finally:
         log.close()
     if log.problem is None:
@@ -230,8 +231,8 @@ def run_build(command: str, cwd: Path, log_path: Path, timeout: float, result_li
 
 
 def _build_logged(command: str, cwd: Path, log, timeout: float, result_link: Path, check: str | None,
-                  mark: str | None, on_start: Callable[[int], None] | None) -> Outcome:
-    rc = _run_logged(command, cwd, log, timeout, mark, on_start)
+                  mark: str | None, on_start: Callable[[int], None] | None, kill_grace: float) -> Outcome:
+    rc = _run_logged(command, cwd, log, timeout, mark, on_start, kill_grace)
     if isinstance(rc, Outcome):
         return rc
     if rc != 0:
@@ -243,7 +244,7 @@ def _build_logged(command: str, cwd: Path, log, timeout: float, result_link: Pat
     out = os.path.realpath(result_link)
     if check:
         log.write(f"$ {check}\n")
-        chk = _run_logged(check, cwd, log, min(timeout, 600), mark, on_start)
+        chk = _run_logged(check, cwd, log, min(timeout, 600), mark, on_start, kill_grace)
         if chk != 0:
             log.write(f"\ntorchbot: result check failed ({getattr(chk, 'message', chk)})\n")
             return Outcome("failed", "the result check failed", out)
@@ -252,7 +253,7 @@ def _build_logged(command: str, cwd: Path, log, timeout: float, result_link: Pat
 
 
 def _run_logged(command: str, cwd: Path, log, timeout: float, mark: str | None,
-                on_start: Callable[[int], None] | None) -> int | Outcome:
+                on_start: Callable[[int], None] | None, kill_grace: float) -> int | Outcome:
     try:
         proc = start_build(command, cwd, log, mark)
     except OSError as err:
@@ -263,17 +264,17 @@ def _run_logged(command: str, cwd: Path, log, timeout: float, mark: str | None,
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        left = "" if kill_group(proc) else f"process group {proc.pid} still has processes after SIGKILL"
+        left = "" if kill_group(proc, kill_grace) else f"process group {proc.pid} still has processes after SIGKILL"
         log.write(f"\ntorchbot: timed out after {timeout:g} s\n" + (f"torchbot: {left}\n" if left else ""))
         return Outcome("failed", f"timed out after {timeout:g} s" + (f"; {left}" if left else ""))
     except BaseException:  # torchbot is stopping (KeyboardInterrupt, SystemExit): the build stops with it
-        kill_group(proc)
+        kill_group(proc, kill_grace)
         raise
     finally:
         WATCHDOG.remove(proc.pid)
 
 
-def kill_group(proc: subprocess.Popen, grace: float = 5.0) -> bool:
+def kill_group(proc: subprocess.Popen, grace: float) -> bool:
     """Stop a build's whole process group (its leader is ``proc``): SIGTERM, then SIGKILL to
     whatever of the group is still there after ``grace`` seconds, then wait (as long again at
     most) until no process of the group is left. True when the group is gone."""

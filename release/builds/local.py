@@ -210,7 +210,7 @@ class LocalRun:
         try:
             out = run_build(format_command(self.command, pkg, self.ctx), wt, self.log_path(pkg), s.build_timeout,
                             wt / link, format_command(check, pkg, self.ctx) if check else None, mark=self.run_key,
-                            on_start=lambda pgid: self._group_started(pkg, pgid, events))
+                            on_start=lambda pgid: self._group_started(pkg, pgid, events), kill_grace=s.build_kill_grace)
         except OSError as err:  # torchbot's own files (its log directory, a worktree): not the build's fault
             out = Outcome("interrupted", f"not a build failure: torchbot could not use {err.filename or 'a file'} "
                                          f"({err.strerror or err}; TORCHBOT_LOG_DIR is {s.log_dir}); resume it "

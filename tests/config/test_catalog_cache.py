@@ -18,6 +18,7 @@ from config.catalog import DATA_DIR, Catalog
 from config.catalog_cache import cached, files_key
 from config.catalog_data import load_catalog
 from release.recipes import repos
+from tests.support import ci
 from tests.support.fixtures_realshapes import RECIPES, git, make_repos
 
 QUESTIONS = ["which variant for an H100 with Graviton3", "RTX 4090 with a Ryzen 9 7950X, python 3.12",
@@ -153,7 +154,7 @@ def test_the_quick_xdg_directories_are_the_ones_platformdirs_gives(monkeypatch):
     from config import paths
 
     if not sys.platform.startswith("linux"):
-        pytest.skip("the quick path is Linux's")
+        ci.skip("the quick path is Linux's")
     for value in (None, "", "  ", "/srv/xdg"):
         for var in ("XDG_CACHE_HOME", "XDG_DATA_HOME"):
             if value is None:

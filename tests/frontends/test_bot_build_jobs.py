@@ -16,7 +16,7 @@ from pathlib import Path
 from release.state import BuildRun, open_state
 from tests.support import fixtures_builds as fx
 from tests.support.fakes_slack import FakeSlack
-from tests.support.fixtures_serve import ServeProcess, free_port, post, sign
+from tests.support.fixtures_serve import ServeProcess, post, sign
 from tests.support.waiting import wait_for
 
 SECRET = "build-jobs-signing-secret"
@@ -37,11 +37,10 @@ class Bot:
 
     def __init__(self, tmp: Path, slack: FakeSlack, env: dict[str, str]):
         self.slack = slack
-        port = free_port()
-        self.proc = ServeProcess(tmp, env, ["--http", "--host", "127.0.0.1", "--port", str(port), "--no-schedule"])
+        self.proc = ServeProcess(tmp, env, ["--http", "--host", "127.0.0.1", "--port", "0", "--no-schedule"])
         self.start_line = self.proc.wait_line()
         assert "in HTTP mode" in self.start_line, self.proc.err
-        self.url = f"http://127.0.0.1:{port}/slack/events"
+        self.url = self.proc.events_url()
 
     def _next(self) -> int:
         Bot.n += 1

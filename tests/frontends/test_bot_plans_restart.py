@@ -6,8 +6,8 @@ moved since is refused naming what moved. Expiry is shown on the dispatcher itse
 from __future__ import annotations
 
 import json
-import time
 import urllib.parse
+from datetime import UTC, datetime
 
 from bot.frontends.chat import Chat, PlanReply
 from config.settings import Settings
@@ -15,7 +15,8 @@ from release.context import Context
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 from tests.support.fakes_slack import FakeSlack
 from tests.support.fixtures_pins import NEW, PIN_A, PIN_B, PIN_C, build_repo, git, refs, small_catalog_branches
-from tests.support.fixtures_serve import ServeProcess, free_port, post, sign
+from tests.support.fixtures_serve import ServeProcess, post, sign
+from tests.support.waiting import wait_for
 
 SECRET = "restart-signing-secret"
 CUDA_ALL = {"cudaPackages_12_8", "cudaPackages_12_9", "cudaPackages_13_0", "cudaPackages_13_1"}
@@ -40,10 +41,9 @@ def test_confirm_after_sigkill_applies_refuses_others_and_names_what_moved(tmp_p
                    TORCHBOT_AUDIT_LOG=str(tmp_path / "audit.log"))
 
         def serve() -> tuple[ServeProcess, str]:
-            port = free_port()
-            bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", str(port), "--no-schedule"])
+            bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", "0", "--no-schedule"])
             assert "in HTTP mode" in bot.wait_line()
-            return bot, f"http://127.0.0.1:{port}/slack/events"
+            return bot, bot.events_url()
 
         def slash(url, text, n):
             body = urllib.parse.urlencode({"command": "/bump", "text": text, "user_id": "UADMIN", "channel_id": "CREL",
@@ -100,7 +100,7 @@ def test_an_expired_plan_says_so_and_a_plan_with_nothing_to_do_has_no_confirm(tm
     chat = Chat(ctx)
     plan = chat.command("build", fx.BRANCH, user="UADMIN")
     assert isinstance(plan, PlanReply)
-    time.sleep(1.2)
+    wait_for(lambda: datetime.now(UTC) > plan.pending.expires, "the plan's expiry")  # 1 s after it was made
     late = chat.confirm(plan.pending.id, "UADMIN")
     assert late.ok is False and "expired at" in late.text() and f"/build {fx.BRANCH} again" in late.text()
     nothing = chat.command("publish", fx.BRANCH, user="UADMIN")  # nothing was built, so nothing to publish

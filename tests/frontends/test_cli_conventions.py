@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from bot.frontends.cli.main import build_parser, main, walk
+from tests.support import ci
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 from tests.support.fixtures_pins import NEW, PIN_A, build_repo, git, refs, served, small_catalog_branches
 
@@ -235,7 +236,7 @@ def test_completion_scripts_are_valid_for_their_shell(shell, tmp_path):
 def test_bash_completion_completes_through_the_real_script(tmp_path):
     bindir = Path(sys.executable).parent
     if not (bindir / "torchbot").exists():
-        pytest.skip("the torchbot console script is not installed beside this interpreter")
+        ci.skip("the torchbot console script is not installed beside this interpreter")
     script = tmp_path / "torchbot.bash"
     script.write_text(run("completion", "bash").stdout)
     probe = (f"source {script}; COMP_WORDS=(torchbot release bu); COMP_CWORD=2; _torchbot; "

@@ -20,6 +20,7 @@ from bot.frontends.slack.app import create_app
 from bot.frontends.slack.http_mode import make_http_server, start_in_thread
 from bot.frontends.web import PATH, dashboard_app, route
 from release.context import Context
+from tests.support import ci
 from tests.support.fakes_slack import FakeSlack
 from tests.support.fixtures_dashboard import dashboard_world, settings
 
@@ -107,8 +108,8 @@ def test_beyond_loopback_the_page_needs_the_api_token(world):
         guarded.close()
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (make chromium)")
 def test_the_page_renders_in_headless_chromium_with_every_branch(served, world, tmp_path):
+    ci.needs(shutil.which("chromium") is not None, "Debian's chromium is not installed (make chromium)")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "dashboard.png"
     shot.unlink(missing_ok=True)

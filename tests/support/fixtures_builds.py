@@ -136,6 +136,7 @@ def settings(tmp: Path, **over):
         repo_path=None,
         flox_org="acme",
         announce_channel="C0ANNOUNCE",
+        build_kill_grace=0.5,  # a build that ignores SIGTERM is killed soon: tests do not wait out 5 s
         _env_file=None,
     )
     base.update(over)

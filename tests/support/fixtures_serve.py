@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -68,6 +69,14 @@ class ServeProcess:
                 break
             time.sleep(0.05)
         raise AssertionError(f"torchbot serve printed no start line; stderr: {self.err}")
+
+    def events_url(self, timeout: float = 60.0) -> str:
+        """The ``/slack/events`` URL its start line names: ``serve --http --port 0`` binds a free
+        port and says which (no port picked beforehand that another test could take meanwhile)."""
+        line = self.wait_line(timeout)
+        found = re.search(r"http://[0-9.]+:[0-9]+/slack/events", line)
+        assert found, f"no listening URL in the start line {line!r}"
+        return found.group(0)
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)

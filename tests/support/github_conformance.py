@@ -7,7 +7,8 @@ This module is also a pytest plugin (``tests/conftest.py`` takes its hooks; ``-p
 tests.support.github_conformance`` elsewhere): it fails the test during which a problem
 appeared, and the session if any is left, and its terminal summary says how many exchanges
 were checked over which operations (so the whole suite's GitHub traffic is checked, whichever
-test sends it).
+test sends it). Under pytest-xdist each worker hands its counts and problems to the controller
+(``workeroutput``), which adds them up before its summary.
 
 What is checked, against ``github_openapi/api.github.com.trimmed.json``:
 
@@ -51,6 +52,7 @@ DOCUMENTED_MEDIA = {"/repos/{owner}/{repo}/contents/{path}": {"application/vnd.g
 PROBLEMS: list[str] = []
 SEEN: Counter = Counter()  # operationId -> exchanges checked this session
 _lock = threading.Lock()
+_OUTPUT = "github_conformance"  # the key of a pytest-xdist worker's counts in its workeroutput
 
 
 @dataclass
@@ -240,8 +242,23 @@ def summary() -> str:
 # -- the pytest plugin ------------------------------------------------------------------------
 
 def pytest_sessionfinish(session, exitstatus):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: its counts go to the controller
+        with _lock:
+            workeroutput[_OUTPUT] = {"seen": dict(SEEN), "problems": list(PROBLEMS)}
     if PROBLEMS and session.exitstatus == 0:
         session.exitstatus = 1
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: only called when it runs the tests
+def pytest_testnodedown(node, error):
+    """The controller of a parallel run adds up each worker's exchanges and problems, so its
+    summary (and its exit status) are those of the whole suite."""
+    counts = getattr(node, "workeroutput", {}).get(_OUTPUT)
+    if counts:
+        with _lock:
+            SEEN.update(counts["seen"])
+            PROBLEMS.extend(counts["problems"])
 
 
 def pytest_terminal_summary(terminalreporter):

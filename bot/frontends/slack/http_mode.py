@@ -177,22 +177,39 @@ class HttpServer:
             connection_limit=200, channel_timeout=60, max_request_body_size=MAX_BODY,
             clear_untrusted_proxy_headers=True, asyncore_use_poll=True)
         self.server_port = int(self._server.effective_port)
+        self._serving = threading.Event()
         self._stopped = threading.Event()
 
     def serve_forever(self) -> None:
+        self._serving.set()
         try:
             self._server.run()
         finally:
             self._stopped.set()
 
     def shutdown(self) -> None:
-        """Stop accepting, close every connection and the workers; returns once the loop ended."""
+        """Stop accepting, close every connection and the workers; returns once the loop ended.
+
+        The loop sleeps in poll() for up to a second: the channels are closed by the loop itself,
+        woken through waitress's trigger, which leaves its map empty, so it ends at once."""
         server = self._server
-        for channel in list(server._map.values()):  # the listener, the trigger and each connection
-            with contextlib.suppress(OSError):
-                channel.close()
+
+        def close_all() -> None:  # the listener (which closes the trigger too) and each connection
+            for channel in list(server._map.values()):
+                with contextlib.suppress(OSError):
+                    channel.close()
+
+        woken = False
+        if self._serving.is_set() and not self._stopped.is_set():
+            with contextlib.suppress(OSError):  # the loop ended meanwhile: the trigger is closed
+                server.trigger.pull_trigger(close_all)
+                woken = True
+        if not woken:
+            close_all()
         server.task_dispatcher.shutdown(cancel_pending=True, timeout=5)
-        self._stopped.wait(5)
+        if self._serving.is_set():
+            self._stopped.wait(5)
+        close_all()  # nothing left when the loop did it; otherwise (it never woke) here
 
     def server_close(self) -> None:
         """Nothing more to close after ``shutdown`` (kept for callers that close in two steps)."""

@@ -1,6 +1,8 @@
 """A busy store answers (issue 26, point 7): with another process holding the SQLite state DB
-locked for 16 s, `/torchbot status` to a real `torchbot serve --http` is answered within a few
-seconds, saying what it could not read; once the lock is gone it reads everything again."""
+locked (for as long as the test needs: longer than the store's own 10 s timeouts would be),
+`/torchbot status` to a real `torchbot serve --http` is answered within a few seconds, saying
+what it could not read, while the lock is still held; once the lock is gone it reads everything
+again."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import urllib.parse
 from pathlib import Path
 
 from tests.support.fakes_slack import FakeSlack
-from tests.support.fixtures_serve import ServeProcess, free_port, post, sign
+from tests.support.fixtures_serve import ServeProcess, post, sign
 
 SECRET = "busy-signing-secret"
 LOCKER = """
@@ -23,15 +25,31 @@ if sys.argv[2] == "exclusive":
 conn.execute("BEGIN IMMEDIATE" if sys.argv[2] == "write" else "BEGIN EXCLUSIVE")
 conn.execute("UPDATE pending_plans SET summary = summary")
 print("locked", flush=True)
-time.sleep(16)
+sys.stdin.readline()  # held until the test lets go (or ends: end of input)
 conn.execute("COMMIT")
+conn.close()
+print("released", flush=True)
 """
 
 
 def _lock(db: Path, how: str) -> subprocess.Popen:
-    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db), how], stdout=subprocess.PIPE, text=True)
+    """Another process holding ``db`` locked until ``_release``."""
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(db), how], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
     assert locker.stdout.readline().strip() == "locked"
     return locker
+
+
+def _release(locker: subprocess.Popen) -> None:
+    if locker.poll() is None:
+        locker.stdin.close()  # its readline returns: it commits, closes and says so
+    try:
+        assert locker.stdout.readline().strip() == "released"
+        assert locker.wait(timeout=60) == 0
+    finally:
+        if locker.poll() is None:
+            locker.kill()
+            locker.wait()
 
 
 def _status(slack: FakeSlack, url: str, n: int) -> tuple[float, str]:
@@ -44,26 +62,27 @@ def _status(slack: FakeSlack, url: str, n: int) -> tuple[float, str]:
     return time.monotonic() - start, text
 
 
-def test_status_with_the_sqlite_store_write_locked_16_s_is_answered_within_seconds(tmp_path: Path):
+def test_status_with_the_sqlite_store_write_locked_is_answered_within_seconds_and_after(tmp_path: Path):
     db = tmp_path / "state.db"
     with FakeSlack(token="xoxb-test") as slack:
-        port = free_port()
         env = dict(TORCHBOT_SLACK_BOT_TOKEN="xoxb-test", TORCHBOT_SLACK_SIGNING_SECRET=SECRET,
                    TORCHBOT_SLACK_API_URL=slack.url, TORCHBOT_ADMINS="UADMIN", TORCHBOT_STATE_DB=str(db),
                    TORCHBOT_AUDIT_LOG=str(tmp_path / "audit.log"), TORCHBOT_LOG_DIR=str(tmp_path / "logs"))
-        bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", str(port), "--no-schedule"])
-        url = f"http://127.0.0.1:{port}/slack/events"
+        bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", "0", "--no-schedule"])
         try:
-            bot.wait_line(60)
+            url = bot.events_url(60)
             took, text = _status(slack, url, 1)
             assert "pending plans: 0" in text
             locker = _lock(db, "write")
             try:
                 took, text = _status(slack, url, 2)
-                assert took < 6, took  # not the 16 s of the lock, nor the store's own 10 s timeouts
+                assert locker.poll() is None  # answered while the lock is still held
+                assert took < 6, took  # not the length of the lock, nor the store's own 10 s timeouts
                 assert "catalog:" in text and "jobs:" in text and "pending plans: 0" in text  # reads go on (WAL)
             finally:
-                locker.wait(timeout=60)
+                _release(locker)
+            took, text = _status(slack, url, 3)  # the lock gone: everything read, nothing unknown
+            assert "pending plans: 0" in text and "unknown" not in text, text
         finally:
             bot.stop()
 
@@ -83,8 +102,13 @@ def test_status_with_the_store_unreadable_says_what_it_could_not_read_within_sec
         start = time.monotonic()
         text = chat.command("torchbot", "status").text()
         took = time.monotonic() - start
+        assert locker.poll() is None  # answered while the lock is still held
     finally:
-        locker.wait(timeout=60)
+        _release(locker)
     assert took < 6, took
     assert "pending plans: unknown: could not read the state DB" in text and "no answer within 3 s" in text
     assert "schedule: leader unknown" in text and "catalog:" in text and "jobs:" in text
+
+    # once the lock is gone the same chat reads everything again
+    text = chat.command("torchbot", "status").text()
+    assert "pending plans: 0" in text and "could not read" not in text and "leader unknown" not in text, text

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fakes_slack import FakeSlack
-from tests.support.fixtures_serve import ServeProcess, free_port, post, sign
+from tests.support.fixtures_serve import ServeProcess, post, sign
 from tests.support.waiting import wait_for
 
 SECRET = "workspace-signing-secret"
@@ -20,15 +20,14 @@ SECRET = "workspace-signing-secret"
 @pytest.fixture
 def served(tmp_path: Path):
     with FakeSlack(token="xoxb-test") as slack:
-        port = free_port()
         env = dict(TORCHBOT_SLACK_BOT_TOKEN="xoxb-test", TORCHBOT_SLACK_SIGNING_SECRET=SECRET,
                    TORCHBOT_SLACK_API_URL=slack.url, TORCHBOT_ADMINS="UADMIN", TORCHBOT_ALLOWED_CHANNELS="C1",
                    TORCHBOT_STATE_DB=str(tmp_path / "state.db"), TORCHBOT_AUDIT_LOG=str(tmp_path / "audit.log"),
                    TORCHBOT_LOG_DIR=str(tmp_path / "logs"))
-        bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", str(port), "--no-schedule"])
+        bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", "0", "--no-schedule"])
         try:
             assert "(T1)" in bot.wait_line(60)
-            yield slack, f"http://127.0.0.1:{port}/slack/events", bot
+            yield slack, bot.events_url(), bot
         finally:
             bot.stop()
 

@@ -12,9 +12,13 @@ import pytest
 from config.errors import RefusedError
 from release.adapters.git import run_git
 from release.recipes.reader import find_git_dir
+from tests.support import ci
 from tests.support import fixtures_builds as fx
 
-pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="giving a repository to another user needs root")
+
+@pytest.fixture(autouse=True)
+def _root() -> None:
+    ci.needs(os.getuid() == 0, "giving a repository to another user needs root")
 
 
 @pytest.fixture

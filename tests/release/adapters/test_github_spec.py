@@ -300,3 +300,42 @@ def test_fake_nixpkgs_history_keeps_a_file_until_a_commit_changes_it(nix) -> Non
         assert c.cuda_sets("3" * 40) == ["cudaPackages_12_9"]
     got = httpx.get(f"{nix.api_url}repos/NixOS/nixpkgs/commits/{'2' * 40}", headers=GITHUB).json()
     assert got["commit"]["committer"]["date"] == "2026-01-02T03:04:05Z" and got["parents"][0]["sha"] == "1" * 40
+
+
+INNER_GOOD = '''
+import httpx
+from tests.support.fakes_github import FakeGitHub
+
+
+def test_reads_the_repository():
+    with FakeGitHub() as gh:
+        r = httpx.get(f"{gh.url}repos/{gh.repo}", headers={
+            "Authorization": f"Bearer {gh.token}", "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28"})
+    assert r.status_code == 200
+'''
+
+
+def test_the_counts_and_problems_of_parallel_workers_are_added_up(tmp_path) -> None:
+    """Under pytest-xdist (``make test`` runs ``-n``) each worker checks the exchanges of its own
+    tests: the controller's summary and exit status are those of all of them."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    (tmp_path / "test_inner_bad.py").write_text(INNER)
+    (tmp_path / "test_inner_good_a.py").write_text(INNER_GOOD)
+    (tmp_path / "test_inner_good_b.py").write_text(INNER_GOOD)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                           "tests.support.github_conformance", "-n", "2", "--dist", "loadfile",
+                           "--rootdir", str(tmp_path), "."],
+                          check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    out = done.stdout
+    assert done.returncode == 1, out
+    assert "4 passed, 1 error" in out, out
+    assert "GitHub conformance: 3 exchanges" in out and "over 2 operations; 2 problems" in out, out
+    assert "repos/get 2" in out and "actions/list-jobs-for-workflow-run 1" in out, out
+    assert "query parameter 'colour' is not defined by actions/list-jobs-for-workflow-run" in out, out

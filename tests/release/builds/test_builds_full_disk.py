@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from release.builds import run as builds
+from tests.support import ci
 from tests.support import fixtures_builds as fx
 
 NOISY = "head -c 300000 /dev/zero | tr '\\\\0' x; echo; "  # more output than the filesystem holds
@@ -25,11 +26,11 @@ def tmpfs(where: Path, size: str):
     """A tmpfs of ``size`` mounted at ``where``, filled up (skipped where it cannot be mounted)."""
     where.mkdir()
     if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
+        ci.skip("mounting a tmpfs needs root")
     made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True,
                           text=True, check=False)
     if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+        ci.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
     try:
         subprocess.run(f"head -c 100000000 /dev/zero > {where}/filler", shell=True, check=False,
                        capture_output=True)
@@ -72,12 +73,12 @@ def test_a_failing_build_with_a_full_log_directory_is_an_infrastructure_error_no
 
 def test_a_log_directory_that_fills_during_the_build_keeps_the_failure_torchbots(tmp_path):
     if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
+        ci.skip("mounting a tmpfs needs root")
     where = tmp_path / "small"
     where.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)], capture_output=True,
                       check=False).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
+        ci.skip("cannot mount a tmpfs here")
     try:  # the log opens fine; the build's own output fills the filesystem, and then it fails
         _, rows = _run(tmp_path, where / "logs", NOISY + "exit 3")
     finally:

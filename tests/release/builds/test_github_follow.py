@@ -242,9 +242,10 @@ def test_serve_edits_the_message_while_it_runs_once_the_run_has_ended(tmp_path: 
         github_actions.dispatch_build(ctx, plan, wait=False, notice={"channel": "CREL", "ts": ts, "title": "/build"})
         stop = _tell_ended_runs(SimpleNamespace(client=client), ctx)  # serving: nothing to tell yet
         try:
-            while github_actions.runs(ctx)[0]["status"] != "completed":
-                github_actions.poll_active(ctx)  # the schedule's poll-builds
             end = time.monotonic() + 60
+            while github_actions.runs(ctx)[0]["status"] != "completed":
+                assert time.monotonic() < end, "the run never completed"
+                github_actions.poll_active(ctx)  # the schedule's poll-builds
             while not [m for m in slack.messages("CREL") if m["ts"] == ts and "edited" in m]:
                 assert time.monotonic() < end, "the job message was never edited"
                 time.sleep(0.05)

@@ -14,6 +14,7 @@ from config.errors import ExternalError, RefusedError, ValidationError
 from config.settings import Settings
 from release.context import Context
 from release.pins.commands import plan_bump
+from tests.support import ci
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 from tests.support.fixtures_pins import (
     NEW,
@@ -393,16 +394,16 @@ def test_neither_branch_nor_all(env):
         plan_bump(ctx(), [], NEW)
 
 
-@pytest.mark.skipif(shutil.which("nix-instantiate") is None, reason="nix-instantiate not installed")
 def test_fixture_recipes_parse(repo, tmp_path):
+    ci.needs(shutil.which("nix-instantiate") is not None, "nix-instantiate is not installed (make nix)")
     work, _ = repo
     parse_ok(list(tree_files(work, "main").values()), tmp_path)
 
 
 def test_bump_recipes_of_the_generator(tmp_path, fake, monkeypatch):
     """The recipes torchbot itself renders (release.render) bump the same way."""
-    render = pytest.importorskip("release.recipes.render")
     from config.catalog_data import load_catalog
+    from release.recipes import reader, render
     from tests.support.fixtures_pins import build_repo_from_files
 
     cat = load_catalog()
@@ -419,11 +420,7 @@ def test_bump_recipes_of_the_generator(tmp_path, fake, monkeypatch):
     assert all(NEW in t and PIN_A not in t for t in new.values())
     parse_ok(list(new.values()), tmp_path)
     assert tree_files(work, "pytorch-2.9-python313", ".") == other
-    try:  # the repository reader (issue 3) reads the new pin back when it is installed
-        from release.recipes import reader
-    except ImportError:
-        return
-    read = reader.read_repository(work, cat)
+    read = reader.read_repository(work, cat)  # the repository reader reads the new pin back
     branches = read.branches if hasattr(read, "branches") else read
     assert set(branches["main"].pins) == {NEW}
 

@@ -215,7 +215,6 @@ def test_a_pull_request_builds_on_what_the_remote_has(world, tmp_path, capsys, m
 
 def test_the_diff_of_a_bump_of_every_branch(world):
     """`--diff` and chat's diff read SweepBump.diff() (config.diffs, on main since the branch began)."""
-    pytest.importorskip("config.diffs")
     from config.settings import Settings
     from release.context import Context
     from release.pins.commands import plan_bump

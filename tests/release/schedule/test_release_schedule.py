@@ -58,8 +58,10 @@ def test_missed_runs_are_coalesced_into_one(tmp_path: Path) -> None:
     _set_next_run(ctx, "publish", datetime.now(UTC) - timedelta(seconds=5 * 60 + 10))
     sched = schedule.start_scheduler(ctx)
     wait_for(lambda: len(open_state(ctx.settings.state_db).job_runs("publish")) >= 2, "the run on start")
-    time.sleep(0.3)  # room for any further (wrong) catch-up runs to show
-    sched.shutdown()
+    # the catch-up is over once the scheduler has moved the next run into the future: nothing is due
+    # then; shutting down waits for whatever it had already handed to its workers
+    wait_for(lambda: sched.get_job("publish").next_run_time > datetime.now(UTC), "the next run in the future")
+    sched.shutdown(wait=True)
     assert len(open_state(ctx.settings.state_db).job_runs("publish")) == 2
 
 

@@ -18,7 +18,7 @@ from release.state import open_state
 from tests.support import fixtures_builds as fx
 from tests.support.fakes_slack import FakeSlack
 from tests.support.fixtures_postgres import postgres  # noqa: F401  (fixture)
-from tests.support.fixtures_serve import ServeProcess, free_port, post, sign
+from tests.support.fixtures_serve import ServeProcess, post, sign
 from tests.support.waiting import wait_for
 
 SECRET = "replica-signing-secret"
@@ -31,10 +31,10 @@ def _leader_pid(url: str) -> int | None:
     return int(held.owner.split(":")[1]) if held else None
 
 
-def _status(slack: FakeSlack, port: int, n: int) -> str:
+def _status(slack: FakeSlack, events: str, n: int) -> str:
     body = urllib.parse.urlencode({"command": "/torchbot", "text": "status", "user_id": "UADMIN",
                                    "channel_id": "CREL", "response_url": slack.response_url(n)}).encode()
-    assert post(f"http://127.0.0.1:{port}/slack/events", body, sign(body, SECRET))[0] == 200
+    assert post(events, body, sign(body, SECRET))[0] == 200
     posts = slack.wait_for(lambda p, b: p == f"/response/{n}", 30)
     return json.dumps([b for p, b in posts if p == f"/response/{n}"])
 
@@ -57,13 +57,12 @@ def test_two_replicas_publish_and_announce_once_and_a_killed_leader_is_replaced(
                    TORCHBOT_POLL_INTERVAL_SECONDS="1", TORCHBOT_LEADER_LEASE_SECONDS=str(LEASE),
                    TORCHBOT_LOG_DIR=str(tmp_path / "logs"), TORCHBOT_AUDIT_LOG=str(tmp_path / "audit.log"),
                    TORCHBOT_CACHE_DIR="off")
-        ports = [free_port(), free_port()]
         bots = {}
         try:
-            for port in ports:
-                bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", str(port)])
+            for _ in range(2):
+                bot = ServeProcess(tmp_path, env, ["--http", "--host", "127.0.0.1", "--port", "0"])
                 assert "in HTTP mode" in bot.wait_line(60)
-                bots[bot.pid] = (bot, port)
+                bots[bot.pid] = (bot, bot.events_url())  # each on a port of its own (--port 0)
             # meanwhile a third process publishes and flushes the same rows
             other = publish.publish_pending(ctx, None, repo=repo)
             announce.flush(ctx)
@@ -79,13 +78,13 @@ def test_two_replicas_publish_and_announce_once_and_a_killed_leader_is_replaced(
 
             leader = wait_for(lambda: _leader_pid(url), "a leader")
             assert leader in bots
-            (lead, lead_port), (follower, follow_port) = bots[leader], next(v for k, v in bots.items() if k != leader)
-            assert f":{leader} (this process)" in _status(slack, lead_port, 1)
-            told = _status(slack, follow_port, 2)
+            (lead, lead_url), (follower, follow_url) = bots[leader], next(v for k, v in bots.items() if k != leader)
+            assert f":{leader} (this process)" in _status(slack, lead_url, 1)
+            told = _status(slack, follow_url, 2)
             assert "schedule: led by" in told and f":{leader}," in told and "this process" not in told
             lead.kill()  # SIGKILL: the lease is not given up, it expires
             wait_for(lambda: _leader_pid(url) == follower.pid, "the survivor to take the lead", 60)
-            assert f":{follower.pid} (this process)" in _status(slack, follow_port, 3)
+            assert f":{follower.pid} (this process)" in _status(slack, follow_url, 3)
             wait_for(lambda: any(r.owner.split(":")[1] == str(follower.pid) and r.finished
                                  for r in open_state(url).job_runs("publish")), "the new leader's first publish run")
         finally:

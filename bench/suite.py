@@ -1,0 +1,47 @@
+"""Benchmark: how long `make test` takes (ruff, the prerequisites check, then the whole suite).
+
+Runs ``make test`` in this checkout (``--workers N`` is passed as ``WORKERS=N``: ``1`` runs the
+suite in one process, ``auto`` one worker per core) and prints its wall time, pytest's own line
+(tests passed, pytest's seconds) and the load average before and after, since the figure
+depends on what else the machine runs. Not a test: a figure for README's table and
+docs/figures.md.
+
+    .venv/bin/python bench/suite.py [--workers auto|N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", default="auto", help="pytest-xdist workers (WORKERS= of make test)")
+    args = ap.parse_args(argv)
+    load_before = os.getloadavg()
+    start = time.monotonic()
+    done = subprocess.run(["make", "test", f"WORKERS={args.workers}"], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    took = time.monotonic() - start
+    load_after = os.getloadavg()
+    tail = [line for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
+    print(f"make test WORKERS={args.workers}: {took:.0f} s wall ({took / 60:.1f} min), exit {done.returncode}, "
+          f"{os.cpu_count()} cores")
+    print(f"pytest: {tail[-1].strip('= ') if tail else '(no summary line)'}")
+    print(f"load average before {load_before[0]:.1f} / {load_before[1]:.1f} (1 / 5 min), "
+          f"after {load_after[0]:.1f} / {load_after[1]:.1f}")
+    if done.returncode != 0:
+        sys.stdout.write(done.stdout[-3000:] + done.stderr[-2000:])
+    return done.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
