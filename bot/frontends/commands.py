@@ -3,7 +3,6 @@ Each function takes a Context and returns a result object (config/results.py).""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from bot.engine.answer import Answer
@@ -158,6 +157,8 @@ class PinsResult:
                 raise UsageError(f"No branch {', '.join(unknown)}. Branches: {', '.join(dict.fromkeys(names))}.")
             self.data["branches"] = [b for b in self.data["branches"] if b["branch"] in only]
         try:
+            from datetime import UTC, datetime  # here: `ask` imports this module and needs no clock
+
             from release.schedule.jobs import crontab_trigger, job_specs
 
             nxt = crontab_trigger(self.cron).get_next_fire_time(None, datetime.now(UTC))
