@@ -19,6 +19,8 @@ working directory. Every field's ``description`` is its row in docs/settings.md 
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -27,6 +29,8 @@ from config.errors import ConfigError
 from config.paths import config_file
 from config.setting_groups import Answer, Builds, Chat, Git, Schedule, Serve, State, Upstream
 from config.setting_sources import BLANK_IS_UNSET, read, unreadable
+
+_ENV_FILE: ContextVar[str | None] = ContextVar("torchbot_env_file", default=".env")  # of the Settings being made
 
 
 class Settings(Schedule, Serve, Builds, State, Upstream, Git, Answer, Chat, BaseSettings):
@@ -37,11 +41,18 @@ class Settings(Schedule, Serve, Builds, State, Upstream, Git, Answer, Chat, Base
 
     model_config = SettingsConfigDict(
         env_prefix="TORCHBOT_",
-        env_file=".env",
-        env_file_encoding="utf-8",
+        env_file=None,  # pydantic-settings reads no .env: the one reader does (``_env_file`` below)
         extra="ignore",
         allow_inf_nan=False,  # inf or nan as a number of seconds overflows the clocks and clients it reaches
     )
+
+    def __init__(self, _env_file: str | None = ".env", **values: object):
+        """``_env_file``: the .env file the reader reads (None: none), as pydantic-settings' own."""
+        chosen = _ENV_FILE.set(_env_file)
+        try:
+            super().__init__(**values)
+        finally:
+            _ENV_FILE.reset(chosen)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -50,8 +61,7 @@ class Settings(Schedule, Serve, Builds, State, Upstream, Git, Answer, Chat, Base
                                    file_secret_settings: PydanticBaseSettingsSource,
                                    ) -> tuple[PydanticBaseSettingsSource, ...]:
         # constructor arguments first; the environment, .env and the TOML file from the one reader
-        return (_BlankIsUnset(init_settings), _Sources(settings_cls, getattr(dotenv_settings, "env_file", ".env")),
-                file_secret_settings)
+        return (_BlankIsUnset(init_settings), _Sources(settings_cls, _ENV_FILE.get()), file_secret_settings)
 
 
 class _BlankIsUnset(PydanticBaseSettingsSource):
@@ -72,7 +82,7 @@ class _BlankIsUnset(PydanticBaseSettingsSource):
 class _Sources(PydanticBaseSettingsSource):
     """The environment, the .env file and the TOML file, as config.setting_sources.read gives them."""
 
-    def __init__(self, settings_cls: type[BaseSettings], env_file: object):
+    def __init__(self, settings_cls: type[BaseSettings], env_file: str | None):
         super().__init__(settings_cls)
         self._env_file = env_file
 
@@ -80,10 +90,7 @@ class _Sources(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict:
-        env_file = self._env_file
-        if isinstance(env_file, list | tuple):  # pydantic-settings allows several; torchbot names one
-            env_file = env_file[-1] if env_file else None
-        return read(self.settings_cls.model_fields, env_file)
+        return read(self.settings_cls.model_fields, self._env_file)
 
 
 def env_name(field: str) -> str:

@@ -223,3 +223,19 @@ def test_the_full_settings_read_the_outside_sources_only_through_the_one_reader(
     assert (full.git_author_name, full.flox_org) == ("from-the-reader", "your-org")
     assert answer_settings().flox_org == "your-org"
     assert Settings(_env_file=None).git_author_name == "from-the-reader" and asked == [".env", ".env", None]
+
+
+def test_the_env_file_is_parsed_once_per_settings(clean, monkeypatch):
+    import dotenv
+    import pydantic_settings.sources.providers.dotenv as pydantic_dotenv  # where pydantic-settings would read it
+
+    (clean / ".env").write_text("TORCHBOT_FLOX_ORG=from-dotenv\n")
+    (clean / "other.env").write_text("TORCHBOT_FLOX_ORG=from-other\n")
+    parsed = []
+    real = dotenv.dotenv_values
+    counted = lambda path, **kw: parsed.append(str(path)) or real(path, **kw)  # noqa: E731
+    monkeypatch.setattr(dotenv, "dotenv_values", counted)
+    monkeypatch.setattr(pydantic_dotenv, "dotenv_values", counted)
+    assert Settings().flox_org == "from-dotenv" and parsed == [".env"]
+    assert Settings(_env_file="other.env").flox_org == "from-other" and parsed[1:] == ["other.env"]
+    assert Settings(_env_file=None).flox_org == "your-org" and len(parsed) == 2
