@@ -12,7 +12,12 @@ job (goal <= 1.2 with no cap: the release takes as long as its longest build, no
 sum); (b) API requests per poll and per release, measured, and projected at the real poll
 interval against GitHub's 5,000 requests per hour.
 
-    .venv/bin/python bench/github_scale.py [--variants 237] [--hour 0.1] [--max-parallel N]
+(c) Under a concurrency cap (``--caps 20,60``: GitHub Free runs 20 jobs at a time, Team 60), the
+makespan of the same release dispatched in name order and longest first from the recorded build
+times of an earlier release (the plan's order), against its lower bound
+max(longest job, total work / cap), in simulated hours (the fake's schedule) and as measured.
+
+    .venv/bin/python bench/github_scale.py [--variants 237] [--hour 0.1] [--max-parallel N] [--caps 20,60]
 """
 
 from __future__ import annotations
@@ -44,10 +49,57 @@ def main() -> int:
     ap.add_argument("--variants", type=int, default=237)
     ap.add_argument("--hour", type=float, default=0.1, help="seconds of wall time per simulated hour")
     ap.add_argument("--max-parallel", type=int, default=None, help="the fake's runner cap (default none)")
+    ap.add_argument("--caps", default="20,60", help="concurrency caps for (c), comma separated ('' : none)")
     args = ap.parse_args()
-    hour = args.hour
+    code = uncapped(args)
+    for cap in [int(c) for c in args.caps.split(",") if c.strip()]:
+        capped(args, cap)
+    return code
+
+
+def _release(args) -> tuple[list[str], dict[str, float]]:
     variants = [f"pytorch-python313-cuda12_8-sm{n}-avx2" for n in range(100, 100 + args.variants)]
     hours = {p: 1.0 + (i * 37 % 51) / 10 for i, p in enumerate(variants)}  # 1.0 .. 6.0 simulated hours
+    return variants, hours
+
+
+def capped(args, cap: int) -> None:
+    """(c): the release under ``cap``, in name order and longest first from history."""
+    from datetime import timedelta
+
+    from release.state import Build, state_for, utcnow
+
+    variants, hours = _release(args)
+    hour = args.hour
+    longest = max(hours.values())
+    bound = max(longest, sum(hours.values()) / cap)
+    said = []
+    for order in ("name order", "longest first"):
+        with tempfile.TemporaryDirectory() as d, FakeGitHub(durations={p: h * hour for p, h in hours.items()},
+                                                           start_delay=30 / 3600 * hour, max_parallel=cap) as gh:
+            tmp = Path(d)
+            repo = fx.make_repo(tmp, packages=variants)
+            ctx = fx.context(tmp, github_api_url=gh.url, github_token=gh.token, github_repo=gh.repo,
+                             github_poll_seconds=REAL_POLL_SECONDS / 3600 * hour, github_max_parallel=cap)
+            if order == "longest first":  # an earlier release's builds, with their times
+                now = utcnow()
+                with state_for(ctx).session() as s:
+                    s.add_all(Build(package=p, branch="earlier", state="succeeded", backend="github",
+                                    started=now - timedelta(hours=h), finished=now) for p, h in hours.items())
+            plan = builds.prepare(ctx, fx.BRANCH, repo=repo, backend="github")
+            recorded: list[float] = []
+            gha.dispatch_build(ctx, plan, progress=lambda _row, seen=recorded: seen.append(time.monotonic()))
+            run = gh.runs[min(gh.runs)]
+            simulated = max(end for _start, end in run["times"].values()) / hour
+            measured = (max(recorded) - run["t0"]) / hour
+        said.append(f"{order} {simulated:.1f} h = {simulated / bound:.3f} x the bound (measured {measured:.1f} h)")
+    print(f"(c) cap {cap}: lower bound max(longest {longest:.1f} h, total {sum(hours.values()):.0f} h / "
+          f"{cap} = {sum(hours.values()) / cap:.1f} h) = {bound:.1f} h; " + "; ".join(said))
+
+
+def uncapped(args) -> int:
+    hour = args.hour
+    variants, hours = _release(args)
     longest = max(hours.values()) * hour
     with tempfile.TemporaryDirectory() as d, FakeGitHub(durations={p: h * hour for p, h in hours.items()},
                                                        start_delay=30 / 3600 * hour,

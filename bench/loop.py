@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import fnmatch
+import json
 import re
 import shutil
 import subprocess
@@ -39,11 +40,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench._home import isolate  # noqa: E402
+from config.setting_values import DEFAULT_RUNNERS  # noqa: E402
 
 isolate()  # torchbot's own files go to a temporary home, never the real one
 
 from replay_history import History, nixpkgs_facts  # noqa: E402
 
+from tests.support.fake_runners import SHIMS, Runners, read_log  # noqa: E402
 from tests.support.fakes_github import FakeGitHub  # noqa: E402
 from tests.support.fakes_nixpkgs import FakeNixpkgs  # noqa: E402
 from tests.support.fakes_slack import FakeSlack  # noqa: E402
@@ -162,6 +165,27 @@ def report(ctx, repos, gh_by_repo, before, slack, lines) -> None:
                       + ("; announced" if branch in releases and any(branch in t for t in threads) else ""))
 
 
+def slack_per_branch(ctx, slack) -> tuple[collections.Counter, collections.Counter]:
+    """Messages torchbot posted in each branch's release thread (parent and replies) and the edits
+    of them, told apart by the release id in each message's metadata (the state DB's Release row)."""
+    from release.publishing.announce import EVENT_TYPE
+    from release.state import Release, open_state
+
+    with open_state(ctx.settings.state_db).session() as s:
+        branch_of = {r.id: r.branch for r in s.query(Release)}
+    posted, edits, where = collections.Counter(), collections.Counter(), {}
+    for m in slack.messages(CHANNEL):
+        meta = m.get("metadata") or {}
+        if meta.get("event_type") == EVENT_TYPE:
+            branch = branch_of[int(meta["event_payload"]["release_id"])]
+            posted[branch] += 1
+            where[m["ts"]] = branch
+    for call in slack.method_calls("chat.update"):
+        if call.get("ts") in where:
+            edits[where[call["ts"]]] += 1
+    return posted, edits
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mirrors", nargs="*", type=Path, default=MIRRORS)
@@ -190,9 +214,11 @@ def run(tmp: Path, args) -> int:
     fail = {v for v in variants if any(fnmatch.fnmatchcase(v, g) for g in args.fail)}
     with FakeNixpkgs() as nix, FakeSlack() as slack:
         head, head_torch = nixpkgs(nix, [o for _, o, _ in repos], args.mirrors)
+        shim_log, runners, shim_settings = shims(tmp)
         chain, gh_by_repo, upstream = [], {}, nix.api_url
         for name, origin, _ in reversed(repos):
-            gh = FakeGitHub(repo=f"{OWNER}/{name}", upstream=upstream, git_dir=origin, fail=fail)
+            runners.append(Runners(origin, workflow(tmp, shim_settings), DEFAULT_RUNNERS, tmp / "runners", shim_log))
+            gh = FakeGitHub(repo=f"{OWNER}/{name}", upstream=upstream, git_dir=origin, fail=fail, runner=runners[-1])
             gh.__enter__()
             chain.append(gh)
             gh_by_repo[name] = gh
@@ -204,7 +230,7 @@ def run(tmp: Path, args) -> int:
                          channels_url=nix.channels_url, github_api_url=main_gh.url, github_token=main_gh.token,
                          github_repo=main_gh.repo, nixpkgs_tarball_url=nix.tarball_url, http_retries=1,
                          github_poll_seconds=0.01, bump_automerge=not args.no_automerge, flox_org="acme",
-                         publish_command="true", slack_bot_token=slack.token, slack_api_url=slack.url,
+                         slack_bot_token=slack.token, slack_api_url=slack.url, **shim_settings,
                          announce_channel=CHANNEL, git_author_name="torchbot",
                          git_author_email="torchbot@localhost")
             ctx = Context(s, use_repo=False)
@@ -231,13 +257,65 @@ def run(tmp: Path, args) -> int:
             dispatched = sum(len(g.dispatches) for g in chain)
             statuses = sum(len(g.statuses.posted) for g in chain)
             merges = sum(len(g.pulls.merges) for g in chain)
+            build_counts(read_log(shim_log), chain)
             print(f"\nTotals: {sum(len(g.pulls.prs) for g in chain)} pull request(s), {dispatched} dispatch(es), "
                   f"{statuses} status(es) posted, {merges} merge(s), "
                   f"{len([m for m in slack.messages(CHANNEL) if not m.get('thread_ts')])} release thread(s).")
+            posted, edits = slack_per_branch(ctx, slack)
+            if posted:
+                print(f"Slack messages per branch: {max(posted.values())} at most, "
+                      f"{sum(posted.values()) / len(posted):.1f} on average over {len(posted)} branch(es) "
+                      f"({sum(posted.values())} messages, {sum(edits.values())} edits in place)")
         finally:
             for gh in chain:
                 gh.__exit__(None, None, None)
+            for r in runners:
+                r.close()
     return 0
+
+
+def shims(tmp: Path) -> tuple[Path, list, dict]:
+    """The shim log, the runners list, and the settings that put the torchbot host's own build and
+    publish commands and the build cache in place (tests/support/shim_tools.py logs each)."""
+    log = tmp / "shim.log"
+    (tmp / "runners").mkdir()
+    (tmp / "cache").mkdir()
+    host = f"SHIM_LOG={log} SHIM_HOST=torchbot SHIM_STORE={tmp / 'host-store'} {SHIMS}"
+    return log, [], {"build_command": f"{host}/flox build {{package}}",
+                     "publish_command": f"{host}/flox publish -o {{org}} {{package}}",
+                     "build_cache": f"file://{tmp / 'cache'}"}
+
+
+def workflow(tmp: Path, over: dict) -> str:
+    from config.settings import Settings
+    from release.builds.workflow import render_workflow
+
+    return render_workflow(Settings(_env_file=None, flox_org="acme", state_db=f"sqlite:///{tmp / 'wf.sqlite'}",
+                                    **over))
+
+
+def build_counts(log: list[dict], chain) -> None:
+    """Builds per changed variant over the release (bump PR built at its head, merged, published),
+    from what the flox/nix shims logged on the runners and the torchbot host."""
+    changed = {(body["inputs"]["branch"], e["package"])
+               for gh in chain for _wf, body in gh.dispatches if body["inputs"].get("publish") != "true"
+               for key in ("pytorch", "companions") for e in json.loads(body["inputs"].get(key) or "[]")}
+    built = collections.Counter((e["branch"], e["package"]) for e in log if e["action"] == "build")
+    host = [e for e in log if e["host"] == "torchbot"]
+    published = sum(e["action"] == "publish" for e in log)
+    substituted = sum(e["action"] == "substitute" for e in log)
+    where = collections.Counter(e["platform"] for e in log if e["action"] in ("build", "publish"))
+    astray = [e for e in log if e["action"] in ("build", "publish", "refused") and e.get("target") != e["platform"]]
+    arm_on_x86 = [e for e in log if e["action"] in ("build", "publish", "refused") and e["platform"] == "x86_64-linux"
+                  and (e.get("target") or "").startswith("aarch64")]
+    per = sum(built.values()) / len(changed) if changed else 0.0
+    print(f"\nBuilds: {sum(built.values())} for {len(changed)} changed variant(s) = {per:.2f} per variant "
+          f"(max {max(built.values(), default=0)}); on the torchbot host {sum(e['action'] == 'build' for e in host)} "
+          f"builds, {len(host)} flox/nix commands; {published} published on runners, {substituted} outputs "
+          f"substituted from the cache; by runner platform: "
+          + ", ".join(f"{p} {n}" for p, n in sorted(where.items()))
+          + f"; aarch64 variants built or published on x86_64: {len(arm_on_x86)}; jobs off their platform: "
+          f"{len(astray)}")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from config.setting_values import (
     csv_list,
     lower_word,
     runners,
+    secret_problem,
     state_db_url,
     token,
     tracks,
@@ -50,11 +51,20 @@ def _secret(value: str | None) -> SecretStr | None:
     return None if value is None else SecretStr(value)
 
 
-def _plain_secret(value: SecretStr | None) -> SecretStr | None:
-    """A secret without surrounding whitespace; blank is unset."""
+MIN_API_TOKEN = 32  # characters of TORCHBOT_API_TOKEN at least (a guessable token guards nothing)
+
+
+def _plain_secret(value: SecretStr | None, least: int = 0) -> SecretStr | None:
+    """A secret without surrounding whitespace (blank is unset), refused with whitespace or a
+    control character inside it or, when ``least``, shorter than that (never echoing it)."""
     if value is None:
         return None
     raw = value.get_secret_value().strip()
+    if raw and (problem := secret_problem(raw)):
+        raise ValueError(problem)
+    if raw and len(raw) < least:
+        raise ValueError(f"it has {len(raw)} characters; give at least {least} "
+                         "(for example: python -c 'import secrets; print(secrets.token_urlsafe(32))')")
     return SecretStr(raw) if raw else None
 
 
@@ -88,8 +98,8 @@ class Chat(BaseModel):
         "where mutating commands may run: Slack channel IDs (`C…`/`G…`), comma separated or a JSON list"))
     announce_channel: str | None = Field(None, description="channel ID for release threads and docs drift")
     audit_log: Path = Field(default_factory=default_audit_log, description=(
-        "who changed what: a line per mutating chat command planned, refused, confirmed or cancelled; "
-        "torchbot refuses to start when it cannot write it"))
+        "who changed what: a JSON object per line for each mutating chat command planned, refused, confirmed "
+        "or cancelled and each dashboard-issue decision; torchbot refuses to start when it cannot write it"))
     progress_seconds: float = Field(5.0, ge=1, le=600, description=(
         "the shortest time between two edits of a Slack job message's progress line (chat.update)"))
 
@@ -199,6 +209,10 @@ class Upstream(BaseModel):
 
     github_api_url: str = Field("https://api.github.com/", description="GitHub REST API base URL")
     github_token: SecretStr | None = Field(None, description="GitHub token: PRs, workflow dispatch, nixpkgs files")
+    github_login: str | None = Field(None, description=(
+        "the login TORCHBOT_GITHUB_TOKEN acts as (the author of torchbot's issues and pull requests); unset: "
+        "asked with `GET /user`. Set it to `<app-slug>[bot]` for a GitHub App installation token, which cannot "
+        "read `/user`"))
     github_repo: str = Field("barstoolbluz/build-pytorch", description=(
         "`owner/name` of the repository PRs and workflow dispatches go to; empty: none"))
     nixpkgs_repo: str = Field("NixOS/nixpkgs", description="`owner/name` of nixpkgs on GitHub (commits, compare)")
@@ -295,7 +309,17 @@ class Builds(BaseModel):
     build_check_command: str | None = Field(None, description=(
         "run after a successful build, e.g. `result-{package}/bin/python -c \"import torch\"`; "
         "placeholders `{package}` and `{org}`"))
-    publish_timeout: float = Field(3600.0, gt=0, description="seconds a publish may take")
+    publish_timeout: float | None = Field(None, gt=0, description=(
+        "seconds a publish may take; unset: the build timeout (`flox publish` builds what is not in the "
+        "cache, so it may take as long as the build)"))
+    build_cache: str | None = Field(None, description=(
+        "the Nix binary cache the team runs (`s3://bucket?region=…`, an attic or cachix `https://` URL, "
+        "`file:///…`): GitHub build jobs push their outputs there and the publish jobs after the merge "
+        "substitute them instead of building. Unset (the default): no cache, and publishing a variant "
+        "built at a pull request's head builds it again on its runner"))
+    build_cache_public_key: str | None = Field(None, description=(
+        "the public key the cache's outputs are signed with (`name:base64…`), trusted by the publish jobs "
+        "(the signing key is the repository secret `TORCHBOT_CACHE_SIGNING_KEY`)"))
     build_platforms: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
         "platforms the local backend builds, comma separated; empty: this host's own"))
     build_backend: Literal["github", "local", "none"] | None = Field(None, description=(
@@ -380,6 +404,10 @@ class Builds(BaseModel):
             return {**{k: list(v) for k, v in DEFAULT_RUNNERS.items()}, **parsed}
         return parsed
 
+    def publish_seconds(self) -> float:
+        """How long a publish may take: TORCHBOT_PUBLISH_TIMEOUT, else the build timeout."""
+        return self.publish_timeout if self.publish_timeout is not None else self.build_timeout
+
     def schedule_backend(self) -> str:
         """The backend scheduled builds use: the explicit setting, else github when a token and
         repository are configured (``Upstream``), else none (bump and report, build nothing)."""
@@ -395,7 +423,15 @@ class Serve(BaseModel):
 
     host: str = Field("0.0.0.0", description="where `torchbot serve --http` listens (`--host` overrides)")
     api_token: SecretStr | None = Field(None, description="what `serve --http`'s read-only `/dashboard` asks for "
-                                        "beyond loopback: `Authorization: Bearer <token>` or the Basic password")
+                                        "of any client that is not local: `Authorization: Bearer <token>` or the Basic "
+                                        "password; at least 32 characters")
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "reverse proxies in front of `serve --http` (IP addresses or CIDR networks, comma separated): from "
+        "them the client is the address they add to X-Forwarded-For; a request that carries a forwarding header "
+        "from anyone else is never local. Local (loopback) clients read `/dashboard` without TORCHBOT_API_TOKEN"))
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+        "host names `/dashboard` answers to besides loopback's (comma separated; the Host header is checked, so "
+        "a DNS-rebinding page cannot read it): the name people and the proxy use, e.g. `torchbot.example.org`"))
     port: int = Field(3000, ge=0, le=65535, description=(
         "the port of `torchbot serve --http`, 1-65535 (`--port` overrides; 0: any free port, which the "
         "start line names)"))
@@ -403,7 +439,32 @@ class Serve(BaseModel):
     @field_validator("api_token")
     @classmethod
     def _api_token(cls, value: SecretStr | None) -> SecretStr | None:
-        return _plain_secret(value)
+        return _plain_secret(value, MIN_API_TOKEN)
+
+    @field_validator("trusted_proxies", "allowed_hosts", mode="before")
+    @classmethod
+    def _serve_lists(cls, value: object) -> object:
+        return csv_list(value)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: list[str]) -> list[str]:
+        import ipaddress
+
+        for v in value:
+            try:
+                ipaddress.ip_network(v, strict=False)
+            except ValueError:
+                raise ValueError(f"{v!r} is not an IP address or a CIDR network (like 10.0.0.0/8)") from None
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        for v in value:
+            if not re.fullmatch(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]", v):
+                raise ValueError(f"{v!r} is not a host name (a name or an IP address, without a port or a scheme)")
+        return [v.lower() for v in value]
 
 
 class Schedule(BaseModel):

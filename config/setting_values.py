@@ -9,6 +9,7 @@ import importlib.util
 import json
 import math
 import re
+import unicodedata
 from pathlib import Path
 
 from config.checks import database_url_problem
@@ -78,12 +79,25 @@ def check_ids(values: list[str], pattern: re.Pattern, what: str, extra: tuple[st
     return values
 
 
+def secret_problem(raw: str) -> str | None:
+    """Why a token or secret (already stripped of surrounding whitespace) cannot be one: whitespace
+    or a control character inside it (a pasted line break, a tab). Never names the value."""
+    bad = next((c for c in raw if c.isspace() or unicodedata.category(c).startswith("C")), None)
+    if bad is None:
+        return None
+    what = "a line break" if bad in "\r\n" else "whitespace" if bad.isspace() else "a control character"
+    return f"it has {what} inside it (at character {raw.index(bad) + 1} of {len(raw)}); paste it again on one line"
+
+
 def token(secret: str | None, prefix: str, where: str) -> str | None:
     """A Slack token without surrounding whitespace, None when empty; ValueError naming the kind
-    of token it is when it is not the kind expected (never the token itself)."""
+    of token it is when it is not the kind expected, or what is wrong inside it (never the token
+    itself)."""
     raw = (secret or "").strip()
     if not raw:
         return None
+    if problem := secret_problem(raw):
+        raise ValueError(problem)
     if not raw.startswith(prefix):
         kind = next((k for p, k in TOKEN_KINDS.items() if raw.startswith(p)), None)
         said = f"this is {kind}" if kind else "this does not look like a Slack token"

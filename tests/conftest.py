@@ -12,6 +12,8 @@
   OpenAPI description as it happens (tests/support/github_conformance.py); a test during which
   one was off the spec fails, and so does the session if any problem is left; the terminal
   summary says how many exchanges were checked.
+- Slack conformance: the same for every exchange with the Slack stand-in, against Slack's
+  documented methods (tests/support/slack_conformance.py, registered as a plugin below).
 """
 
 import os
@@ -35,6 +37,10 @@ _saved: dict[str, str | None] = {}
 
 
 def pytest_configure(config):
+    from tests.support import slack_conformance
+
+    if not config.pluginmanager.is_registered(slack_conformance):
+        config.pluginmanager.register(slack_conformance, "slack_conformance")
     home = tempfile.mkdtemp(prefix="torchbot-test-home-")
     _saved["home"] = home
     for var in XDG:

@@ -68,7 +68,8 @@ IMPORT_NOTHING = ("bot.engine.host",)
 # Pure modules: config and themselves only (no git, HTTP, database, Slack).
 PURE = {"release.dashboard.model": {"config", "release.dashboard.model"},
         "release.dashboard.issue": {"config", "release.dashboard.model", "release.dashboard.issue"},
-        "release.dashboard.page": {"config", "release.dashboard.model", "release.dashboard.page"}}
+        "release.dashboard.page": {"config", "release.dashboard.model", "release.dashboard.page"},
+        "release.dashboard.words": {"config", "release.dashboard.model", "release.dashboard.words"}}
 
 
 def layer(module: str) -> str:

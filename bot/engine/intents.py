@@ -26,7 +26,7 @@ ALL_WORDS = ({"all"}, {"every", "branch"}, {"all", "branches"}, {"everything"})
 
 @dataclass(frozen=True)
 class Intent:
-    command: str  # help | status | pins | bump | build | publish | variant | unknown
+    command: str  # help | status | pins | bump | build | publish | dashboard | held | changes | variant | unknown
     args: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()  # several branches fit ("pytorch 2.9"): the user picks one
     usage: str = ""  # the command's usage: said when the words were not enough, or the nearest command
@@ -41,6 +41,7 @@ class _Spec:
     usage: str
     all: bool = False
     free: bool = False
+    target: bool = False  # a phrase intent that takes the branches the message names
     resume_words: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -54,7 +55,8 @@ def specs() -> tuple[frozenset[str], tuple[_Spec, ...]]:
     for d in data["intent"]:
         words = d.get("verbs") if d["how"] == "verb" else d["phrases"]
         out.append(_Spec(d["command"], d["how"], tuple(tuple(tokens(p)) for p in words), d["usage"],
-                         d.get("all", False), d.get("free", False), frozenset(d.get("resume_words", ()))))
+                         d.get("all", False), d.get("free", False), d.get("target", False),
+                         frozenset(d.get("resume_words", ()))))
     return frozenset(data["fillers"]), tuple(out)
 
 
@@ -91,9 +93,9 @@ def read(text: str, branches: dict[str, str | None]) -> Intent:
             if verb is not None:
                 return _with_target(spec, verb, words[len(verb):], branches)
         if spec.how == "phrase" and any(_holds(words, p) for p in spec.phrases):
-            if spec.command == "pins":
+            if spec.command == "pins" or spec.target:
                 found, _versions = _targets(words, branches)
-                return Intent("pins", tuple(found))
+                return Intent(spec.command, tuple(found))
             return Intent(spec.command)
     return Intent("unknown", usage=nearest(words))
 
@@ -103,6 +105,9 @@ def _targets(words: list[str], branches: dict[str, str | None]) -> tuple[list[st
     named = [w for w in words if w in branches]
     if named:
         return list(dict.fromkeys(named)), []
+    prefixed = [b for w in words if w.count("-") and len(w) > 3 for b in branches if b.startswith(w + "-")]
+    if prefixed:  # "pytorch-2.9": the branches named so, with more after it
+        return list(dict.fromkeys(prefixed)), []
     versions = [w for w in words if _VERSION_RE.match(w)]
     found = [b for v in versions for b, torch in branches.items()
              if torch and (torch == v or torch.startswith(v + "."))]
@@ -148,6 +153,38 @@ HARDWARE_FIELDS = ("gpu", "gpu_arch", "gpus", "gpu_foreign", "gpu_unknown_cc", "
                    "cpu_flags", "cpu_candidates", "cpu_ambiguous", "os", "apple_silicon", "workload", "python",
                    "vllm", "driver", "cuda", "pytorch", "instance", "system_cpu", "no_gpu", "unknown_gpu",
                    "gpu_unnamed", "unknown_cpu", "unknown_instance", "stated_flags", "denied_flags")
+
+
+RELEASE_QUESTIONS = frozenset({"dashboard", "held", "changes"})  # questions about the release, not a machine
+DEVICE_FIELDS = ("gpu", "gpu_arch", "gpus", "gpu_foreign", "gpu_unknown_cc", "cpu", "cpu_uarch", "cpu_candidates",
+                 "apple_silicon", "instance", "system_cpu", "unknown_gpu", "gpu_unnamed", "unknown_cpu",
+                 "unknown_instance")
+
+
+def device_said(hw) -> bool:
+    """Whether the parsed question names a machine (a GPU, CPU, Apple silicon or an instance), not
+    only versions (PyTorch, CUDA, Python), which a release question names too."""
+    return any(getattr(hw, name, None) not in (None, False, (), [], frozenset(), "") for name in DEVICE_FIELDS)
+
+
+def may_be_hardware(intent: Intent) -> bool:
+    """Whether the message may still be a hardware question (then the caller parses it): no intent
+    took it whole, or it is a release question that names no branch."""
+    if intent.command == "pins":
+        return False
+    return intent.command in ("unknown", "variant") or bool(intent.missing) or (
+        intent.command in RELEASE_QUESTIONS and not intent.args)
+
+
+def hardware_question(intent: Intent, hw) -> bool:
+    """Whether the message is a /variant question, given what ``hw`` (the parsed message) says: a
+    release question only when it names a machine; anything else no intent took when it names any
+    hardware at all."""
+    if intent.command == "variant":
+        return True
+    if not may_be_hardware(intent):
+        return False
+    return device_said(hw) if intent.command in RELEASE_QUESTIONS else hardware_said(hw)
 
 
 def hardware_said(hw) -> bool:

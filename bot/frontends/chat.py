@@ -60,7 +60,10 @@ HELP = """\
 /publish <branch>            publish built variants (admins; shows the plan first)
 /torchbot help | status      this help; the bot's settings and recent builds
 /torchbot dashboard          where the release stands on every branch (held bumps, failed builds, drift)
+/torchbot why-held [branch]  why a branch's bump is held (every held branch without one), and how to move it
+/torchbot changes [days]     what changed in the last days (7): bumps, finished builds, publishes
 @torchbot <words>            in words: help, "what pin is main on?", "how are the builds going", "bump main",
+                             "why is pytorch-2.10 held?", "what changed since last week?", "show me the dashboard",
                              "build <branch>", "release pytorch 2.9" (the same commands, plan first);
                              a question naming hardware is a /variant question, answered in the thread"""
 
@@ -75,7 +78,10 @@ USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--cuda A.B] [--from-pin OLD] 
          "build": "Usage: /build <branch> [glob] [--resume]",
          "publish": "Usage: /publish <branch>"}
 VERBS = {"build": "built", "publish": "published", "bump": "bumped"}  # "57/237 built"
-SHORT_HELP = "Commands: /variant, /pins, /bump, /build, /publish, /torchbot help | status | dashboard."
+APP_HOME = "app_home"  # a dashboard button of the Slack App Home: planned for an admin in their own DM
+
+SHORT_HELP = ("Commands: /variant, /pins, /bump, /build, /publish, "
+              "/torchbot help | status | dashboard | why-held | changes.")
 
 _MENTION_RE = re.compile(r"<@[A-Z0-9]+>")
 STATUS_SECONDS = 3.0  # what /torchbot status waits for the state DB at most: a busy store is said, not waited for
@@ -189,6 +195,17 @@ class Chat:
                     from release.dashboard.commands import dashboard
 
                     return dashboard(self.ctx)
+                if sub == "why-held":
+                    from bot.frontends.commands import why_held
+
+                    return why_held(self.ctx, args[1:])
+                if sub == "changes":
+                    from bot.frontends.commands import changes
+
+                    days = args[1] if len(args) > 1 else "7"
+                    if not days.isdigit() or not 0 < int(days) <= 366:
+                        raise UsageError("Usage: /torchbot changes [days]  (1 to 366; 7 unless said)")
+                    return changes(self.ctx, int(days))
                 if sub in PLANNERS or sub in ("variant", "pins"):
                     rest = text.split(None, 1)[1] if len(args) > 1 else ""
                     return self.command(sub, rest, user, channel)
@@ -224,10 +241,12 @@ class Chat:
 
         intent = read(body, self._branches())
         name = intent.command
-        if name in ("help", "status"):
-            return self.command("torchbot", name, user, channel)
         if name == "variant" or (name != "pins" and self._hardware(body, intent)):
             return self.command("variant", body, user, channel)
+        if name in ("help", "status", "dashboard", "changes"):
+            return self.command("torchbot", name, user, channel)
+        if name == "held":
+            return self.command("torchbot", " ".join(("why-held", *intent.args)), user, channel)
         if intent.choices:
             picks = ", ".join(f"`/{name} {b}`" for b in intent.choices)
             return MessageResult(f"Several branches fit “{_quoted(body)}”: which one? {picks}.", ok=False)
@@ -239,16 +258,20 @@ class Chat:
         return self.command(name, " ".join(intent.args), user, channel)
 
     def _hardware(self, body: str, intent) -> bool:
-        """A message no intent fully took is a /variant question when it names any hardware."""
-        if intent.command != "unknown" and not intent.missing:
+        """A message no intent fully took is a /variant question when it names any hardware; a
+        release question ("why is X held?", "what changed this week?") that names no branch is one
+        when it names a machine (a GPU, CPU or instance: "last week I got an RTX 4090")."""
+        from bot.engine.intents import hardware_question, may_be_hardware
+
+        if not may_be_hardware(intent):
             return False
         from bot.engine.hardware import parse
-        from bot.engine.intents import hardware_said
 
         try:
-            return hardware_said(parse(self.ctx.catalog, body))
+            hw = parse(self.ctx.catalog, body)
         except TorchbotError:
             return intent.command == "unknown"
+        return hardware_question(intent, hw)
 
     def _branches(self) -> dict[str, str | None]:
         """Branch name -> its PyTorch, for reading branch names and "pytorch 2.9" in words: the
@@ -260,7 +283,9 @@ class Chat:
             with suppress(TorchbotError):
                 names = dict.fromkeys(branch_names(self.ctx))
         with suppress(TorchbotError):
-            names.update({b.name: b.pytorch for b in self.ctx.catalog.branches.values()})
+            cat = self.ctx.catalog
+            names.update({b.name: b.pytorch for b in cat.branches.values()})
+            names.update({b.name: b.pytorch for b in cat.vision.values() if b.name not in names})
         return names
 
     def confirm(self, pending_id: str, user: str, on_start: Callable[[Job], None] | None = None,
@@ -344,7 +369,7 @@ class Chat:
                 from None
         if not admin:
             raise PermissionDenied(f"/{name} changes the repository; only admins may run it.{self.admin_hint}")
-        if s.allowed_channels and channel not in s.allowed_channels:
+        if s.allowed_channels and channel not in s.allowed_channels and channel != APP_HOME:
             raise PermissionDenied(f"/{name} is not allowed in this channel.")
 
     def _make_plan(self, name: str, args: list[str]):
@@ -456,13 +481,11 @@ class Chat:
             return why, f"schedule: leader {why}"
 
     def _audit(self, user: str, channel: str, what: str) -> None:
-        line = f"{datetime.now(UTC).isoformat(timespec='seconds')} user={user} channel={channel} {what}"
+        from config import audit
+
+        line = audit.line(user=user, channel=channel, what=what)  # JSON: the user's text is a field value
         log.info("audit: %s", line)
         if self.audit:
             self.audit(line)
             return
-        try:
-            with open(self.ctx.settings.audit_log, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
-        except OSError:
-            log.warning("audit log %s is not writable", self.ctx.settings.audit_log)
+        audit.append(self.ctx.settings.audit_log, line)

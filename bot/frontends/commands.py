@@ -3,7 +3,7 @@ Each function takes a Context and returns a result object (config/results.py).""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.engine.answer import Answer
 from bot.engine.companions import answer_companion, companion_kind
@@ -11,6 +11,9 @@ from bot.engine.hardware import parse
 from bot.engine.select import recommend
 from config.errors import TorchbotError, UsageError
 from release.context import Context
+
+if TYPE_CHECKING:
+    from datetime import datetime  # imported where a clock is read: `ask` imports this module and reads none
 
 
 def not_text(text: str) -> bool:
@@ -157,7 +160,7 @@ class PinsResult:
                 raise UsageError(f"No branch {', '.join(unknown)}. Branches: {', '.join(dict.fromkeys(names))}.")
             self.data["branches"] = [b for b in self.data["branches"] if b["branch"] in only]
         try:
-            from datetime import UTC, datetime  # here: `ask` imports this module and needs no clock
+            from datetime import UTC, datetime
 
             from release.schedule.jobs import crontab_trigger, job_specs
 
@@ -181,8 +184,9 @@ class PinsResult:
     def text(self) -> str:
         lead = []
         torch = [b for b in self.data["branches"] if b.get("kind") != "build-torchvision"]
-        if len(torch) == 1:
-            b = torch[0]
+        one = self.data["branches"] if len(self.data["branches"]) == 1 else torch
+        if len(one) == 1:
+            b = one[0]
             lead = [f"{b['branch']} is pinned to nixpkgs {' and '.join(b['pins']) or 'nothing'} "
                     f"(PyTorch {b['pytorch']}, Python {b['python']})."]
         rows = [("repository", "branch", "pytorch", "cuda", "python", "pin", "next bump")]
@@ -193,3 +197,48 @@ class PinsResult:
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         return "\n".join(lead + ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                                  for r in rows])
+
+
+# ---------------------------------------------------------------------------------------------
+# Release questions in words (chat): answered from the dashboard's model and the state DB
+
+
+def why_held(ctx: Context, names: list[str] | None = None, now: datetime | None = None):
+    """"Why is X held?": each named branch's held groups with their reasons and the command that
+    moves it anyway, or what its last bump did; without names, every held branch."""
+    from config.results import MessageResult
+    from release.dashboard.commands import dashboard
+    from release.dashboard.words import why_held as words
+
+    model = dashboard(ctx, now=now).model
+    return MessageResult(words(model, list(names or [])),
+                         data={"branches": [b.to_dict()["bump"] | {"branch": b.name, "repository": b.repository}
+                                            for b in model.branches if not names or b.name in names]})
+
+
+def changes(ctx: Context, days: int = 7, now: datetime | None = None):
+    """"What changed since last week?": the bumps of the last ``days`` days (the dashboard's model),
+    the builds that finished and the variants published since (the state DB's rows)."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import select
+
+    from config.results import MessageResult
+    from release.dashboard.commands import dashboard
+    from release.dashboard.words import changes as words
+    from release.state import Build, Publish, state_for
+
+    now = now or datetime.now(UTC)
+    since = now - timedelta(days=days)
+    naive, until = since.replace(tzinfo=None), now.replace(tzinfo=None)  # the state DB keeps UTC without a zone
+    builds: dict[str, dict[str, int]] = {}
+    published: dict[str, int] = {}
+    with state_for(ctx).session() as s:
+        for b in s.scalars(select(Build).where(Build.finished >= naive, Build.finished <= until)):
+            states = builds.setdefault(b.branch, {})
+            states[b.state] = states.get(b.state, 0) + 1
+        for p in s.scalars(select(Publish).where(Publish.published >= naive, Publish.published <= until)):
+            published[p.branch] = published.get(p.branch, 0) + 1
+    model = dashboard(ctx, now=now).model
+    return MessageResult(words(model, since, now, builds, published),
+                         data={"since": since.isoformat(timespec="seconds"), "builds": builds, "published": published})

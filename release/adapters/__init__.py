@@ -10,6 +10,8 @@
 - ``slack``    Slack's Web API client for announcements
 - ``flox``     build processes (``flox build`` / ``nix-build``: process group, log, timeout)
 - ``nix``      nix tools: a tarball's sha256 with ``nix-prefetch-url --unpack``
+- ``nixeval``  what a recipe would build: its derivation path (``nix-instantiate``, read-only)
+- ``nixcache`` the team's Nix binary cache (TORCHBOT_BUILD_CACHE): whether it answers
 
 May import: config. Never a concern package, a command layer or bot/.
 """

@@ -14,6 +14,7 @@ May import: config.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
 
 import httpx
 
@@ -44,6 +45,25 @@ def _said(resp: httpx.Response) -> str:
         message = None
     return f"HTTP {resp.status_code}" + (f" {' '.join(str(message).split())[:200]}" if message else "")
 MAX_PAGES = 1000  # a guard against a server whose "next" never ends
+WRITE = ("admin", "maintain", "write")  # the collaborator permissions that may act on the repository
+EDITS_QUERY = """query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) { issue(number: $number) {
+    author { login }
+    userContentEdits(last: 100) { nodes { editedAt editor { login } diff } } } } }"""
+
+
+def own_pull(pr: dict, repo: str, login: str | None) -> bool:
+    """Whether ``pr`` (a pull request object as GitHub lists it) is torchbot's own: its head branch
+    is in ``repo`` itself (not a fork) and ``login`` (torchbot's account) opened it. The one rule
+    for "a bump pull request": a fork's pull request, whatever its branch is called, is never
+    adopted, rebased, updated or merged."""
+    if not login or not isinstance(pr, dict):
+        return False
+    head = pr.get("head") if isinstance(pr.get("head"), dict) else {}
+    head_repo = head.get("repo") if isinstance(head.get("repo"), dict) else {}
+    author = pr.get("user") if isinstance(pr.get("user"), dict) else {}
+    return (str(head_repo.get("full_name") or "").lower() == repo.lower()
+            and str(author.get("login") or "").lower() == login.lower())
 
 
 class GitHub:
@@ -53,6 +73,67 @@ class GitHub:
 
     def close(self) -> None:
         self.http.close()
+
+    def login(self) -> str:
+        """The login of the token's account (TORCHBOT_GITHUB_LOGIN, else GET /user, asked once):
+        torchbot's own identity on GitHub, the creator of its dashboard issues and the author of its
+        pull requests."""
+        if getattr(self, "_login", None) is None and getattr(self.settings, "github_login", None):
+            self._login = self.settings.github_login  # a GitHub App's bot: /user is not for installation tokens
+        if getattr(self, "_login", None) is None:
+            me = self._call("GET", "user", "read the token's own account (GET /user; a GitHub App installation "
+                                           "token cannot: set TORCHBOT_GITHUB_LOGIN to <app-slug>[bot])")
+            login = me.get("login") if isinstance(me, dict) else None
+            if not isinstance(login, str) or not login:
+                raise ExternalError("GitHub answered GET /user without a login.")
+            self._login = login
+        return self._login
+
+    def permission(self, repo: str, user: str) -> str:
+        """``user``'s permission on ``repo`` (admin, maintain, write, triage, read or none):
+        GET /repos/{repo}/collaborators/{user}/permission; "none" when GitHub knows no such
+        collaborator (404)."""
+        url = f"{self.settings.github_api_url}repos/{repo}/collaborators/{quote(user, safe='')}/permission"
+        resp = self.http.request("GET", url, failure=f"Could not read the permission of {user} on {repo}")
+        if resp.status_code == 404:
+            return "none"
+        if resp.status_code != 200:
+            raise ExternalError(f"GitHub refused to say the permission of {user} on {repo} (HTTP {resp.status_code}).")
+        try:
+            data = resp.json()
+        except ValueError:
+            raise ExternalError("GitHub answered the permission with garbage.") from None
+        role = data.get("role_name") if isinstance(data, dict) else None
+        level = data.get("permission") if isinstance(data, dict) else None
+        return str(role if role in WRITE else level or "none")
+
+    def issue_edits(self, repo: str, number: int) -> list[dict]:
+        """The edit history of issue ``number`` (GraphQL ``userContentEdits``), oldest first:
+        ``[{"editor": login or None, "at": ISO time, "body": the body that edit left or None}]``;
+        [] for an issue never edited. ExternalError when GitHub does not say."""
+        owner, _, name = repo.partition("/")
+        api = self.settings.github_api_url
+        url = api[: -len("v3/")] + "graphql" if api.endswith("/api/v3/") else api + "graphql"  # GHES: /api/graphql
+        resp = self.http.request("POST", url, json={"query": EDITS_QUERY, "variables": {
+            "owner": owner, "name": name, "number": number}}, failure=f"Could not read the history of {repo}#{number}")
+        try:
+            data = resp.json() if resp.status_code == 200 else None
+            issue = data["data"]["repository"]["issue"]
+            nodes = issue["userContentEdits"]["nodes"]
+        except (ValueError, KeyError, TypeError):
+            raise ExternalError(f"GitHub did not give the edit history of {repo}#{number} "
+                                f"(HTTP {resp.status_code}).") from None
+        if not isinstance(nodes, list):
+            raise ExternalError(f"GitHub did not give the edit history of {repo}#{number}.")
+        out = []
+        for n in reversed(nodes):  # GitHub lists the newest edit first
+            if not isinstance(n, dict):
+                continue
+            editor = n.get("editor") if isinstance(n.get("editor"), dict) else {}
+            body = n.get("diff")
+            out.append({"editor": editor.get("login") if isinstance(editor.get("login"), str) else None,
+                        "at": str(n.get("editedAt") or ""), "body": body if isinstance(body, str) else None})
+        return sorted(out, key=lambda e: e["at"])  # stable: same-second edits keep GitHub's order
 
     def open_pr(self, *, head: str, base: str, title: str, body: str, repo: str | None = None) -> dict:
         """POST /repos/{repo}/pulls; returns {"number", "url"}."""
@@ -113,9 +194,15 @@ class GitHub:
     def update_issue(self, repo: str, number: int, **fields) -> dict:
         return self._call("PATCH", f"repos/{repo}/issues/{number}", f"edit issue #{number} of {repo}", json=fields)
 
+    def own_pulls(self, repo: str, state: str = "open") -> list[dict]:
+        """torchbot's own pull requests of ``repo`` (``own_pull``), one page of 100, newest first."""
+        login = self.login()
+        return [p for p in self.pulls(repo, state) if own_pull(p, repo, login)]
+
     def open_pulls(self, *, base: str, repo: str | None = None) -> list[dict]:
-        """Every open pull request into ``base`` (GET /repos/{repo}/pulls?state=open&base=B, 100 per
-        page, following ``Link: rel="next"``): ``[{"number", "url", "head", "sha", "title"}]``."""
+        """torchbot's own open pull requests into ``base`` (``own_pull``: never a fork's)
+        (GET /repos/{repo}/pulls?state=open&base=B, 100 per page, following ``Link: rel="next"``):
+        ``[{"number", "url", "head", "sha", "title"}]``."""
         repo = repo or self.settings.github_repo
         url: str | None = f"{self.settings.github_api_url}repos/{repo}/pulls"
         params: dict | None = {"state": "open", "base": base, "per_page": PER_PAGE}
@@ -128,7 +215,8 @@ class GitHub:
                 raise ExternalError(f"GitHub refused the list of pull requests into {base} (HTTP {resp.status_code}).")
             try:
                 out.extend({"number": p["number"], "url": p.get("html_url"), "head": p["head"]["ref"],
-                            "sha": p["head"].get("sha"), "title": p.get("title", "")} for p in resp.json())
+                            "sha": p["head"].get("sha"), "title": p.get("title", "")} for p in resp.json()
+                           if own_pull(p, repo, self.login()))
             except (ValueError, KeyError, TypeError):
                 raise ExternalError("GitHub answered the list of pull requests with garbage.") from None
             url, params = resp.links.get("next", {}).get("url"), None
@@ -287,7 +375,9 @@ class Actions:
             pulls = resp.json()
         except ValueError:
             raise ExternalError("GitHub answered GET pulls with garbage.") from None
-        return pulls[0] if isinstance(pulls, list) and pulls else None
+        own = [p for p in pulls if isinstance(p, dict) and str(((p.get("head") or {}).get("repo") or {}).get(
+            "full_name") or "").lower() == self.repo.lower()] if isinstance(pulls, list) else []
+        return own[0] if own else None  # a fork's pull request is never merged
 
     def merge_pull(self, number: int, sha: str, method: str = "merge") -> dict:
         """PUT /repos/{repo}/pulls/{number}/merge, only while the head is still ``sha``."""

@@ -33,10 +33,31 @@ def _status(args, ctx) -> int:
     if not rows:
         print("No builds recorded" + (f" for {args.branch}." if args.branch else "."))
         return 0
-    for r in rows:
-        print(f"{r['state']:<11} {r['branch']:<28} {r['package']:<48} {r['finished'] or r['started'] or '-'}"
-              f"  {r['log'] or ''}")
+    print(status_table(rows))
     return 0
+
+
+def status_table(rows: list[dict]) -> str:
+    """The builds as a table under a header, then the totals by state and branch."""
+    head = ("state", "branch", "package", "when (UTC)", "log")
+    cells = [(r["state"], r["branch"], r["package"], (r["finished"] or r["started"] or "-").replace("T", " "),
+              r["log"] or "") for r in rows]
+    widths = [max(len(c[i]) for c in [head, *cells]) for i in range(len(head) - 1)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(x[:-1], widths, strict=True)) + "  " + x[-1] for x in [head, *cells]]
+    lines = [line.rstrip() for line in lines]
+    lines.insert(1, "  ".join("-" * w for w in widths) + "  ---")
+    states: dict[str, int] = {}
+    for r in rows:
+        states[r["state"]] = states.get(r["state"], 0) + 1
+    branches = len({r["branch"] for r in rows})
+    lines.append(f"{len(rows)} build(s) on {branches} branch(es): "
+                 + ", ".join(f"{n} {state}" for state, n in sorted(states.items(), key=lambda x: (-x[1], x[0]))))
+    return "\n".join(lines)
+
+
+STATUS_EXAMPLES = """examples:
+  torchbot release status                          every branch's builds, a header and the totals
+  torchbot release status --branch main --json"""
 
 
 def _workflow(args, ctx) -> int:
@@ -108,7 +129,7 @@ def register(verbs) -> None:
     p.add_argument("--json", action="store_true", help="print the plan or the result as JSON")
     p.set_defaults(func=_build)
 
-    p = verbs.add_parser("status", help="build states from the state DB")
+    p = verbs.add_parser("status", help="build states from the state DB", epilog=STATUS_EXAMPLES)
     p.add_argument("--branch", help="only this branch's builds (default: every branch)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=_status)

@@ -162,7 +162,8 @@ def _dispatch_one(ctx, st, gh: Actions, plan, torch: list[dict], comps: list[dic
     _follow([request_id])
     try:
         made = gh.dispatch({"branch": plan.branch, "pytorch": _encode(torch), "companions": _encode(comps),
-                            "request_id": request_id, "publish": "true" if plan.publishes else "false"},
+                            "request_id": request_id, "publish": "true" if plan.publishes else "false",
+                            **_cache_inputs(ctx.settings, plan)},
                            ref=plan.ref)
     except ExternalError as err:
         if not refused(err):
@@ -181,6 +182,15 @@ def _dispatch_one(ctx, st, gh: Actions, plan, torch: list[dict], comps: list[dic
             s.query(Build).filter(Build.run_key == request_id).update(
                 {"external_id": str(made["id"]), "log": made.get("html_url")})
     return request_id
+
+
+def _cache_inputs(settings, plan) -> dict[str, str]:
+    """The cache inputs of a dispatch (only when a cache is configured: a workflow rendered
+    before them still takes a dispatch without one)."""
+    if not settings.build_cache:
+        return {}
+    return {"cache": settings.build_cache, "cache_public_key": settings.build_cache_public_key or "",
+            "substitute": "true" if plan.substitute else "false"}
 
 
 def refused(err: ExternalError) -> bool:

@@ -75,6 +75,10 @@ class BuildPlan:
     skipped: list[Skip] = field(default_factory=list)
     tool: str | None = None  # how the local backend builds here (``Builder.describe()``)
     head: str | None = None  # the remote branch GitHub builds (a bump PR's head); None: the branch itself
+    cache: str | None = None  # the binary cache the jobs push to / substitute from (shown form); None: none
+    publish_only: bool = False  # a publish after the merge of what a pull request's head built
+    rule: str | None = None  # which rule decided what changed (--changed-only): derivation or syntax, and why
+    order: str | None = None  # how the items are ordered (longest first from history), when not by name
 
     @property
     def ref(self) -> str:
@@ -100,15 +104,50 @@ class BuildPlan:
             "skipped": [s.to_dict() for s in self.skipped],
             "unchanged": list(self.unchanged),
             **({"tool": self.tool} if self.tool else {}),
+            **({"cache": self.cache, "substitute": self.substitute} if self.backend == "github" else {}),
+            **({"publish_only": True} if self.publish_only else {}),
+            **({"rule": self.rule} if self.rule else {}),
+            **({"order": self.order} if self.order else {}),
         }
+
+    @property
+    def substitute(self) -> bool:
+        """Whether the jobs substitute from the cache instead of building: a publish after the
+        merge with a cache configured."""
+        return self.publish_only and bool(self.cache)
+
+    def cache_line(self) -> str | None:
+        """What the cache means for this plan, plainly (the github backend)."""
+        if self.backend != "github":
+            return None
+        if self.substitute:
+            return (f"Publishing from the cache {self.cache}: the outputs built at the pull request's head "
+                    "are substituted, not built again.")
+        if self.cache:
+            return (f"Outputs go to the cache {self.cache}; publishing after the merge substitutes them"
+                    + ("." if not self.publishes else " (this build publishes them itself)."))
+        if self.publish_only:
+            return ("No build cache (TORCHBOT_BUILD_CACHE unset): publishing builds these variants again on "
+                    "their runners.")
+        if self.publishes:
+            return "No build cache (TORCHBOT_BUILD_CACHE unset); this build publishes what it builds."
+        return ("No build cache (TORCHBOT_BUILD_CACHE unset): publishing after the merge builds these variants "
+                "again on their runners.")
 
     def text(self) -> str:
         where = self.backend
         if self.backend == "github":
             where = f"github, ref {self.ref}" + ("" if self.publishes else ", not published: a pull request's head")
-        lines = [f"Build {len(self.items)} variant(s) of {self.branch} at {self.commit[:12]} ({where})."]
+        verb = "Publish" if self.publish_only else "Build"
+        lines = [f"{verb} {len(self.items)} variant(s) of {self.branch} at {self.commit[:12]} ({where})."]
         if self.tool:
             lines.append(f"  {self.tool[0].upper()}{self.tool[1:]}.")
+        if self.cache_line():
+            lines.append(f"  {self.cache_line()}")
+        if self.rule:
+            lines.append(f"  Changed: {self.rule}.")
+        if self.order:
+            lines.append(f"  Order: {self.order}.")
         for platform, n in platform_counts(self.items).items():
             runners = {" ".join(i.runs_on) for i in self.items if i.platform == platform and i.runs_on}
             on = f" on {', '.join(sorted(runners))}" if runners else ""
@@ -162,6 +201,25 @@ def select_packages(packages: Iterable[str], globs: Iterable[str] | None) -> lis
 def order_items(items: list[BuildItem]) -> list[BuildItem]:
     """pytorch variants first, then companions: a stable order that respects ``after``."""
     return sorted(items, key=lambda i: (i.after is not None, i.package))
+
+
+def longest_first(items: list[BuildItem], seconds: Mapping[str, float]) -> tuple[list[BuildItem], str | None]:
+    """The items longest first by their recorded build time (``seconds``: package -> its last
+    build's duration), pytorch variants before the companions that wait for them, and a line
+    saying so (None with no history). GitHub starts matrix entries in order, so under a
+    concurrency cap this is the longest-processing-time-first list schedule, whose makespan is
+    within 4/3 of the optimum and near max(longest job, total work / cap) for many jobs. A
+    variant with no history counts as the longest known (a new variant is not left for last)."""
+    known = [seconds[i.package] for i in items if i.package in seconds]
+    if not known:
+        return items, None
+    top = max(known)
+
+    def key(i: BuildItem) -> tuple:
+        return (i.after is not None, -seconds.get(i.package, top), i.package)
+
+    return sorted(items, key=key), (f"longest first from the recorded build times of {len(known)} of "
+                                    f"{len(items)} variant(s)")
 
 
 def plan_items(

@@ -28,6 +28,7 @@ from release.builds.plan import (
     BuildItem,
     BuildPlan,
     hold_back,
+    longest_first,
     place_github,
     place_local,
     plan_items,
@@ -105,14 +106,15 @@ def prepare(
         selected = [p for p in selected if p in interrupted]
     texts_by_blob = read_blobs(path, (recipes[p] for p in recipes))
     texts = {p: texts_by_blob.get(recipes[p], "") for p in recipes}
-    last = None
+    last, rule = None, None
     if changed_only:
-        last = {p: b.recipe_blob for p, b in st.last_success(branch).items() if b.recipe_blob}
+        last, rule = changed_since_success(path, commit, recipes, st.last_success(branch), selected)
     items, unchanged = plan_items(recipes, texts, selected, last_success_blobs=last)
     fallback_pin = _catalog_pin(ctx, branch)
     if fallback_pin:
         items = [i if i.pin else BuildItem(i.package, i.blob, fallback_pin, i.after) for i in items]
     items = with_targets(items, texts, recipe_catalog())
+    items, order = longest_first(items, build_seconds(st, [i.package for i in items]))
     if backend == "github":
         s = ctx.settings
         items, skipped = place_github(items, s.github_runners, s.github_big_parallel_runners)
@@ -120,8 +122,48 @@ def prepare(
         items, skipped = place_local(items, build_platforms(ctx.settings))
         items, held = hold_back(items, _held(st, branch))
         skipped += held
-    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool,
-                     head=head if head and head != branch else None)
+    return BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule, order=order,
+                     head=head if head and head != branch else None,
+                     cache=checked_cache(ctx.settings) if backend == "github" and items else None)
+
+
+def build_seconds(st, packages: list[str]) -> dict[str, float]:
+    """package -> how long its last succeeded build took (any branch: a variant's name is its
+    hardware and versions), from the recorded builds' start and end."""
+    from release.state import Build
+
+    if not packages:
+        return {}
+    out: dict[str, float] = {}
+    with st.session() as ses:
+        rows = ses.execute(select(Build.package, Build.started, Build.finished).where(
+            Build.package.in_(packages), Build.state == "succeeded", Build.started.is_not(None),
+            Build.finished.is_not(None)).order_by(Build.id))
+        for package, started, finished in rows:
+            out[package] = max(0.0, (finished - started).total_seconds())
+    return out
+
+
+def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str]
+                          ) -> tuple[dict[str, str], str]:
+    """What ``plan_items`` compares (package -> the blob it counts as last built: the current one
+    when the variant did not change, by ``release.builds.changes``), and the rule that decided."""
+    from release.builds.changes import Last, compare
+
+    prior = {p: Last(b.commit, b.recipe_blob) for p, b in last.items() if p in selected and p in recipes}
+    found = compare(path, commit, prior)
+    return {p: recipes[p] if p in found.same else "" for p in prior}, found.rule
+
+
+def checked_cache(settings) -> str | None:
+    """The build cache as the plan says it, after asking it whether it answers (a cache that
+    does not is one line, and nothing is dispatched); None when none is configured."""
+    if not settings.build_cache:
+        return None
+    from release.adapters.nixcache import check, shown
+
+    check(settings.build_cache)
+    return shown(settings.build_cache)
 
 
 def github_commit(path: Path, branch: str, head: str | None, remote: str) -> str:

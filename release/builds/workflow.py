@@ -1,7 +1,8 @@
 """The GitHub Actions build workflow: ``render_workflow`` fills
 ``release/templates/build-workflow.yml`` (a matrix job per variant, on the runner labels each
-matrix entry carries, running ``flox build``, and ``flox publish`` when the dispatch says
-``publish: true``) with the actions pinned in
+matrix entry carries, running ``flox build`` and pushing its outputs to the binary cache, and ``flox publish``
+when the dispatch says ``publish: true``, substituting from the cache with ``substitute: true``;
+the publish step's timeout is the build's, ``TORCHBOT_PUBLISH_TIMEOUT`` unset) with the actions pinned in
 ``release/templates/actions.toml`` and ``max-parallel`` from ``TORCHBOT_GITHUB_MAX_PARALLEL``
 (unset: the line is left out, GitHub's default of no cap; ``TORCHBOT_BUILD_JOBS`` is for local
 builds only); ``write_workflow`` puts it into the target repository:
@@ -51,10 +52,16 @@ def render_workflow(settings) -> str:
         template = _MAX_PARALLEL_LINE.sub("", template)
     return string.Template(template).safe_substitute(
         org=json.dumps(settings.flox_org),
-        timeout_minutes=math.ceil(min(settings.build_timeout, 6 * 3600) / 60),  # GitHub caps jobs at 6 h
+        timeout_minutes=_minutes(settings.build_timeout + settings.publish_seconds()),
+        build_minutes=_minutes(settings.build_timeout),
+        publish_minutes=_minutes(settings.publish_seconds()),  # flox publish may build: the build's time
         max_parallel=int(cap) if cap is not None else "",
         **pinned_actions(),
     )
+
+
+def _minutes(seconds: float) -> int:
+    return math.ceil(min(seconds, 6 * 3600) / 60)  # GitHub's hosted runners end a job at 6 h
 
 
 def workflow_path(settings) -> str:

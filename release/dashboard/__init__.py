@@ -1,8 +1,9 @@
 """The release dashboard: one model of where the release stands on every branch of each managed
 repository (pins and their age, bump state, README and companion drift, builds per platform and
 what is published, the next scheduled runs), rendered four ways: JSON and a terminal table
-(``cli``), a GitHub issue edited in place (``issue``), an HTML page (``page``); Slack's Block
-Kit lives in ``bot/frontends/slack/dashboard.py``.
+(``cli``), a GitHub issue edited in place (``issue``), an HTML page (``page``), and sentences for
+chat (``words``: "why is X held?", "what changed?"; pure like ``issue`` and ``page``: the model in,
+text out); Slack's Block Kit lives in ``bot/frontends/slack/dashboard.py``.
 
 ``model`` is pure: it turns plain data into the model and may import nothing of torchbot but
 config. ``collect`` gathers that plain data at the edge (repositories, state DB, audit log,

@@ -327,12 +327,14 @@ def pr_builds(latest: dict, head: str) -> dict[str, int]:
 
 
 def open_bump_prs(settings, repo: str, notes: list[str]) -> dict[str, dict]:
-    """Branch -> its open bump pull request (head ``bump/<branch>-<rev>``), newest kept."""
+    """Branch -> its open bump pull request (head ``bump/<branch>-<rev>``), newest kept: torchbot's
+    own only (``release.adapters.github.own_pull``: a fork's PR named like one is not shown, so it
+    gets no Rebase action)."""
     from release.adapters.github import GitHub
 
     gh = GitHub(settings)
     try:
-        pulls = gh.pulls(repo)
+        pulls = gh.own_pulls(repo)
     except TorchbotError as err:
         notes.append(f"GitHub: open pull requests of {repo}: {err.message}")
         return {}

@@ -218,17 +218,51 @@ def run_action(ctx, action) -> str:
     raise UsageError(f"Unknown dashboard action {action.kind}.")
 
 
-def sync_issues(ctx, model: Dashboard | None = None) -> list[str]:
+def sync_issues(ctx, model: Dashboard | None = None, acting: bool | None = None) -> list[str]:
     """Bring each repository's dashboard issue up to date on GitHub (acting on ticked boxes
-    first); one line per thing done. Needs TORCHBOT_GITHUB_TOKEN."""
+    first when ``acting``); one line per thing done. Needs TORCHBOT_GITHUB_TOKEN.
+
+    Ticks are acted on by the schedule's leader only (its ``dashboard-issue`` job passes
+    ``acting=True``; after an operation, ``acting=False``: the body only). ``None`` (the CLI's
+    ``dashboard --issue``): acting when no ``serve`` process leads the schedule, else the body only."""
     s = ctx.settings
     if s.github_token is None:
         return ["dashboard issues: skipped (no TORCHBOT_GITHUB_TOKEN)"]
     from release.dashboard.issue_sync import sync
+    from release.state import state_for
 
+    st = state_for(ctx)
+    lines = []
+    if acting is None:
+        from release.schedule.leader import KEY
+
+        acting = st.claim_holder(KEY) is None
+        if not acting:
+            lines.append("dashboard issues: ticked boxes are left to the schedule's leader (a serve process)")
     model = model or dashboard(ctx).model
     repos = {r.name: r.github for r in model.repositories if r.github}
-    return sync(s, model, lambda a: run_action(ctx, a), repos, rebuild=lambda: dashboard(ctx).model)
+    return lines + sync(s, st, model, lambda a: run_action(ctx, a), repos, rebuild=lambda: dashboard(ctx).model,
+                        acting=acting, ask=lambda text: ask_in_slack(ctx, text))
+
+
+def ask_in_slack(ctx, text: str) -> None:
+    """Post ``text`` (a question to the team: confirm an action torchbot did not take) in
+    TORCHBOT_ANNOUNCE_CHANNEL; without Slack it is logged. Never fails the caller."""
+    import logging
+
+    s = ctx.settings
+    said = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if s.slack_bot_token is None or not s.announce_channel:
+        logging.getLogger("torchbot.dashboard").warning("confirmation needed (no Slack channel to ask in): %s", said)
+        return
+    try:
+        from release.adapters.slack import make_client
+
+        make_client(s).chat_postMessage(channel=s.announce_channel, text=said,
+                                        blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": said[:2900]}}])
+    except Exception as err:  # noqa: BLE001  (a question not asked is logged; nothing was done anyway)
+        logging.getLogger("torchbot.dashboard").warning("could not ask in Slack (%s): %s",
+                                                        type(err).__name__, said)
 
 
 def after_operation(ctx, what: str, result=None, every_branch: bool = False) -> None:
@@ -245,7 +279,7 @@ def after_operation(ctx, what: str, result=None, every_branch: bool = False) -> 
     if ctx.settings.github_token is None or not ctx.repositories:
         return
     try:
-        for line in sync_issues(ctx):
+        for line in sync_issues(ctx, acting=False):
             logging.getLogger("torchbot.dashboard").info("after %s: %s", what, line)
     except Exception as err:  # noqa: BLE001  (the operation is done; the issue catches up on its schedule)
         logging.getLogger("torchbot.dashboard").warning("dashboard issues not updated after %s: %s", what, err)

@@ -112,7 +112,7 @@ class Action:
     branch: str
     label: str
     command: str  # "bump main <rev> --pytorch 2.9.1", "build main pkg-a pkg-b"
-    key: str  # stable id of this action on this row (checkbox markers, audit lines)
+    key: str  # this action on this row and its target (the revision or head it acts on): claimed once
 
 
 @dataclass
@@ -311,14 +311,14 @@ def _actions(repo: str, b: BranchView) -> list[Action]:
             words += ["--cuda", cuda.group(1)]
         slug = re.sub(r"[^A-Za-z0-9.]+", "-", bump.group).strip("-") or "-"
         out.append(Action("approve-bump", repo, b.name, f"Approve the held bump of {b.name}{group} to {what}",
-                          " ".join(words), f"approve-bump:{b.name}:{slug}"))
+                          " ".join(words), f"approve-bump:{b.name}:{slug}:{(bump.rev or b.head)[:12]}"))
     if b.failed_packages:
         out.append(Action("retry-builds", repo, b.name,
                           f"Retry {len(b.failed_packages)} failed build(s) of {b.name} at {b.head[:7]}",
                           " ".join(["build", b.name, *b.failed_packages]), f"retry-builds:{b.name}:{b.head[:12]}"))
     if b.pr is not None:
         out.append(Action("rebase-pr", repo, b.name, f"Rebase bump PR #{b.pr.number} of {b.name}",
-                          f"bump {b.name}", f"rebase-pr:{b.name}:{b.pr.number}"))
+                          f"bump {b.name}", f"rebase-pr:{b.name}:{b.pr.number}:{b.head[:12]}"))
     return out
 
 

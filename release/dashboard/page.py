@@ -1,6 +1,8 @@
 """The dashboard as one HTML page with its CSS inline and no JavaScript (pure): per repository, the
 branches x GPU architectures grid of build states (cpu and darwin columns too), each branch's pins
-and their age, its bump state and drift; then what needs a human. Shows nothing secret: no
+and their age, its bump state and drift; then what needs a human. The grid of a branch is a row of
+tiles of one width that wraps within the page (every branch wraps at the same tile, so the columns
+stay aligned): the page never runs off the right edge, whatever the number of architectures. Shows nothing secret: no
 tokens, no paths beyond the repository's, no log contents."""
 
 from __future__ import annotations
@@ -13,8 +15,12 @@ CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1b1f24;background:#fff}
 h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.15em;margin:1.4em 0 .4em}
 .muted{color:#57606a}table{border-collapse:collapse;margin:.3em 0 1em}
-th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:left;white-space:nowrap}
-th{background:#f6f8fa;font-weight:600}td.cell{text-align:center;min-width:3.2em;font-size:12px}
+table.branches{width:100%}
+th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:left;white-space:nowrap;vertical-align:top}
+th{background:#f6f8fa;font-weight:600}td.grid{white-space:normal;width:100%}
+.tiles{display:flex;flex-wrap:wrap;gap:2px}
+.tile{box-sizing:border-box;width:4.6em;padding:1px 2px;text-align:center;font-size:12px;border-radius:2px}
+.tile small{display:block;font-size:10px;opacity:.85}
 .built{background:#2da44e;color:#fff}.failed{background:#cf222e;color:#fff}
 .running{background:#d4a72c;color:#1b1f24}.notbuilt{background:#eaeef2;color:#57606a}
 .none{background:#fff}.held{color:#cf222e;font-weight:600}.pr-open{color:#9a6700}
@@ -30,14 +36,15 @@ def _cls(state: str) -> str:
 
 
 def _cell(b: BranchView, column: str) -> str:
+    """One tile of the grid: the column's name over built/total, coloured by its state."""
     counts = b.grid.get(column)
     if not counts:
-        return '<td class="cell none"></td>'
+        return f'<span class="tile none"><small>{escape(column)}</small>&nbsp;</span>'
     state = cell_state(counts)
     total = sum(counts.values())
     title = ", ".join(f"{n} {s}" for s, n in counts.items())
-    return (f'<td class="cell {_cls(state)}" title="{escape(title)}">'
-            f'{counts.get("built", 0)}/{total}</td>')
+    return (f'<span class="tile {_cls(state)}" title="{escape(column)}: {escape(title)}">'
+            f'<small>{escape(column)}</small>{counts.get("built", 0)}/{total}</span>')
 
 
 def _pins(b: BranchView) -> str:
@@ -60,9 +67,10 @@ def _bump(b: BranchView) -> str:
 
 
 def _repo(d: Dashboard, name: str, branches: list[BranchView], columns: list[str]) -> list[str]:
-    out = [f"<h2>{escape(name)} <span class=muted>({len(branches)} branches)</span></h2>", "<table>",
+    out = [f"<h2>{escape(name)} <span class=muted>({len(branches)} branches)</span></h2>",
+           '<table class="branches">',
            "<tr><th>branch</th><th>PyTorch</th><th>pins (age)</th><th>bump</th><th>drift</th><th>published</th>"
-           + "".join(f"<th>{escape(c)}</th>" for c in columns) + "</tr>"]
+           "<th>built at the head, by GPU architecture</th></tr>"]
     for b in branches:
         drift = []
         if b.readme_drift:
@@ -73,7 +81,8 @@ def _repo(d: Dashboard, name: str, branches: list[BranchView], columns: list[str
             f'<tr id="{escape(name)}--{escape(b.name)}"><th>{escape(b.name)}</th><td>{escape(b.pytorch or "?")}</td>'
             f"<td>{_pins(b)}</td><td>{_bump(b)}</td>"
             f'<td class="{"drift" if drift else "current"}">{escape(", ".join(drift) or "none")}</td>'
-            f"<td>{b.published}/{b.variants}</td>" + "".join(_cell(b, c) for c in columns) + "</tr>")
+            f"<td>{b.published}/{b.variants}</td>"
+            '<td class="grid"><div class="tiles">' + "".join(_cell(b, c) for c in columns) + "</div></td></tr>")
     out.append("</table>")
     return out
 

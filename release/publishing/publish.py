@@ -6,9 +6,12 @@ For each variant whose latest build succeeded, that has no publish record for it
 {package}``) in a worktree of the branch's commit. A success writes, in ONE transaction, the
 publish record and the announcement outbox rows (the release thread's parent on the first
 publish of a release, one reply per variant, the summary once all are published). A failure
-records nothing, so the next run retries it. GitHub builds of the branch's own head were
+records nothing, so the next run retries it. That command runs only for local builds: GitHub
+builds are never published by the torchbot host. GitHub builds of the branch's own head were
 published by their workflow (``publish: true``); they are only recorded. GitHub builds of a
-bump pull request's head were not: once the PR merged, they are published from the branch.
+bump pull request's head were not: once the PR merged, they are published from the branch by
+the workflow on their platform's runners, substituting the PR head's outputs from the build
+cache (``release.publishing.on_github``).
 
 Once across processes: before its command runs, a variant is claimed in the state DB
 (``State.claim``, key ``publish:<branch>:<package>:<pin>``, held for the publish timeout plus a
@@ -144,14 +147,14 @@ def _publish_one(ctx, b: Build, cwd: Path | None, who: str, totals: list[str]) -
     (ok, message), or (None, why) when another process has it or published it already."""
     st = state_for(ctx)
     key = _claim_key(b)
-    if not st.claim(key, who, ctx.settings.publish_timeout + 60):
+    if not st.claim(key, who, ctx.settings.publish_seconds() + 60):
         held = st.claim_holder(key)
         return None, f"being published by another torchbot ({held.owner.rsplit(':', 1)[0] if held else 'gone'})"
     try:
         if _published(st, b):
             return None, "published meanwhile by another torchbot"
         ok, msg = _run(format_command(ctx.settings.publish_command, b.package, ctx), cwd,
-                       ctx.settings.publish_timeout)
+                       ctx.settings.publish_seconds())
         if ok:
             record_publish(ctx, b, totals)  # before the claim is given up: nobody runs it again
         return ok, msg
@@ -230,7 +233,7 @@ def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build
         if b.pin not in totals:
             totals[b.pin] = _release_packages(path, commit, b.pin, branch_builds)
 
-    def finish(b: Build, ok: bool | None, msg: str, recorded: bool = True) -> None:
+    def finish(b: Build, ok: bool | None, msg: str, recorded: bool = False) -> None:
         if ok and not recorded:
             record_publish(ctx, b, totals[b.pin])
         state = "skipped" if ok is None else "published" if ok else "failed"
@@ -240,8 +243,15 @@ def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build
 
     for b in group:
         if b.id in by_workflow:
-            finish(b, True, "published by the GitHub workflow", recorded=False)
+            finish(b, True, "published by the GitHub workflow")
     rest = [b for b in group if b.id not in by_workflow]
+    if not rest:
+        return
+
+    on_github = [b for b in rest if b.backend == "github"]
+    if on_github:
+        _publish_on_github(ctx, path, commit, on_github, who, finish, progress)
+    rest = [b for b in rest if b.backend != "github"]
     if not rest:
         return
 
@@ -251,10 +261,41 @@ def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build
             ok, msg = _publish_one(ctx, b, cwd, who, totals[b.pin])
             if ok and b.commit and commit and b.commit != commit:
                 msg = f"built at {b.commit[:12]}, published from {b.branch} at {commit[:12]} (same recipe)"
-            finish(b, ok, msg)
+            finish(b, ok, msg, recorded=True)
 
     if path is not None and commit:
         with worktree(path, commit) as wt:
             run_all(wt)
     else:
         run_all(path)
+
+
+def _publish_on_github(ctx, path: Path | None, commit: str | None, builds: list[Build], who: str, finish,
+                       progress: Progress) -> None:
+    """GitHub builds are published on GitHub (``release.publishing.on_github``), each variant
+    claimed first as a local publish is."""
+    from release.publishing import on_github
+
+    if path is None or not commit:
+        for b in builds:
+            finish(b, None, "not published: publishing a GitHub build needs the repository (TORCHBOT_REPO_PATH)")
+        return
+    st = state_for(ctx)
+    mine: list[Build] = []
+    for b in builds:
+        key = _claim_key(b)
+        if not st.claim(key, who, ctx.settings.publish_seconds() + 60):
+            holder = st.claim_holder(key)
+            finish(b, None, "being published by another torchbot "
+                   f"({holder.owner.rsplit(':', 1)[0] if holder else 'gone'})")
+        elif _published(st, b):
+            st.unclaim(key, who)
+            finish(b, None, "published meanwhile by another torchbot")
+        else:
+            mine.append(b)
+    try:
+        if mine:
+            on_github.publish(ctx, path, commit, mine, finish, progress.started)
+    finally:
+        for b in mine:
+            st.unclaim(_claim_key(b), who)

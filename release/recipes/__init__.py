@@ -6,6 +6,8 @@
 - ``nixdups``    on the tree: a name bound twice, which Nix's parser refuses (pure)
 - ``nixtree``    on the tree: scopes and the literal values of expressions (pure)
 - ``nixstrings`` what a string literal evaluates to: escapes, ``''`` indentation (pure)
+- ``nixshape``   a recipe without comments and layout, the files it names, whether it uses Flox's
+                 arguments (pure; what --changed-only compares when Nix cannot evaluate)
 - ``buildchain`` on the tree: the override chain a recipe builds and the package set it starts
                  from (pin, CUDA set, PyTorch source override, patches) (pure)
 - ``cpuflags``   on the tree: the compiler flags a build's scripts join, evaluated in the scripts' scope (pure)

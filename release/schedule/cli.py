@@ -48,23 +48,38 @@ def _run_pending(args, ctx) -> int:
 
 
 RUN_EXAMPLES = """examples:
-  torchbot schedule run bump:main --dry-run     what the weekly bump of main would do
+  torchbot schedule run bump --dry-run          what the weekly bump would do
   torchbot schedule run publish                 publish what has been built, now"""
 
 
+SCHEDULE_EXAMPLES = """examples:
+  torchbot schedule list                        the jobs and when each runs next
+  torchbot schedule run bump --dry-run          what the weekly bump would do; nothing runs
+  torchbot schedule run dashboard-issue --dry-run   the dashboard issues it would write
+  torchbot schedule run-pending                 every due job once (from cron, without serve)"""
+LIST_EXAMPLES = """examples:
+  torchbot schedule list
+  torchbot schedule list --json"""
+PENDING_EXAMPLES = """examples:
+  torchbot schedule run-pending                 run what is due, then exit (a cron line's command)
+  torchbot schedule run-pending --json"""
+
+
 def register(sub) -> None:
-    parser = sub.add_parser("schedule", help="the release schedule: pin bumps, build polling, publish, announcements")
+    parser = sub.add_parser("schedule", help="the release schedule: pin bumps, build polling, publish, announcements",
+                            epilog=SCHEDULE_EXAMPLES)
     verbs = parser.add_subparsers(dest="schedule_command", title="commands", metavar="COMMAND",
                                   parser_class=type(parser))
-    p = verbs.add_parser("list", help="jobs and their next run times")
+    p = verbs.add_parser("list", help="jobs and their next run times", epilog=LIST_EXAMPLES)
     p.add_argument("--json", action="store_true", help="print the jobs as JSON")
     p.set_defaults(func=_list)
     p = verbs.add_parser("run", help="run one job now", epilog=RUN_EXAMPLES)
-    p.add_argument("job", help="a job id from `schedule list` (e.g. publish, bump:BRANCH)")
+    p.add_argument("job", help="a job id from `schedule list` (bump, docs-check, dashboard-issue, poll-builds, "
+                                    "publish, flush-announcements)")
     p.add_argument("--dry-run", action="store_true",
                    help="say what the job would do and how to preview it; run nothing")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(func=_run)
-    p = verbs.add_parser("run-pending", help="run every due job once and exit")
+    p = verbs.add_parser("run-pending", help="run every due job once and exit", epilog=PENDING_EXAMPLES)
     p.add_argument("--json", action="store_true", help="print the outcomes as JSON")
     p.set_defaults(func=_run_pending)

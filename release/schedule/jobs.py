@@ -239,7 +239,7 @@ def _job_flush(ctx, _arg) -> str:
     from release.publishing.announce import flush
 
     out = flush(ctx)
-    return f"{out['sent']} sent, {out['recovered']} recovered, {out['pending']} pending" + (
+    return f"{out['sent']} sent, {out['updated']} edited, {out['recovered']} recovered, {out['pending']} pending" + (
         f" ({out['error']})" if out["error"] else "")
 
 
@@ -276,7 +276,7 @@ def _job_dashboard(ctx, _arg) -> str:
         return "skipped: no TORCHBOT_GITHUB_TOKEN"
     if not ctx.repositories:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    return "; ".join(_dashboard().sync_issues(ctx)) or "nothing to do"
+    return "; ".join(_dashboard().sync_issues(ctx, acting=True)) or "nothing to do"  # the leader's job
 
 
 JOB_KINDS = {
@@ -441,10 +441,11 @@ def list_jobs(ctx) -> list[dict]:
 
 # What each kind of job would do, as the command that previews it (`schedule run JOB --dry-run`).
 PREVIEWS = {
-    "bump": "torchbot release bump-pins --branch {arg} --dry-run --diff  (then a build of what changed)",
+    "bump": "torchbot release bump-pins --all --dry-run --diff  (then a build of what moved)",
     "publish": "torchbot release publish --dry-run",
     "docs-check": "torchbot release docs --check  (drift is posted to the announce channel)",
     "poll-builds": "torchbot release status",
+    "dashboard-issue": "torchbot dashboard --issue --dry-run",
     "flush-announcements": "(sends the pending release announcements; nothing to preview)",
 }
 
@@ -453,7 +454,7 @@ def preview(ctx, job_id: str) -> dict:
     """What ``run_now`` would run, run nothing: the job and the command that previews it."""
     spec = _spec(ctx, job_id)
     return {"job": spec.id, "description": spec.description, "dry_run": True,
-            "preview": PREVIEWS[spec.kind].format(arg=spec.arg)}
+            "preview": PREVIEWS.get(spec.kind, "(nothing to preview)")}
 
 
 def run_now(ctx, job_id: str) -> dict:

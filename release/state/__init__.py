@@ -13,10 +13,12 @@ noticed by any of these; the chat front ends add a deadline of their own
 (``bot.frontends.store``).
 
 The package: ``tables`` (the rows), ``owners`` (who runs a build and whether it lives),
-``store`` (``State``, ``open_state``, ``state_for``). Import from ``release.state``.
+``store`` (``State``, ``open_state``, ``state_for``), ``dashboard_issue`` (the dashboard issue's
+number and its actions claimed once). Import from ``release.state``.
 May import config only; every other package may import it (never the other way).
 """
 
+from release.state import dashboard_issue  # noqa: F401  (its tables, before any engine creates them)
 from release.state.owners import RUNNING, owner_alive, owner_id, process_start
 from release.state.store import DEFAULT_TIMEOUT, State, open_state, state_for
 from release.state.tables import (

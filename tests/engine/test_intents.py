@@ -76,7 +76,8 @@ def test_hardware_said_tells_a_hardware_question_from_the_rest(text, said):
 def test_the_phrases_are_data_and_every_intent_has_a_usage():
     fillers, table = specs()
     assert {"please", "torchbot"} <= fillers
-    assert {s.command for s in table} == {"help", "bump", "build", "publish", "status", "pins", "variant"}
+    assert {s.command for s in table} == {"help", "bump", "build", "publish", "status", "pins", "variant", "dashboard",
+                                          "held", "changes"}
     assert all(s.usage.startswith("/") and s.phrases for s in table)
     assert tokens("Which nixpkgs is pytorch-2.9-python313 pinned to?") == [
         "which", "nixpkgs", "is", "pytorch-2.9-python313", "pinned", "to", "?"]

@@ -78,7 +78,7 @@ def test_torchbot_chat_as_an_admin_user(tmp_path):
     r = subprocess.run([sys.executable, "-m", "bot", "chat", "--as", "U0OTHER"], input="/bump main\n",
                        capture_output=True, text=True, cwd=ROOT, timeout=60, env=env, check=False)
     assert "only admins" in r.stdout and "add U0OTHER to TORCHBOT_ADMINS" in r.stdout
-    assert "user=U0OTHER" in (tmp_path / "audit.log").read_text()
+    assert '"user": "U0OTHER"' in (tmp_path / "audit.log").read_text()
 
 
 class _Screen(io.StringIO):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -57,8 +59,33 @@ def test_every_option_and_positional_has_help_and_every_help_the_exit_codes(path
     assert "exit status:\n  0  ok\n  1  done, with problems" in out and "2  usage or settings" in out
     assert "_command" not in out  # no internal dest name (release_command, branch_command) leaks
     assert parser.description, f"torchbot {' '.join(path)} --help does not say what the command does"
-    if path in WRITERS or path == ():
-        assert "examples:\n  torchbot " in out, f"torchbot {' '.join(path)} --help has no examples"
+    assert re.search(r"^examples[^\n]*:\n  (\S+ \| )?torchbot ", out, re.M), \
+        f"torchbot {' '.join(path)} --help has no examples"  # every command, not only those that write
+
+
+def help_examples(text: str) -> list[str]:
+    """The command lines under a help's ``examples`` heading (a pipe's torchbot side, no redirect)."""
+    block = re.search(r"^examples[^\n]*:\n((?:  .*\n?)+)", text, re.M)
+    raw = re.sub(r"\s*\\\n\s*", " ", block.group(1)) if block else ""  # a continued line, joined
+    lines = [re.split(r"\s{2,}", line.strip())[0] for line in raw.splitlines()]
+    return [line.split(" | ")[-1].split(" > ")[0] for line in lines if "torchbot " in line]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: " ".join(p) or "torchbot")
+def test_every_help_example_is_that_command_and_parses(path):
+    """Each example a help shows names a command of the tree and its options parse as written."""
+    parser = build_parser()
+    shown = help_examples(dict(walk(parser))[path].format_help())
+    assert shown, path
+    for line in shown:
+        words = shlex.split(line)
+        assert words[0] == "torchbot", line
+        if path:
+            assert words[1:1 + len(path)] == list(path), line
+        try:
+            build_parser().parse_args(words[1:])
+        except SystemExit as err:
+            pytest.fail(f"torchbot {' '.join(path)} --help shows {line!r}, which does not parse ({err.code})")
 
 
 def test_every_command_that_writes_has_dry_run():

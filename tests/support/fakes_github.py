@@ -55,10 +55,20 @@ backend, paging and rate-limiting the way GitHub documents it.
   merges included. Commit statuses (``/repos/{repo}/statuses/{sha}``, ``commits/{ref}/status(es)``)
   too: ``statuses`` (tests/support/fakes_github_statuses.py). With ``git_dir``, a dispatch at a ref
   the repository does not have is refused 422 ("No ref found for: …"), as GitHub does.
+- With ``runner`` (tests/support/fake_runners.Runners) each dispatched run's jobs really run the
+  rendered workflow's steps, with the ``flox``/``nix`` shims that log what runs where; a job is
+  completed once its runner finished, and fails when a step did.
 - Issues (the dashboard issue): ``GET/POST .../issues``, ``GET/PATCH .../issues/{n}`` with GitHub's
   issue object (its required fields), 422 for a missing title or a body over 65,536 characters;
-  ``issues`` holds them and ``tick(n, key)`` ticks a dashboard box as a person would. ``add_pull(head,
-  base)`` opens a pull request as a person would.
+  ``issues`` holds them and ``tick(n, key, by=login)`` ticks a dashboard box as that person would
+  (an edit in the issue's history); ``GET .../issues`` filters ``creator`` as GitHub does. ``add_pull(head,
+  base, user=, fork=)`` opens a pull request as a person would (from a fork: ``head.repo.full_name`` is
+  the fork's). Whoever a request's token is: ``GET /user`` answers ``login`` (torchbot's own; issues and
+  pull requests it creates carry it as ``user.login``). ``GET .../collaborators/{user}/permission``
+  answers ``permissions[user]`` (``admin``, ``write``, ``read``; ``none`` for anyone else).
+- GraphQL (``POST /graphql``, outside the REST description, so checked here instead): the one query
+  torchbot sends, an issue's ``author`` and ``userContentEdits`` (newest first, each ``diff`` the body
+  that edit left, as GitHub gives it); anything else answers GraphQL's ``errors``.
 """
 
 from __future__ import annotations
@@ -105,8 +115,10 @@ class FakeGitHub:
                  durations: dict[str, float] | Callable[[str], float] | None = None, start_delay: float = 0.0,
                  max_parallel: int | None = None, rate_limit: int = 5000, window: float = 3600.0,
                  limit_status: int = 403, upstream: str | None = None, no_job: set[str] | None = None,
-                 startup_failure: bool = False, run_details: bool = True, git_dir=None):
+                 startup_failure: bool = False, run_details: bool = True, git_dir=None,
+                 login: str = "torchbot[bot]", permissions: dict[str, str] | None = None, runner=None):
         self.repo, self.token, self.fail = repo, token, set(fail or ())
+        self.runner = runner  # tests/support/fake_runners.Runners: jobs really run (with the shims)
         self.durations, self.start_delay, self.max_parallel = durations, start_delay, max_parallel
         self.rate_limit, self.window, self.limit_status = rate_limit, window, limit_status
         self.upstream = upstream
@@ -121,6 +133,10 @@ class FakeGitHub:
         self.log: list[Logged] = []
         self.runs: dict[int, dict] = {}
         self.issues: dict[int, dict] = {}  # number -> issue (GitHub's issue object)
+        self.login = login  # the token's account (GET /user)
+        self.permissions = {"maintainer": "admin", login: "write", **(permissions or {})}
+        self.history: dict[int, list[tuple[str, str, str]]] = {}  # issue -> (editor, editedAt, body), oldest first
+        self.graphql: list[dict] = []  # every GraphQL request body
         self._window_start: float | None = None
         self._used = 0
         self._throttle: list[tuple[int, float | None, bool]] = []
@@ -252,8 +268,8 @@ class FakeGitHub:
                     return
                 status, payload, headers = lost, {"message": "Server Error"}, self._rate_headers(time.monotonic())
             entry.status = status
-        if getattr(req, "forwarded", False):
-            exchange = None  # the upstream stand-in checked it
+        if getattr(req, "forwarded", False) or path == "/graphql":
+            exchange = None  # the upstream stand-in checked it; GraphQL is checked by _graphql
         self._send(req, status, payload, headers, exchange)
 
     def _answer(self, req, method: str, path: str, query: dict, body: dict) -> tuple[int, object, dict]:
@@ -287,18 +303,43 @@ class FakeGitHub:
                       "html_url": f"https://github.test/{repo}/issues/{number}"})
         return issue
 
-    def add_pull(self, head: str, base: str) -> dict:
-        """An open pull request ``head`` -> ``base`` of the fake's repository, opened as a person would."""
-        status, pr, _ = self.pulls.route(None, "POST", [], {}, {"title": f"Bump {base}", "head": head, "base": base})
+    def add_pull(self, head: str, base: str, *, user: str | None = None, fork: str | None = None,
+                 title: str | None = None) -> dict:
+        """An open pull request ``head`` -> ``base`` of the fake's repository, opened as a person would:
+        by ``user`` (torchbot's own login when None), from the fork ``fork`` (``owner/name``) when given."""
+        status, pr, _ = self.pulls.route(None, "POST", [], {}, {"title": title or f"Bump {base}", "head": head,
+                                                                "base": base})
         assert status == 201, pr
+        if user is not None:
+            pr["user"] = shapes._user(user)
+        if fork is not None:
+            owner, name = fork.split("/", 1)
+            pr["head"]["label"] = f"{owner}:{head}"
+            pr["head"]["user"]["login"] = owner
+            pr["head"]["repo"].update({"name": name, "full_name": fork, "fork": True,
+                                       "html_url": f"https://github.com/{fork}"})
+            pr["head"]["repo"]["owner"] = {**pr["head"]["repo"]["owner"], "login": owner}
         return pr
 
-    def tick(self, number: int, key: str) -> None:
-        """A person ticks the box of ``key`` in issue ``number``."""
+    def add_issue(self, title: str, body: str, user: str) -> dict:
+        """An issue opened by ``user`` (someone else than torchbot, say)."""
+        repo = self.repo
+        n = max([*self.pulls.prs, *self.issues], default=0) + 1
+        self.issues[n] = self._issue(repo, n, title, body, user=user)
+        self.history[n] = [(user, _iso(time.time()), body)]
+        return self.issues[n]
+
+    def edit_body(self, number: int, body: str, by: str) -> None:
+        """``by`` edits the body of issue ``number`` (kept in its edit history)."""
+        self.issues[number]["body"] = body
+        self.history.setdefault(number, []).append((by, _iso(time.time()), body))
+
+    def tick(self, number: int, key: str, by: str = "maintainer") -> None:
+        """``by`` ticks the box of ``key`` in issue ``number``."""
         issue = self.issues[number]
         box = f"- [ ] <!-- torchbot:act:{key} -->"
         assert box in issue["body"], f"no box {key} in issue #{number}"
-        issue["body"] = issue["body"].replace(box, box.replace("[ ]", "[x]"))
+        self.edit_body(number, issue["body"].replace(box, box.replace("[ ]", "[x]")), by)
 
     def _issues_route(self, repo: str, method: str, rest: list[str], query: dict, body: dict
                       ) -> tuple[int, object, dict]:
@@ -307,7 +348,8 @@ class FakeGitHub:
         if rest == ["issues"] and method == "GET":
             state = query.get("state", "open")
             items = [i for i in reversed(self.issues.values()) if i["repository_url"].endswith("/repos/" + repo)
-                     and (state == "all" or i["state"] == state)]
+                     and (state == "all" or i["state"] == state)
+                     and (not query.get("creator") or i["user"]["login"].lower() == query["creator"].lower())]
             return 200, items[: min(int(query.get("per_page", DEFAULT_PER_PAGE)), MAX_PER_PAGE)], {}
         if rest == ["issues"] and method == "POST":
             if not isinstance(body.get("title"), str) or not body["title"]:
@@ -317,7 +359,8 @@ class FakeGitHub:
                 return 422, shapes.validation_failed({"resource": "Issue", "field": "body", "code": "custom",
                                                       "message": "body is too long (maximum is 65536 characters)"}), {}
             n = max([*self.pulls.prs, *self.issues], default=0) + 1  # issues and PRs share numbers
-            self.issues[n] = self._issue(repo, n, body["title"], body.get("body"))
+            self.issues[n] = self._issue(repo, n, body["title"], body.get("body"), user=self.login)
+            self.history[n] = [(self.login, _iso(time.time()), body.get("body") or "")]
             return 201, self.issues[n], {}
         if len(rest) == 2 and rest[0] == "issues" and rest[1].isdigit():
             issue = self.issues.get(int(rest[1]))
@@ -335,6 +378,8 @@ class FakeGitHub:
                     return 422, shapes.validation_failed(), {}
                 issue.update(body)
                 issue["updated_at"] = _iso(time.time())
+                if "body" in body:
+                    self.history.setdefault(issue["number"], []).append((self.login, issue["updated_at"], body["body"]))
                 return 200, issue, {}
         return 404, {"message": "Not Found"}, {}
 
@@ -346,6 +391,17 @@ class FakeGitHub:
                 parts[3] == "issues" or (other and parts[3:] == ["pulls"] and method == "GET")):
             # issues of any repository of the owner; pull requests of the others (none open)
             return self._issues_route(f"{owner}/{parts[2]}", method, parts[3:], query, body)
+        if method == "GET" and path == "/user":
+            return 200, {**spec.example("get", "/user"), "login": self.login, "type": "Bot" if self.login.endswith(
+                "[bot]") else "User"}, {}
+        if method == "POST" and path == "/graphql":
+            return self._graphql(body)
+        if method == "GET" and len(parts) == 6 and parts[3] == "collaborators" and parts[5] == "permission":
+            level = self.permissions.get(parts[4], "none")
+            answer = spec.example("get", "/repos/{owner}/{repo}/collaborators/{username}/permission")
+            answer.update(permission=level, role_name=level)
+            answer["user"] = {**answer["user"], "login": parts[4], "role_name": level}
+            return 200, answer, {}
         prefix = f"/repos/{self.repo}/actions/"
         if method == "GET" and path == f"/repos/{self.repo}":  # the token still reaches the repository
             return 200, shapes.repository(self.repo), {}
@@ -400,6 +456,28 @@ class FakeGitHub:
                 return 200, self._run(run), {}
         return 404, {"message": "Not Found"}, {}
 
+    def _graphql(self, body) -> tuple[int, object, dict]:
+        """The issue-history query (see the module docstring), as GitHub's GraphQL answers it."""
+        self.graphql.append(body if isinstance(body, dict) else {})
+        query = body.get("query") if isinstance(body, dict) else None
+        variables = body.get("variables") if isinstance(body, dict) else None
+        if not isinstance(query, str) or "userContentEdits" not in query or not isinstance(variables, dict) \
+                or not isinstance(variables.get("number"), int) or not isinstance(variables.get("owner"), str) \
+                or not isinstance(variables.get("name"), str):
+            return 200, {"errors": [{"message": "Parse error or unknown query", "type": "INVALID"}]}, {}
+        repo = f"{variables['owner']}/{variables['name']}"
+        issue = self.issues.get(variables["number"])
+        if issue is None or not issue["repository_url"].endswith("/repos/" + repo):
+            return 200, {"data": {"repository": {"issue": None}}, "errors": [
+                {"type": "NOT_FOUND", "path": ["repository", "issue"],
+                 "message": f"Could not resolve to an issue with the number of {variables['number']}."}]}, {}
+        edits = self.history.get(issue["number"], [])
+        nodes = [{"editedAt": at, "editor": {"login": who}, "diff": text} for who, at, text in reversed(edits)]
+        if len(edits) < 2:
+            nodes = []  # GitHub keeps no history for an issue never edited
+        return 200, {"data": {"repository": {"issue": {"author": {"login": issue["user"]["login"]},
+                                                        "userContentEdits": {"nodes": nodes[:100]}}}}}, {}
+
     def _forward(self, req, method: str, body: dict) -> tuple[int, bytes, dict]:
         """Anything but Actions goes to ``upstream`` (another fake: nixpkgs commits, pulls), with
         the request's headers (that fake checks the exchange against the spec)."""
@@ -444,6 +522,8 @@ class FakeGitHub:
             run["broken"] = True
         if self.durations is not None:
             run["times"] = self._schedule(run)
+        if self.runner is not None:
+            run["exec"] = self.runner.start(run, inputs, self.fail)
         self.runs[rid] = run
         return run
 
@@ -463,7 +543,17 @@ class FakeGitHub:
         return times
 
     def _state(self, run: dict, pkg: str) -> tuple[str, float | None, float | None]:
-        """(status, started epoch, completed epoch) of one job now."""
+        """(status, started epoch, completed epoch) of one job now; with a runner, a job is
+        completed only once the runner finished it."""
+        status, began, ended = self._timed_state(run, pkg)
+        if status == "completed" and "exec" in run and not run["exec"].done(pkg):
+            return "in_progress", began, None
+        return status, began, ended
+
+    def _failed(self, run: dict, pkg: str) -> bool:
+        return pkg in self.fail or ("exec" in run and run["exec"].ok(pkg) is False)
+
+    def _timed_state(self, run: dict, pkg: str) -> tuple[str, float | None, float | None]:
         if run.get("held"):
             return run["held"][1] or "queued", None, None
         if self.durations is None:
@@ -503,7 +593,7 @@ class FakeGitHub:
                 "run_url": f"{api}/actions/runs/{run['id']}",
                 "url": f"{api}/actions/jobs/{job_id}", "head_branch": run["ref"], "head_sha": run["sha"],
                 "workflow_name": "torchbot build", "name": pkg, "status": status, "steps": [],
-                "conclusion": ("failure" if pkg in self.fail else "success") if status == "completed" else None,
+                "conclusion": ("failure" if self._failed(run, pkg) else "success") if status == "completed" else None,
                 "created_at": _iso(run["created"]),
                 "started_at": _iso(began if began else run["created"]),  # a string even before it starts
                 "completed_at": _iso(ended) if ended else None,
@@ -528,7 +618,7 @@ class FakeGitHub:
         else:
             status = "in_progress"
         if status == "completed" and concl is None:
-            concl = "failure" if self.fail & set(run["packages"]) else "success"
+            concl = "failure" if any(self._failed(run, p) for p in run["packages"]) else "success"
         shaped = spec.example("get", RUN_T)  # GitHub's example run, then this one's facts
         api = f"https://api.github.com/repos/{self.repo}"
         shaped.update({

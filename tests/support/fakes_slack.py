@@ -7,20 +7,33 @@ Usage::
         client.chat_postMessage(channel="C1", text="hi")
         slack.messages("C1")                          # what was posted, oldest first
 
-Implemented methods (JSON bodies, form bodies and query strings are all accepted):
-``auth.test``, ``chat.postMessage`` (``thread_ts``, ``metadata``, ``client_msg_id`` kept),
-``chat.update``, ``chat.postEphemeral``, ``views.publish`` (App Home; strict: ``user_id``, a
-``home`` view, Block Kit limits checked by ``blocks_problem``), ``conversations.replies`` and
-``conversations.history`` (``metadata`` returned only with ``include_all_metadata``, as
-Slack does), the three steps of ``files_upload_v2`` (``files.getUploadURLExternal``, the
-POST of the bytes to the upload URL, ``files.completeUploadExternal``; ``slack.files`` holds
-what was shared, and the file shows in its channel or thread), and
-``apps.connections.open`` (with the app-level token ``app_token``; answers
-``socket_url()`` when a Socket Mode stand-in set it). Unknown methods answer
-``{"ok": false, "error": "unknown_method"}``.
+Strict as Slack (its method docs, slack_sdk's models; every exchange is also checked by
+``slack_conformance``): a call with an argument the method does not document answers
+``invalid_arguments``, ``client_msg_id`` (Slack's own clients') is dropped, blocks that
+slack_sdk's Block Kit models or Slack's limits refuse answer ``invalid_blocks``; reads
+(``conversations.history``/``replies``) answer ``not_in_channel`` unless torchbot is a member
+(``slack.members``, ``conversations.join`` or ``slack.join(c)``), posts do in a private channel
+(``slack.private``) it was not invited to; reads paginate at ``page_size`` (20) items with
+``has_more``/``response_metadata.next_cursor``, whatever ``limit`` asks; ``metadata`` comes back
+only with ``include_all_metadata``; ``chat.update`` answers its ``message``; scopes
+(``slack.scopes``, the manifest's) are checked where Slack checks them.
+
+Implemented methods: ``auth.test``, ``chat.postMessage``, ``chat.update``,
+``chat.postEphemeral``, ``conversations.join``, ``conversations.open`` (a DM: ``slack.dm(user)``
+lists what torchbot sent there), ``views.publish`` (App Home; ``user_id``, a ``home`` view),
+``conversations.replies`` and ``conversations.history`` (from ``oldest`` to ``latest``), the three
+steps of ``files_upload_v2`` (``files.getUploadURLExternal``, the POST of the bytes to the upload
+URL, ``files.completeUploadExternal``; ``slack.files`` holds what was shared, and the file shows in
+its channel or thread), ``usergroups.users.list`` and ``apps.connections.open`` (with the
+app-level token ``app_token``; answers ``socket_url()`` when a Socket Mode stand-in set it).
+Unknown methods answer ``{"ok": false, "error": "unknown_method"}``.
 
 Response URLs: ``slack.response_url(n)`` is ``/response/n`` on the same server; what is posted
-there is recorded. ``slack.posts`` lists (path, body) of every request in order (Web API
+there is recorded. As Slack, it answers 5 times within 30 minutes, then HTTP 404 ``used_url`` /
+``expired_url`` (kept in ``slack.refused_posts``); ``slack.advance(seconds)`` moves the stand-in's
+clock (and the ts it gives). Clicks in Slack's shapes: ``slack.message_click(...)`` (channel,
+message container, response_url) and ``slack.home_click(...)`` (an App Home ``view`` container,
+no channel, no response_url). ``slack.posts`` lists (path, body) of every request in order (Web API
 calls as ``/api/<method>``), and ``slack.wait_for(predicate)`` waits for a matching one.
 
 Switches for failure tests:
@@ -56,26 +69,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-TEXT_LIMITS = {"section": 3000, "header": 150, "context": 2000}
+from tests.support import slack_conformance
+from tests.support.slack_conformance import blocks_problem  # (tests import it from here)
 
-
-def blocks_problem(blocks: list, max_blocks: int = 50) -> str | None:
-    """Why Slack would refuse these blocks (count, a block without a type, a text or button over
-    its limit), or None."""
-    if len(blocks) > max_blocks:
-        return f"[ERROR] no more than {max_blocks} items allowed [json-pointer:/blocks]"
-    for i, b in enumerate(blocks):
-        if not isinstance(b, dict) or not b.get("type"):
-            return f"[ERROR] missing required field: type [json-pointer:/blocks/{i}]"
-        texts = [b.get("text"), *list(b.get("elements") or []), *list(b.get("fields") or [])]
-        limit = TEXT_LIMITS.get(b["type"], 3000)
-        for t in texts:
-            if isinstance(t, dict) and isinstance(t.get("text"), str) and len(t["text"]) > limit:
-                return f"[ERROR] must be less than {limit + 1} characters [json-pointer:/blocks/{i}/text]"
-        acc = b.get("accessory") or {}
-        if acc.get("type") == "button" and (len(acc.get("value", "")) > 2000 or len(acc["text"]["text"]) > 75):
-            return f"[ERROR] button too long [json-pointer:/blocks/{i}/accessory]"
-    return None
+RESPONSE_URL_USES, RESPONSE_URL_SECONDS = 5, 30 * 60  # Slack: a response_url answers 5 times within 30 minutes
 
 
 class FakeSlack:
@@ -95,12 +92,20 @@ class FakeSlack:
         self._failures = 0
         self._fail_error = "internal_error"
         self._fail_status = 200
-        self._clock = time.time()
+        self._clock = 0.0  # the newest ts given (ts only grow, on the tests' clock)
         self.usergroups: dict[str, list[str]] = {}
+        self.refused_posts: list[tuple[str, dict[str, Any], str]] = []  # response_url posts past their life
         self.views: dict[str, dict[str, Any]] = {}  # user -> the App Home view published for them
         self.disabled: set[str] = set()
         self.slow: dict[str, float] = {}  # method -> seconds it takes to answer (a slow Slack)
-        self.scopes = {"chat:write", "commands", "app_mentions:read", "files:write", "usergroups:read"}
+        self.scopes = {"chat:write", "chat:write.public", "commands", "app_mentions:read", "files:write",
+                       "usergroups:read", "channels:join", "channels:history", "groups:history", "im:write"}
+        self.members: set[str] = set()  # channels torchbot is a member of (reads elsewhere: not_in_channel)
+        self.private: set[str] = set()  # private channels: no posting or joining without an invitation
+        self.page_size = 20  # Slack may return fewer items than ``limit``: reads answer at most this many
+        self.offset = 0.0  # the tests' clock: ``advance(seconds)`` moves it (response_url expiry)
+        self._response_urls: dict[str, dict[str, float]] = {}  # path -> issued, uses
+        self._ims: dict[str, str] = {}  # user -> the DM channel conversations.open gave
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -146,11 +151,18 @@ class FakeSlack:
         with self.lock:
             self._failures, self._fail_error, self._fail_status = n, error, status
 
-    def user_message(self, channel: str, text: str, user: str = "U1") -> str:
-        """A message a person posted (e.g. the mention a bot answers in its thread); its ts."""
+    def user_message(self, channel: str, text: str, user: str = "U1", thread_ts: str | None = None,
+                     at: float | None = None) -> str:
+        """A message a person posted (e.g. the mention a bot answers in its thread, or a reply in
+        ``thread_ts``), now or ``at`` a given time; its ts."""
         with self.lock:
-            ts = self._next_ts()
-            self.channels.setdefault(channel, []).append({"type": "message", "user": user, "ts": ts, "text": text})
+            ts = self._next_ts() if at is None else f"{at:.6f}"
+            msg = {"type": "message", "user": user, "ts": ts, "text": text}
+            if thread_ts:
+                msg["thread_ts"] = thread_ts
+                parent = next(m for m in self.channels[channel] if m["ts"] == thread_ts)
+                parent["reply_count"] = parent.get("reply_count", 0) + 1
+            self.channels.setdefault(channel, []).append(msg)
         return ts
 
     def messages(self, channel: str) -> list[dict[str, Any]]:
@@ -164,8 +176,60 @@ class FakeSlack:
         with self.lock:
             return [p for m, p in self.calls if m == method]
 
+    def now(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        """Move the stand-in's clock (response URLs expire 30 minutes after they were issued)."""
+        with self.lock:
+            self.offset += seconds
+
     def response_url(self, n: int = 1) -> str:
+        """The response URL of the nth request a test sends; issued now (it answers 5 times within
+        30 minutes, then ``used_url``/``expired_url`` with HTTP 404, as Slack does)."""
+        with self.lock:
+            self._response_urls.setdefault(f"/response/{n}", {"issued": self.now(), "uses": 0})
         return f"{self.base}/response/{n}"
+
+    def join(self, channel: str) -> None:
+        """Torchbot was invited to ``channel``."""
+        with self.lock:
+            self.members.add(channel)
+
+    def dm(self, user: str) -> list[dict[str, Any]]:
+        """The messages torchbot sent ``user`` in their DM with it."""
+        with self.lock:
+            im = self._ims.get(user)
+        return self.messages(im) if im else []
+
+    # -- Slack's interaction payloads (block_actions) --------------------------------------
+
+    def message_click(self, action_id: str, value: str, n: int, user: str = "UADMIN", channel: str = "CREL",
+                      message_ts: str | None = None, trigger: str | None = None,
+                      action_ts: str | None = None) -> dict[str, Any]:
+        """A click on a button of a message, as Slack sends it: the channel, the message's container
+        and a response_url."""
+        ts = message_ts or f"{self.now():.6f}"
+        return {"type": "block_actions", "user": {"id": user, "username": user.lower(), "team_id": "T1"},
+                "api_app_id": "A1", "token": "verification-token", "team": {"id": "T1", "domain": "acme"},
+                "enterprise": None, "is_enterprise_install": False,
+                "container": {"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": True},
+                "channel": {"id": channel, "name": "releases"}, "state": {"values": {}},
+                "response_url": self.response_url(n), "trigger_id": trigger or _trigger_id(),
+                "actions": [_action(action_id, value, action_ts or f"{self.now():.6f}")]}
+
+    def home_click(self, action_id: str, value: str, user: str = "UADMIN", trigger: str | None = None,
+                   action_ts: str | None = None) -> dict[str, Any]:
+        """A click on a button of the App Home view, as Slack sends it: a ``view`` container, the
+        view, and no channel and no response_url."""
+        view = dict(self.views.get(user) or {"type": "home", "blocks": []})
+        view.update({"id": "VHOME" + user, "team_id": "T1", "app_id": "A1", "hash": "1.abc"})
+        return {"type": "block_actions", "user": {"id": user, "username": user.lower(), "team_id": "T1"},
+                "api_app_id": "A1", "token": "verification-token", "team": {"id": "T1", "domain": "acme"},
+                "enterprise": None, "is_enterprise_install": False,
+                "container": {"type": "view", "view_id": view["id"]}, "view": view, "state": {"values": {}},
+                "trigger_id": trigger or _trigger_id(),
+                "actions": [_action(action_id, value, action_ts or f"{self.now():.6f}")]}
 
     def wait_for(self, predicate, timeout: float = 10.0) -> list[tuple[str, dict[str, Any]]]:
         """Block until some recorded (path, body) satisfies ``predicate``; return all then."""
@@ -194,7 +258,14 @@ class FakeSlack:
                 json.loads(body or b"{}") if "json" in ctype else {k: v[-1] for k, v in parse_qs(body.decode()).items()}
             )
             with self.lock:
+                url = self._response_urls.setdefault(parsed.path, {"issued": self.now(), "uses": 0})
+                url["uses"] += 1
+                if url["uses"] > RESPONSE_URL_USES or self.now() - url["issued"] > RESPONSE_URL_SECONDS:
+                    refused = "used_url" if url["uses"] > RESPONSE_URL_USES else "expired_url"
+                    self.refused_posts.append((parsed.path, data, refused))
+                    return self._send_text(req, 404, refused)
                 self.posts.append((parsed.path, data))
+            slack_conformance.record("response_url", data, 200, None)
             return self._send(req, 200, {"ok": True})
         if body:
             if "json" in ctype:
@@ -226,10 +297,39 @@ class FakeSlack:
             if auth != f"Bearer {expected}":
                 return self._send(req, 200, {"ok": False, "error": "invalid_auth"})
             handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+            sent = dict(params)  # as torchbot sent it (client_msg_id and all), for the conformance check
             if handler is None:
-                return self._send(req, 200, {"ok": False, "error": "unknown_method"})
-            status, payload = handler(params)
+                status, payload = 200, {"ok": False, "error": "unknown_method"}
+            else:
+                status, payload = self._strict(method, params) or handler(params)
+        slack_conformance.record(method, sent, status, payload)
         self._send(req, status, payload)
+
+    def _strict(self, method: str, params: dict[str, Any]) -> tuple[int, dict] | None:
+        """Slack's checks before a method runs: documented arguments only (``client_msg_id`` is
+        Slack's own clients' and is dropped), required ones present, blocks valid."""
+        params.pop("client_msg_id", None)
+        required, optional = slack_conformance.METHODS[method]
+        unknown = sorted(k for k in params if k not in required | optional | slack_conformance.ANY_METHOD)
+        missing = sorted(k for k in required if params.get(k) in (None, ""))
+        if unknown or missing:
+            return 200, {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [
+                *(f"[ERROR] unknown argument: {k}" for k in unknown),
+                *(f"[ERROR] missing required field: {k}" for k in missing)]}}
+        if method in ("chat.postMessage", "chat.update", "chat.postEphemeral") and params.get("blocks"):
+            problem = blocks_problem(params["blocks"])
+            if problem:
+                return 200, {"ok": False, "error": "invalid_blocks", "response_metadata": {"messages": [problem]}}
+        return None
+
+    @staticmethod
+    def _send_text(req, status: int, text: str) -> None:
+        data = text.encode()
+        req.send_response(status)
+        req.send_header("Content-Type", "text/plain")
+        req.send_header("Content-Length", str(len(data)))
+        req.end_headers()
+        req.wfile.write(data)
 
     @staticmethod
     def _send(req, status: int, payload: dict, headers: dict | None = None) -> None:
@@ -243,7 +343,7 @@ class FakeSlack:
         req.wfile.write(data)
 
     def _next_ts(self) -> str:
-        self._clock = max(self._clock + 0.000001, time.time())
+        self._clock = max(self._clock + 0.000001, self.now())
         return f"{self._clock:.6f}"
 
     @staticmethod
@@ -290,6 +390,9 @@ class FakeSlack:
 
     def _m_files_completeUploadExternal(self, p):
         files = p.get("files") or []
+        refused = self._may_post(p["channel_id"]) if p.get("channel_id") else None
+        if refused:  # sharing into a channel: as posting there
+            return 200, {"ok": False, "error": refused}
         shared = []
         for f in files:
             up = self._uploads.get(f.get("id"))
@@ -309,14 +412,70 @@ class FakeSlack:
                 self.channels.setdefault(channel, []).append(msg)
         return 200, {"ok": True, "files": shared}
 
+    def _may_post(self, channel: str) -> str | None:
+        """Why torchbot may not post in ``channel`` (Slack's error), or None: a member may; a DM it
+        opened may; a public channel may with ``chat:write.public``."""
+        if channel in self.members or channel in self._ims.values():
+            return None
+        if channel.startswith(("U", "W")) and "im:write" in self.scopes:  # Slack posts to the app's DM
+            self._ims.setdefault(channel, "D" + channel)
+            return None
+        if channel in self.private or "chat:write.public" not in self.scopes:
+            return "not_in_channel"
+        return None
+
+    def _may_read(self, channel: str) -> str | None:
+        if channel in self.members or channel in self._ims.values():
+            return None
+        return "not_in_channel"
+
+    def _page(self, msgs: list[dict], p: dict, meta: bool) -> dict:
+        """One page of ``msgs`` (Slack: ``limit`` at most 999, fewer items than asked may come back;
+        here at most ``page_size``), with ``has_more`` and ``response_metadata.next_cursor``."""
+        start = int(str(p.get("cursor") or "0").removeprefix("next_ts_") or 0)
+        limit = min(int(p.get("limit") or 100), 999, self.page_size)
+        page = msgs[start:start + limit]
+        more = start + limit < len(msgs)
+        out = {"ok": True, "messages": [self._public(m, meta) for m in page], "has_more": more,
+               "response_metadata": {"next_cursor": f"next_ts_{start + limit}" if more else ""}}
+        return out
+
+    def _m_conversations_join(self, p):
+        channel = p["channel"]
+        if "channels:join" not in self.scopes:
+            return 200, {"ok": False, "error": "missing_scope", "needed": "channels:join",
+                         "provided": ",".join(sorted(self.scopes))}
+        if channel in self.private:
+            return 200, {"ok": False, "error": "method_not_supported_for_channel_type"}
+        already = channel in self.members
+        self.members.add(channel)
+        answer = {"ok": True, "channel": {"id": channel, "is_channel": True, "is_member": True}}
+        if already:
+            answer["warning"] = "already_in_channel"
+        return 200, answer
+
+    def _m_conversations_open(self, p):
+        if "im:write" not in self.scopes:
+            return 200, {"ok": False, "error": "missing_scope", "needed": "im:write",
+                         "provided": ",".join(sorted(self.scopes))}
+        users = [u for u in str(p.get("users") or "").split(",") if u]
+        if len(users) != 1:
+            return 200, {"ok": False, "error": "users_list_not_supplied" if not users else "not_implemented"}
+        im = self._ims.setdefault(users[0], "D" + users[0])
+        return 200, {"ok": True, "channel": {"id": im}}
+
     def _m_chat_postMessage(self, p):
         channel = p.get("channel")
         if not channel:
             return 200, {"ok": False, "error": "channel_not_found"}
         if not (p.get("text") or p.get("blocks")):
             return 200, {"ok": False, "error": "no_text"}
+        refused = self._may_post(channel)
+        if refused:
+            return 200, {"ok": False, "error": refused}
+        channel = self._ims.get(channel, channel) if channel.startswith(("U", "W")) else channel
         msg = {"type": "message", "user": "UBOT", "bot_id": "BBOT", "ts": self._next_ts(), "text": p.get("text", "")}
-        for key in ("thread_ts", "metadata", "client_msg_id", "blocks"):
+        for key in ("thread_ts", "metadata", "blocks"):
             if p.get(key):
                 msg[key] = p[key]
         if msg.get("thread_ts"):
@@ -357,25 +516,43 @@ class FakeSlack:
                     msg["text"] = p["text"]
                 if "blocks" in p:
                     msg["blocks"] = p["blocks"]
+                if "metadata" in p:
+                    msg["metadata"] = p["metadata"]
                 msg["edited"] = {"user": "UBOT", "ts": self._next_ts()}
-                return 200, {"ok": True, "channel": p["channel"], "ts": msg["ts"], "text": msg["text"]}
+                return 200, {"ok": True, "channel": p["channel"], "ts": msg["ts"], "text": msg["text"],
+                             "message": self._public(msg, True)}
         return 200, {"ok": False, "error": "message_not_found"}
 
     def _m_conversations_replies(self, p):
+        """The parent, then its replies oldest first, from ``oldest``/up to ``latest`` (exclusive
+        unless ``inclusive``), paginated; only in a channel torchbot is a member of."""
+        refused = self._may_read(p["channel"])
+        if refused:
+            return 200, {"ok": False, "error": refused}
         ts = p.get("ts")
-        msgs = [m for m in self.channels.get(p.get("channel"), []) if m["ts"] == ts or m.get("thread_ts") == ts]
-        if not msgs:
+        thread = [m for m in self.channels.get(p.get("channel"), []) if m["ts"] == ts or m.get("thread_ts") == ts]
+        if not thread:
             return 200, {"ok": False, "error": "thread_not_found"}
+        parent = next((m for m in thread if m["ts"] == ts), thread[0])
+        replies = sorted((m for m in thread if m is not parent and self._within(m, p)), key=lambda m: float(m["ts"]))
         meta = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
-        return 200, {"ok": True, "messages": [self._public(m, meta) for m in msgs], "has_more": False}
+        return 200, self._page([parent, *replies], p, meta)
+
+    @staticmethod
+    def _within(m: dict, p: dict) -> bool:
+        t, inclusive = float(m["ts"]), str(p.get("inclusive", "")).lower() in ("1", "true")
+        oldest, latest = float(p.get("oldest") or 0), float(p.get("latest") or 1e12)
+        return (oldest <= t <= latest) if inclusive else (oldest < t < latest)
 
     def _m_conversations_history(self, p):
-        oldest = float(p.get("oldest") or 0)
-        msgs = [
-            m for m in self.channels.get(p.get("channel"), []) if not m.get("thread_ts") and float(m["ts"]) > oldest
-        ]
+        """The channel's messages (not thread replies), newest first, paginated; only for a member."""
+        refused = self._may_read(p["channel"])
+        if refused:
+            return 200, {"ok": False, "error": refused}
+        msgs = sorted((m for m in self.channels.get(p.get("channel"), [])
+                       if not m.get("thread_ts") and self._within(m, p)), key=lambda m: float(m["ts"]))
         meta = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
-        return 200, {"ok": True, "messages": [self._public(m, meta) for m in reversed(msgs)], "has_more": False}
+        return 200, self._page(list(reversed(msgs)), p, meta)
 
     def _m_usergroups_users_list(self, p):
         if "usergroups:read" not in self.scopes:
@@ -391,6 +568,15 @@ class FakeSlack:
         if group in self.disabled and not include_disabled:
             return 200, {"ok": True, "users": []}
         return 200, {"ok": True, "users": list(self.usergroups[group])}
+
+
+def _trigger_id() -> str:
+    return f"{time.time_ns()}.{time.time_ns() % 1000003:x}"
+
+
+def _action(action_id: str, value: str, action_ts: str) -> dict[str, Any]:
+    return {"action_id": action_id, "block_id": "b", "value": value, "type": "button",
+            "text": {"type": "plain_text", "text": "Go"}, "action_ts": action_ts}
 
 
 class Deliverer:

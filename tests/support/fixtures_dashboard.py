@@ -140,3 +140,39 @@ def many_branches(n: int) -> dict:
     return {"generated": "2026-03-02T12:00:00+00:00",
             "repositories": [{"name": "build-pytorch", "path": "/r", "kind": "build-pytorch",
                               "github": "acme/build-pytorch", "branches": branches}]}
+
+
+GPU_COLUMNS = ("sm61", "sm75", "sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm110", "sm120", "sm121")
+REAL_BRANCHES = ("main", "main-staging", "pytorch-2.10-python313", "pytorch-2.8-python311", "pytorch-2.8-python312",
+                 "pytorch-2.9-python311", "pytorch-2.9-python313", "pytorch-2.9-vllm-0.14.0", "pytorch-2.9-vllm-0.15.1")
+
+
+def real_width_facts() -> dict:
+    """Facts as wide as the real build-pytorch: its branch names, eleven GPU architectures (three ISAs
+    each) plus cpu and darwin, builds in every state, a two-pin branch and a bump PR with a long summary."""
+    branches = []
+    states = ("succeeded", "failed", "running", None)
+    for i, name in enumerate(REAL_BRANCHES):
+        variants = [{"package": f"pytorch-python313-cuda12_8-{col}-{isa}", "platform": "x86_64-linux", "gpu_arch": col,
+                     "build": states[(i + j) % 4], "at_head": True, "published": j % 2 == 0}
+                    for j, col in enumerate(GPU_COLUMNS) for isa in ("avx2", "avx512", "armv9")]
+        variants += [{"package": f"pytorch-python313-cpu-{isa}", "platform": "x86_64-linux", "gpu_arch": None,
+                      "build": "succeeded", "at_head": True} for isa in ("avx2", "avx512")]
+        variants.append({"package": "pytorch-python313-darwin-m1", "platform": "aarch64-darwin", "gpu_arch": None,
+                         "build": "succeeded", "at_head": True})
+        pin = {"rev": "fe5e41d" + "0" * 33, "labels": ["CUDA 12.8"], "packages": 35, "date": "2026-10-01T00:00:00Z",
+               "channel": "nixos-unstable", "channel_head": "ab" * 20, "behind": 1234,
+               "channel_date": "2026-11-20T00:00:00Z"}
+        pins = [pin, {**pin, "rev": "cc33" + "0" * 36, "labels": ["CUDA 13.0"]}] if i == 2 else [pin]
+        branches.append({
+            "name": name, "head": f"{i:040x}", "pytorch": "2.9.1", "python": "3.13", "cuda": ["12.8"], "pins": pins,
+            "bumps": [{"group": "", "state": ("held", "current", "bumped")[i % 3], "when": "2026-11-23T06:00:00Z",
+                       "reason": "" if i % 3 else "it promises PyTorch 2.9.1 but nixpkgs abababa has torch 2.10.0"}],
+            "pr": ({"number": 1234, "url": "https://github.com/acme/build-pytorch/pull/1234",
+                    "head": f"bump/{name}-abababababab", "builds": {"built": 50, "failed": 12}} if i == 5 else None),
+            "readme_drift": ["README.md:11 stale"] * (i % 2), "companion_drift": [], "variants": variants,
+            "jobs": [{"id": "bump", "description": "weekly bump", "next_run": "2026-11-30T06:00:00+00:00"}],
+        })
+    return {"generated": "2026-11-28T09:00:00+00:00",
+            "repositories": [{"name": "build-pytorch", "path": "/srv/build-pytorch", "kind": "build-pytorch",
+                              "github": "acme/build-pytorch", "branches": branches}]}

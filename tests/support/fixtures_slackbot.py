@@ -33,11 +33,16 @@ def slash_body(slack: FakeSlack, command: str, text: str, n: int, user: str = "U
 
 
 def click_body(slack: FakeSlack, action_id: str, value: str, n: int, user: str = "UADMIN",
-               trigger: str | None = None, action_ts: str | None = None) -> bytes:
-    payload = {"type": "block_actions", "user": {"id": user}, "team": {"id": "T1"}, "channel": {"id": "CREL"},
-               "response_url": slack.response_url(n), "trigger_id": trigger or trigger_id(),
-               "actions": [{"action_id": action_id, "value": value, "type": "button", "block_id": "b",
-                            "action_ts": action_ts or f"{time.time():.6f}"}]}
+               trigger: str | None = None, action_ts: str | None = None, channel: str = "CREL") -> bytes:
+    """A click on a button of a message (Slack's shape: channel, container, response_url)."""
+    payload = slack.message_click(action_id, value, n, user=user, channel=channel,
+                                  trigger=trigger or trigger_id(), action_ts=action_ts)
+    return urllib.parse.urlencode({"payload": json.dumps(payload)}).encode()
+
+
+def home_click_body(slack: FakeSlack, action_id: str, value: str, user: str = "UADMIN") -> bytes:
+    """A click on a button of the App Home tab (Slack's shape: a view, no channel, no response_url)."""
+    payload = slack.home_click(action_id, value, user=user, trigger=trigger_id())
     return urllib.parse.urlencode({"payload": json.dumps(payload)}).encode()
 
 

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import sys
 
+ASK_EXAMPLES = """examples:
+  torchbot ask 'H100 with Graviton3'           a GPU and a CPU in words
+  torchbot ask p5.48xlarge --json              a cloud instance, as one JSON object
+  torchbot ask --here                          this machine (NVML or nvidia-smi, /proc/cpuinfo)
+  nvidia-smi | torchbot ask -                  pasted output, read from stdin"""
+CATALOG_EXAMPLES = """examples:
+  torchbot catalog                             the embedded data's branches
+  torchbot catalog --repo ./build-pytorch --repo ./build-torchvision --json"""
+
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "ask", help="which variant for this hardware? (free text, or '-' to read pasted output from stdin)"
-    )
+        "ask", help="which variant for this hardware? (free text, or '-' to read pasted output from stdin)",
+        epilog=ASK_EXAMPLES)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--here", action="store_true",
                    help="answer for this machine: GPUs from NVML (or nvidia-smi), CPU from /proc/cpuinfo")
@@ -23,7 +32,7 @@ def register(sub) -> None:
     p.add_argument("question", nargs="*", help="e.g. 'H100 with Graviton3', 'p5.48xlarge', or - for stdin")
     p.set_defaults(func=_ask, parser=p, answer_settings=True)
 
-    c = sub.add_parser("catalog", help="branches, pins and variant counts")
+    c = sub.add_parser("catalog", help="branches, pins and variant counts", epilog=CATALOG_EXAMPLES)
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--repo", action="append", metavar="PATH",
                    help="read the branches from this repository instead of the embedded data "

@@ -13,10 +13,10 @@ import sys
 SHELLS = ("bash", "zsh", "fish")
 BRANCH_DESTS = {"branch", "branches", "from_branch"}  # options and positionals that take a branch name
 
-INSTALL = """install (once; a new shell then completes torchbot):
-  bash: torchbot completion bash > ~/.local/share/bash-completion/completions/torchbot
-  zsh:  torchbot completion zsh > "${fpath[1]}/_torchbot"   (or: source <(torchbot completion zsh) in ~/.zshrc)
-  fish: torchbot completion fish > ~/.config/fish/completions/torchbot.fish"""
+INSTALL = """examples (install once; a new shell then completes torchbot):
+  torchbot completion bash > ~/.local/share/bash-completion/completions/torchbot
+  torchbot completion zsh > "${fpath[1]}/_torchbot"     (or: source <(torchbot completion zsh) in ~/.zshrc)
+  torchbot completion fish > ~/.config/fish/completions/torchbot.fish"""
 
 BASH = r"""# bash completion for torchbot (`torchbot completion bash`)
 _torchbot() {

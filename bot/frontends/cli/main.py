@@ -186,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
             level=logging.DEBUG if args.verbose else logging.WARNING,
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+        from config.redact import install
+
+        install()  # -v logs httpx/httpcore/slack_sdk requests: never their Authorization header or a token
     from release.context import Context
 
     try:
@@ -200,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
             from config.settings import load_settings
 
             settings = load_settings()
+            from config.redact import remember
+
+            remember(settings)
         start(settings, args)
         ctx = Context(settings)
         return int(args.func(args, ctx) or 0)

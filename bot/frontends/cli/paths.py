@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import json
 
+EXAMPLES = """examples:
+  torchbot paths                               each file, the setting that moves it, whether it exists
+  torchbot paths --json"""
+
 
 def register(sub) -> None:
-    p = sub.add_parser("paths", help="where torchbot keeps its state DB, audit log, logs, cache and created branches")
+    p = sub.add_parser("paths", help="where torchbot keeps its state DB, audit log, logs, cache and created branches",
+                       epilog=EXAMPLES)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_paths, check_files=False)
 

@@ -7,9 +7,18 @@ builds run here (flox, else nix-build, or neither)."""
 
 from __future__ import annotations
 
+SERVE_EXAMPLES = """examples:
+  torchbot serve                               Socket Mode (no public URL), with the release schedule
+  torchbot serve --http --port 3000            request-signed HTTP on /slack/events (and /dashboard)
+  torchbot serve --no-schedule                 answer chat only; another replica runs the schedule"""
+CHAT_EXAMPLES = """examples:
+  torchbot chat                                then: /pins main, @torchbot why is main held?
+  torchbot chat --as U012ADMIN                 as that Slack user (an admin if in TORCHBOT_ADMINS)"""
+
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="run the Slack bot (Socket Mode by default) and the release schedule")
+    p = sub.add_parser("serve", help="run the Slack bot (Socket Mode by default) and the release schedule",
+                       epilog=SERVE_EXAMPLES)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--socket", action="store_true", help="Socket Mode (default; no public URL needed)")
     mode.add_argument("--http", action="store_true", help="request-signed HTTP on /slack/events")
@@ -18,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--no-schedule", action="store_true", help="do not run the release schedule")
     p.set_defaults(func=_serve)
 
-    c = sub.add_parser("chat", help="the chat commands in this terminal, with no Slack")
+    c = sub.add_parser("chat", help="the chat commands in this terminal, with no Slack", epilog=CHAT_EXAMPLES)
     c.add_argument("--as", dest="user", default="console", metavar="USER",
                    help="act as this Slack user ID (admin if it is in TORCHBOT_ADMINS); default: console")
     c.set_defaults(func=_chat)
@@ -45,11 +54,12 @@ def _serve(args, ctx) -> int:
     server = None
     if mode == "http":
         from bot.frontends.slack.http_mode import make_http_server
-        from bot.frontends.web import PATH, dashboard_app, route
+        from bot.frontends.web import PATH, dashboard_app, proxy_check, route
 
-        page = dashboard_app(ctx, host)
+        page = dashboard_app(ctx, host)  # its snapshot gathers on a thread of its own, from serving on
         try:
-            server = make_http_server(app, host, port, pages=lambda slack: route({PATH: page}, slack))
+            server = make_http_server(app, host, port, pages=lambda slack: route({PATH: page}, slack),
+                                      trusted=proxy_check(s))
         except OSError as err:
             raise startup.bind_error(err, host, port) from None
     who = startup.identity(s)
@@ -65,6 +75,7 @@ def _serve(args, ctx) -> int:
         if server is not None:
             _say(startup.connected_line(who, f"HTTP mode, listening on http://{host}:{server.server_port}/slack/events "
                                              "(and /dashboard)") + said)
+            page.snapshot.start()
             server.serve_forever()
         else:
             _serve_socket(app, s, who, said)

@@ -6,14 +6,15 @@ builds, oldest pin, drift), split over several sections when long; then what nee
 section per item with a button when the row has an action (``dashboard_act``: retry failed
 builds, approve a held bump, rebase a bump PR; a held bump with an open PR also links it). A
 button does what the CLI would: it makes the chat command's plan, which only admins get, with
-the usual Confirm and Cancel."""
+the usual Confirm and Cancel. In the App Home tab only admins see buttons (everyone else sees the
+dashboard read-only), and a button's plan goes to the admin's own DM with torchbot."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from bot.frontends.slack.text import escape
+from bot.frontends.slack.text import escape, inline
 from release.dashboard.model import BranchView, Dashboard, Need
 
 MAX_BLOCKS = 50
@@ -39,7 +40,7 @@ def branch_line(b: BranchView) -> str:
     state = b.bump_state
     if state == "pr-open" and b.pr is not None and b.pr.url:
         state = f"<{b.pr.url}|PR #{b.pr.number}>"
-    return (f"{ICON.get(b.bump_state, '')} `{escape(b.name)}` {state} · {builds} · {pin}"
+    return (f"{ICON.get(b.bump_state, '')} `{inline(b.name, 200)}` {state} · {builds} · {pin}"
             + (f" · drift: {', '.join(drift)}" if drift else ""))
 
 
@@ -59,10 +60,13 @@ def _sections(lines: list[str], room: int) -> list[dict[str, Any]]:
     return [{"type": "section", "text": {"type": "mrkdwn", "text": t[:MAX_TEXT]}} for t in out]
 
 
-def need_block(n: Need) -> dict[str, Any]:
-    text = f"*{escape(n.repository)} `{escape(n.branch)}`*: {escape(n.text)}"
+READ_ONLY = "Read-only: the buttons are for admins (TORCHBOT_ADMINS or the admin user group)."
+
+
+def need_block(n: Need, actions: bool = True) -> dict[str, Any]:
+    text = f"*{inline(n.repository, 100)} `{inline(n.branch, 200)}`*: {inline(n.text)}"  # untrusted, one line
     block: dict[str, Any] = {"type": "section", "text": {"type": "mrkdwn", "text": text[:MAX_TEXT]}}
-    if n.action is not None:
+    if n.action is not None and actions:
         value = json.dumps({"repo": n.action.repository, "key": n.action.key})
         block["accessory"] = {"type": "button", "action_id": ACTION_ID, "value": value[:2000],
                               "text": {"type": "plain_text", "text": BUTTON.get(n.action.kind, "Act")},
@@ -70,7 +74,8 @@ def need_block(n: Need) -> dict[str, Any]:
     return block
 
 
-def blocks(d: Dashboard) -> list[dict[str, Any]]:
+def blocks(d: Dashboard, actions: bool = True) -> list[dict[str, Any]]:
+    """The dashboard's blocks; without ``actions`` (a non-admin's App Home) the rows carry no button."""
     c = [b.builds for b in d.branches]
     head = (f"{len(d.branches)} branches · {sum(x['built'] for x in c)}/{sum(x['total'] for x in c)} built · "
             f"{sum(x['failed'] for x in c)} failed · {len(d.needs)} need a human")
@@ -89,7 +94,7 @@ def blocks(d: Dashboard) -> list[dict[str, Any]]:
     out.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Needs a human ({len(d.needs)})*"}})
     room = MAX_BLOCKS - len(out) - 1
     shown = d.needs[:room]
-    out += [need_block(n) for n in shown]
+    out += [need_block(n, actions) for n in shown]
     if len(d.needs) > len(shown):
         out.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escape(
             f"… and {len(d.needs) - len(shown)} more: `torchbot dashboard` or the dashboard issue")}]})
@@ -100,8 +105,14 @@ def summary(d: Dashboard) -> str:
     return f"Release dashboard: {len(d.branches)} branches, {len(d.needs)} need a human"
 
 
-def home_view(d: Dashboard) -> dict[str, Any]:
-    return {"type": "home", "blocks": blocks(d)}
+def home_view(d: Dashboard, admin: bool = True) -> dict[str, Any]:
+    """The App Home tab: the dashboard, with its buttons for an admin and read-only for anyone else
+    (a button's answer goes to the admin's DM with torchbot: an App Home click has no channel and
+    no response URL)."""
+    out = blocks(d, actions=admin)
+    if not admin:
+        out.insert(2, {"type": "context", "elements": [{"type": "mrkdwn", "text": READ_ONLY}]})
+    return {"type": "home", "blocks": out[:100]}
 
 
 def find_action(d: Dashboard, value: str):

@@ -6,7 +6,11 @@ queued and edited in place (``chat.update``) when it starts, as it progresses ("
 ``TORCHBOT_PROGRESS_SECONDS``, the latest counts always shown) and when it ends; the result goes
 in its thread, summary and failures first, a long full list attached as a file
 (``files_upload_v2``). When the bot cannot post in the channel (not invited), everything goes
-to the command's response URL instead. The message's place is kept with a build run
+to the command's response URL instead; and since Slack honours a response URL at most 5 times
+within 30 minutes while builds run for hours, a result the response URL no longer takes (or that
+has none: an App Home click) goes to the person who asked by direct message
+(``conversations.open`` + ``chat.postMessage``, scope ``im:write``). File titles are plain text
+(Slack shows them as typed): they are not escaped. The message's place is kept with a build run
 (``notice()``), so after a restart ``report_restarts`` edits it to say what became of the run
 and how to resume it."""
 
@@ -22,7 +26,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.frontends.chat import JobReply
 from bot.frontends.jobs import Job
 from bot.frontends.slack.blocks import render
-from bot.frontends.slack.text import escape, quoted
+from bot.frontends.slack.text import escape, excerpt, quoted
 
 log = logging.getLogger("torchbot.slack")
 
@@ -82,7 +86,7 @@ class JobReport:
 
     def where(self) -> str:
         return " Progress and the result follow in its thread in this channel." if self.ts else \
-            " The result will replace this message."
+            " The result will follow here, or by direct message if that is no longer possible."
 
     def _update(self, job: Job, what: str) -> None:
         if self.ts is None:
@@ -142,13 +146,54 @@ class JobReport:
         minutes = int(((job.finished or time.time()) - (job.started or job.created)) // 60)
         self._update(job, f"{'done' if getattr(job.result, 'ok', True) else 'ended'} after {minutes} min: {out.text}")
         if self.ts is None:
-            self.respond(replace_original=False, response_type="ephemeral", text=out.text, blocks=out.blocks)
+            if not self._responded(text=out.text, blocks=out.blocks):
+                self.direct(*self._titled(job, out))
             return
-        self.client.chat_postMessage(channel=self.channel, thread_ts=self.ts, text=out.text, blocks=out.blocks)
+        try:
+            self.client.chat_postMessage(channel=self.channel, thread_ts=self.ts, text=out.text, blocks=out.blocks)
+        except (SlackApiError, SlackClientError, OSError) as err:  # the channel refuses now: the asker hears it
+            log.warning("job %s: cannot post its result in %s (%s); sending it by direct message", job.id,
+                        self.channel, err)
+            self.direct(*self._titled(job, out))
+            return
         if out.file:
             name, content = out.file
             self.client.files_upload_v2(channel=self.channel, thread_ts=self.ts, content=content, filename=name,
-                                        title=quoted(job.title) + ": full list", initial_comment="The full list:")
+                                        title=excerpt(job.title) + ": full list", initial_comment="The full list:")
+
+    def _titled(self, job: Job, out) -> tuple[str, list | None]:
+        """The result as a message of its own (a DM): which job it is first."""
+        head = f"`{quoted(job.title)}` (job {job.id}) {'done' if getattr(job.result, 'ok', True) else 'ended'}:"
+        if not out.blocks:
+            return f"{head} {out.text}", None
+        return f"{head} {out.text}", [{"type": "section", "text": {"type": "mrkdwn", "text": head}},
+                                      *out.blocks][:50]
+
+    def _responded(self, **message) -> bool:
+        """Whether the response URL took ``message`` (Slack answers 404 ``expired_url`` or
+        ``used_url`` once it is past 30 minutes or 5 uses; an App Home click has none)."""
+        if self.respond is None:
+            return False
+        try:
+            resp = self.respond(replace_original=False, response_type="ephemeral", **message)
+        except Exception as err:  # noqa: BLE001  (no response URL, or it is unreachable: the DM instead)
+            log.warning("job %s: the response URL refused its result (%s)", getattr(self.job, "id", "?"), err)
+            return False
+        status = getattr(resp, "status_code", 200)
+        if status != 200:
+            log.info("job %s: the response URL answered %s %s; sending the result by direct message",
+                     getattr(self.job, "id", "?"), status, getattr(resp, "body", ""))
+        return status == 200
+
+    def direct(self, text: str, blocks: list | None = None) -> bool:
+        """``text`` to the person who asked, in their direct message with torchbot."""
+        try:
+            im = self.client.conversations_open(users=self.user)["channel"]["id"]
+            self.client.chat_postMessage(channel=im, text=text, blocks=blocks)
+            return True
+        except (SlackApiError, SlackClientError, OSError) as err:
+            log.warning("cannot send %s a direct message (%s): the result is in the log only", self.user, err)
+            return False
 
 
 def report_restarts(client, ctx) -> int:

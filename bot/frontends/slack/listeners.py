@@ -14,7 +14,7 @@ import logging
 import re
 from typing import Any
 
-from bot.frontends.chat import PLANNERS, SHORT_HELP, Chat, JobReply
+from bot.frontends.chat import APP_HOME, PLANNERS, SHORT_HELP, Chat, JobReply
 from bot.frontends.commands import ask
 from bot.frontends.incidents import report
 from bot.frontends.slack import dashboard
@@ -29,11 +29,14 @@ log = logging.getLogger("torchbot.slack")
 COMMANDS = ("/variant", "/pins", "/bump", "/build", "/publish", "/torchbot")
 
 
+READERS = ("status", "dashboard", "why-held", "changes")  # /torchbot words that read the state DB or the remote
+
+
 def answers_later(name: str, text: str) -> bool:
     """Whether a command is answered after its ack (it plans, or reads the state DB), rather
     than in the ack itself."""
     word = (text.split() or [""])[0].lower()
-    return name in PLANNERS or (name == "torchbot" and (word in PLANNERS or word in ("status", "dashboard")))
+    return name in PLANNERS or (name == "torchbot" and (word in PLANNERS or word in READERS))
 
 
 def _status(name: str, text: str) -> bool:
@@ -42,6 +45,22 @@ def _status(name: str, text: str) -> bool:
 
 def _first_action(body: dict[str, Any]) -> dict[str, Any]:
     return (body.get("actions") or [{}])[0]
+
+
+def _from_home(body: dict[str, Any]) -> bool:
+    """A click in the App Home tab: Slack sends a ``view`` container, no channel, no response_url."""
+    return (body.get("container") or {}).get("type") == "view" or not body.get("response_url")
+
+
+def reply(body: dict[str, Any], respond, client, text: str, blocks: list | None = None) -> None:
+    """Answer a click where its person sees it: ephemerally through its response URL, or, for an App
+    Home click (which has none), in their direct message with torchbot."""
+    if not _from_home(body):
+        respond(replace_original=False, response_type="ephemeral", text=text, blocks=blocks)
+        return
+    user = (body.get("user") or {}).get("id", "")
+    im = client.conversations_open(users=user)["channel"]["id"]
+    client.chat_postMessage(channel=im, text=text, blocks=blocks)
 
 
 class Listeners:
@@ -63,9 +82,12 @@ class Listeners:
         app.error(self.on_error)
 
     @staticmethod
-    def apologise(respond, what: str) -> None:
+    def apologise(respond, what: str, body: dict | None = None, client=None) -> None:
         try:
-            respond(replace_original=False, response_type="ephemeral", text=report(log, what))
+            if body is not None and client is not None:
+                reply(body, respond, client, report(log, what))
+            else:
+                respond(replace_original=False, response_type="ephemeral", text=report(log, what))
         except Exception:
             log.exception("could not deliver the apology for %s", what)
 
@@ -98,7 +120,7 @@ class Listeners:
 
     # -- buttons -------------------------------------------------------------------------
 
-    def _button(self, ack, body, request, respond, what: str, answer) -> None:
+    def _button(self, ack, body, request, respond, what: str, answer, client=None) -> None:
         """Ack a button click, answer it once (``answer()``; a repeated delivery is not), and
         apologise for a failure under ``what``."""
         ack()
@@ -106,7 +128,7 @@ class Listeners:
             if self.deliveries.first(body, request.headers):
                 answer()
         except Exception:  # noqa: BLE001  (a listener's boundary)
-            self.apologise(respond, what)
+            self.apologise(respond, what, body, client)
 
     def on_confirm(self, ack, body, respond, client, request):
         def answer():
@@ -163,30 +185,34 @@ class Listeners:
 
         self._button(ack, body, request, respond, "Share in channel", answer)
 
-    def on_dashboard_act(self, ack, body, respond, request):
+    def on_dashboard_act(self, ack, body, respond, client, request):
         """A dashboard button: the chat command of its row, planned as typed (admins only), with
-        the usual Confirm and Cancel."""
+        the usual Confirm and Cancel; from a message, answered there; from the App Home tab (no
+        channel, no response URL), in the admin's DM with torchbot, where Confirm then runs it."""
         def answer():
             from release.dashboard.commands import dashboard as current
 
-            action = dashboard.find_action(current(self.ctx).model, _first_action(body).get("value", ""))
+            model = current(self.ctx).model
+            action = dashboard.find_action(model, _first_action(body).get("value", ""))
             if action is None:
-                respond(replace_original=False, response_type="ephemeral",
-                        text="That row has nothing to do any more (the dashboard moved on).")
+                reply(body, respond, client, "That row has nothing to do any more (the dashboard moved on).")
+                if _from_home(body):  # the tab showed a stale row: show it as it is now
+                    user = body.get("user", {}).get("id", "")
+                    client.views_publish(user_id=user, view=dashboard.home_view(model, admin=self._admin(user)))
                 return
             user = body.get("user", {}).get("id", "")
             channel = (body.get("channel") or {}).get("id") or body.get("container", {}).get("channel_id", "")
             name, _, rest = action.command.partition(" ")
-            out = render(self.chat.command(name, rest, user=user, channel=channel or "app_home"))
-            respond(replace_original=False, response_type="ephemeral", text=out.text, blocks=out.blocks)
+            out = render(self.chat.command(name, rest, user=user, channel=APP_HOME if _from_home(body) else channel))
+            reply(body, respond, client, out.text, out.blocks)
 
-        self._button(ack, body, request, respond, "a dashboard button", answer)
+        self._button(ack, body, request, respond, "a dashboard button", answer, client)
 
-    def on_unknown_action(self, ack, body, respond):
+    def on_unknown_action(self, ack, body, respond, client):
         ack()
         action = _first_action(body).get("action_id", "?")
-        respond(replace_original=False, response_type="ephemeral",
-                text=f"torchbot has no button '{quoted(str(action), 60)}' (an old message?). {SHORT_HELP}")
+        reply(body, respond, client,
+              f"torchbot has no button '{quoted(str(action), 60)}' (an old message?). {SHORT_HELP}")
 
     # -- events (Bolt acks them before the listener runs) ---------------------------------
 
@@ -209,11 +235,19 @@ class Listeners:
         try:
             from release.dashboard.commands import dashboard as current
 
-            view = dashboard.home_view(current(self.ctx).model)
+            view = dashboard.home_view(current(self.ctx).model, admin=self._admin(event.get("user", "")))
         except Exception:  # noqa: BLE001  (a listener's boundary: the tab says so, with an error id)
             view = {"type": "home", "blocks": [{"type": "section", "text": {
                 "type": "mrkdwn", "text": escape(report(log, "the App Home dashboard"))}}]}
         client.views_publish(user_id=event.get("user", ""), view=view)
+
+    def _admin(self, user: str) -> bool:
+        from config.errors import ExternalError
+
+        try:
+            return self.chat._is_admin(user)
+        except ExternalError:  # who is in the admin group cannot be told now: read-only
+            return False
 
     def on_other_event(self, event):  # subscribed by mistake or new: acked, nothing to do
         log.debug("ignoring a %s event", event.get("type"))

@@ -33,3 +33,10 @@ def quoted(text: str, limit: int = EXCERPT) -> str:
     """A bounded excerpt of user text, escaped for a Slack message (cut first, so no
     entity is ever cut in half)."""
     return escape(excerpt(text, limit))
+
+
+def inline(text: object, limit: int = 3000) -> str:
+    """Untrusted text (a branch name, a reason, an error) as Slack mrkdwn on one line: whitespace
+    runs one space, ``&<>`` as entities (no link, mention or markup of its own), backticks as ``ˋ``
+    (it cannot close the code span it sits in), at most ``limit`` characters."""
+    return escape(excerpt(str(text), limit).replace("`", "ˋ"))

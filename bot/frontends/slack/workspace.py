@@ -60,9 +60,9 @@ def _id(value) -> str | None:
 
 
 def _team_of(body: dict) -> str | None:
-    team = body.get("team")
+    team, user = body.get("team"), body.get("user")
     return _id(body.get("team_id") or (team.get("id") if isinstance(team, dict) else None)
-               or (body.get("user") or {}).get("team_id"))
+               or (user.get("team_id") if isinstance(user, dict) else None))  # a string user (a forged body): no team
 
 
 def _enterprise_of(body: dict) -> str | None:

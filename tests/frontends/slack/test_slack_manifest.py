@@ -52,6 +52,20 @@ def test_every_scope_says_which_feature_uses_it():
     assert {"app_mentions:read", "chat:write", "commands", "files:write", "usergroups:read"} <= set(scopes)
 
 
+def test_the_scopes_are_the_ones_docs_slack_md_lists_and_the_stand_in_grants():
+    """Release recovery reads need membership (channels:join, or an invitation), torchbot posts in
+    public channels it did not join (chat:write.public), late results go by DM (im:write)."""
+    from tests.support.fakes_slack import FakeSlack
+
+    scopes = set(DATA["oauth_config"]["scopes"]["bot"])
+    assert {"channels:join", "chat:write.public", "im:write"} <= scopes
+    docs = (MANIFEST.parent / "docs" / "slack.md").read_text()
+    table = {s for row in re.findall(r"^\| (`[^|]+`) \|", docs, re.M) for s in re.findall(r"`([^`]+)`", row)}
+    assert table == scopes
+    with FakeSlack() as slack:
+        assert slack.scopes == scopes
+
+
 def test_request_urls_are_commented_alternatives_for_http_mode():
     assert DATA["settings"]["socket_mode_enabled"] is True
     assert "request_url" not in DATA["settings"]["event_subscriptions"]

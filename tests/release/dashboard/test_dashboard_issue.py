@@ -1,15 +1,18 @@
 """The dashboard issue: one per repository, created once and edited in place; its body within
 GitHub's 65,536 characters with 300 branches' worth of rows, controls above any truncation; a
-ticked box acted on once at the next run and recorded in the audit log."""
+ticked box acted on once at the next run (claimed in the state DB) and recorded in the audit log."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
 
+from config import audit
 from release.dashboard import issue
 from release.dashboard.commands import dashboard, sync_issues
 from release.dashboard.model import build
+from release.state import state_for
+from release.state.dashboard_issue import DashboardIssue
 from tests.support.fixtures_dashboard import dashboard_world, many_branches
 
 
@@ -64,17 +67,18 @@ def test_issues_are_created_once_edited_in_place_and_a_ticked_box_acted_on_once(
 
         lines = sync_issues(w.ctx)
         acted = [line for line in lines if "acted on" in line]
-        assert len(acted) == 1 and key in acted[0], lines
-        audit = (w.tmp / "audit.log").read_text()
-        assert audit.count(f"dashboard acted {key} ") == 1
+        assert len(acted) == 1 and key in acted[0] and "ticked by maintainer" in acted[0], lines
+        records = [r for r in audit.read(w.tmp / "audit.log") if r.get("key") == key]
+        assert [(r["what"], r["user"]) for r in records] == [("dashboard acted", "maintainer")]
         assert "- [x]" not in w.gh.issues[number]["body"]  # edited in place, the box unticked
 
-        (Path(w.ctx.settings.cache_dir) / "dashboard-issues.json").unlink()  # found again by its marker
+        with state_for(w.ctx).session() as s:  # no number kept: found again among torchbot's own issues
+            s.query(DashboardIssue).delete()
         if f"torchbot:act:{key}" in w.gh.issues[number]["body"]:
             w.gh.tick(number, key)  # ticked again: it was done, it is not done twice
         lines = sync_issues(w.ctx)
         assert not [line for line in lines if "acted on" in line]
-        assert (w.tmp / "audit.log").read_text().count(f"dashboard acted {key} ") == 1
+        assert len([r for r in audit.read(w.tmp / "audit.log") if r.get("key") == key]) == 1
         assert len(w.gh.issues) == 2 and w.gh.issues[number]["state"] == "open"
         assert any(f"updated dashboard issue #{number}" in line for line in lines)
         w.gh.issues[number]["state"] = "closed"  # closed by hand: reopened, not duplicated

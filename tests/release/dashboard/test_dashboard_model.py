@@ -123,6 +123,54 @@ def test_rich_tables_colour_the_states(world):
         assert name in shown
 
 
+@pytest.mark.parametrize("width", [80, 100, 130])
+@pytest.mark.parametrize("source", ["fixtures", "real-width"])
+def test_at_80_columns_each_branch_row_keeps_its_name_state_pin_and_counts_whole(world, source, width):
+    """The compact layout: no cell cut (no "…"), every line within 80 columns, and each branch's row
+    reads name, PyTorch, first pin (7 characters and its age), bump state, built/total, published/total."""
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from release.dashboard.model import build
+    from tests.support.fixtures_dashboard import real_width_facts
+
+    real = build(real_width_facts(), datetime(2026, 11, 28, tzinfo=UTC))
+    model = world.result.model if source == "fixtures" else real
+    out = io.StringIO()
+    rich_tables(model, Console(file=out, width=width, color_system=None))
+    lines = out.getvalue().splitlines()
+    table = lines[:next(i for i, line in enumerate(lines) if line.startswith("Needs a human"))]
+    assert all(len(line) <= width for line in lines) and not any("…" in line for line in table)
+    starts = [next(i for i, line in enumerate(table) if line.startswith(f"{r.name}  (")) for r in model.repositories]
+    for r, start, end in zip(model.repositories, starts, [*starts[1:], len(table)], strict=True):
+        _compact_rows_say(table[start:end], r.branches)
+    assert "PR #1" in out.getvalue() or source == "real-width"
+
+
+def _compact_rows_say(table: list[str], branches) -> None:
+    from release.dashboard.text import compact_bump_cell
+
+    for b in branches:
+        row = next(line.split() for line in table if line.split()[:1] == [b.name])
+        c = b.builds
+        assert row == [b.name, b.pytorch, b.pins[0].rev[:7], f"{b.pins[0].age_days}d", *compact_bump_cell(b).split(),
+                       f"{c['built']}/{c['total']}", f"{b.published}/{b.variants}"], row
+
+
+def test_a_wide_terminal_gets_every_column_whole(world):
+    from rich.console import Console
+
+    from release.dashboard.text import wide_width
+
+    out = io.StringIO()
+    rich_tables(world.result.model, Console(file=out, width=wide_width(world.result.model), color_system=None))
+    text = out.getvalue()
+    assert "next bump" in text and "behind" in text and "PR #1 (2/3 built, 1 failed)" in text
+    table = text.split("Needs a human")[0]
+    assert "…" not in table and all(len(line) <= wide_width(world.result.model) for line in text.splitlines())
+
+
 def test_without_a_repository_it_says_what_it_needs_in_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHBOT_")}
     env.update(XDG_DATA_HOME=str(tmp_path / "d"), XDG_STATE_HOME=str(tmp_path / "s"),
@@ -182,7 +230,7 @@ def test_recorded_per_group_outcomes_of_a_bump_of_every_branch_are_shown(world):
     assert bump_["pull_request"]["url"].endswith("/pull/9")  # the PR the bump went out as (no GitHub list for it)
     needs = [n for n in d["needs_a_human"] if n["branch"] == "pytorch-2.10" and n["kind"] == "held"]
     assert needs and needs[0]["action"]["command"] == f"bump pytorch-2.10 {HEAD} --pytorch 2.11.0 --cuda 13.1"
-    assert needs[0]["action"]["key"] == "approve-bump:pytorch-2.10:CUDA-13.1"
+    assert needs[0]["action"]["key"].startswith("approve-bump:pytorch-2.10:CUDA-13.1:")
 
 
 def test_a_pin_nixpkgs_does_not_know_leaves_only_its_own_facts_unknown(tmp_path):

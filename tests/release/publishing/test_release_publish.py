@@ -85,4 +85,4 @@ def test_cli_publish_json(tmp_path: Path, monkeypatch, capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and sorted(p["package"] for p in out["publishes"]) == sorted(fx.OK)
     assert cli.main(["release", "publish", "--repo", str(repo)]) == 0
-    assert "Nothing to publish." in capsys.readouterr().out
+    assert "Nothing to publish: all 2 succeeded build(s) are published already." in capsys.readouterr().out

@@ -110,6 +110,10 @@ def test_a_bump_pull_request_is_built_at_its_head_reported_and_published_once_me
         dispatched = [p for _, p in gh.dispatches if p["inputs"]["branch"] == BRANCH]
         posted = gh.statuses.of(head)
         merges = [m for m in gh.pulls.merges if m["number"] == pr["number"]]
+        # what merged is published on GitHub from the branch (the torchbot host runs no publish)
+        published = publish.publish_pending(ctx, BRANCH)
+        publish_runs = [p for _, p in gh.dispatches if p["inputs"]["publish"] == "true"]
+        assert publish.publish_pending(ctx, BRANCH) == []  # once
     assert head_ref == f"bump/{BRANCH}-{pins.NEW[:7]}" and f"{BRANCH} at {head_ref}: " in result, result
     (payload,) = dispatched
     assert payload["ref"] == head_ref and payload["inputs"]["publish"] == "false"
@@ -125,11 +129,12 @@ def test_a_bump_pull_request_is_built_at_its_head_reported_and_published_once_me
     # what merged is published from the branch, without building it again
     again = plan_build(ctx, BRANCH, None, backend="github", changed_only=True)
     assert again.to_dict()["build"] == [] and len(again.to_dict()["unchanged"]) == n
-    published = publish.publish_pending(ctx, BRANCH)
     assert len(published) == n and {r["state"] for r in published} == {"published"}
     assert {r["commit"] for r in published} == {merge["sha"]}
-    assert all(r["message"].startswith(f"built at {head[:12]}, published from {BRANCH}") for r in published)
-    assert publish.publish_pending(ctx, BRANCH) == []  # once
+    assert all(r["message"] == f"published on GitHub (built again on its runner (no build cache)) from {BRANCH} "
+               f"at {merge['sha'][:12]}" for r in published)
+    (run,) = publish_runs
+    assert run["ref"] == BRANCH and "substitute" not in run["inputs"]  # no cache: said, and it builds again
 
 
 def test_a_failed_build_fails_the_status_and_nothing_merges(tmp_path: Path) -> None:

@@ -64,6 +64,9 @@ OPERATIONS: list[tuple[str, str]] = [
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("patch", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
+    # who torchbot is and who may act: the dashboard issue's creator and the permission of who ticked
+    ("get", "/user"),
+    ("get", "/repos/{owner}/{repo}/collaborators/{username}/permission"),
 ]
 KEEP_OPERATION = ("operationId", "summary", "parameters", "requestBody", "responses")
 

@@ -1,0 +1,67 @@
+"""What each recipe would build: its derivation path, evaluated by ``nix-instantiate``.
+
+``drv_paths`` extracts the repository's ``.flox`` at a commit into a temporary directory and
+evaluates every asked recipe's ``drvPath`` in one ``nix-instantiate --eval --strict --json``
+(read-only: nothing is written to the store, nothing is built). A recipe that is a function is
+called with its defaults (``{ pkgs ? import <nixpkgs> {} }:``). Evaluation fetches what the
+recipes pin (their nixpkgs tarball), so without Nix, or without the network for a pin not
+already in the store, it is impossible: the answer is then None and one line saying why, and
+the caller decides by the recipes' syntax instead (``release.builds.changes``).
+
+May import: config.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from config.errors import ExternalError
+
+TOOL = "nix-instantiate"
+_EXPR = ("builtins.mapAttrs (n: f: let r = import f; in (if builtins.isFunction r then r { } else r).drvPath) "
+         "(builtins.fromJSON (builtins.readFile FILES))")
+
+
+def available() -> bool:
+    return shutil.which(TOOL) is not None
+
+
+def drv_paths(repo: Path, commit: str, packages: list[str],
+              timeout: float = 120.0) -> tuple[dict[str, str] | None, str]:
+    """(package -> drv path, "") or (None, why evaluation is impossible), at ``commit``."""
+    if not packages:
+        return {}, ""
+    if not available():
+        return None, f"no {TOOL} on this host"
+    with tempfile.TemporaryDirectory(prefix="torchbot-eval-") as d:
+        tree = Path(d)
+        try:
+            archive = subprocess.run(["git", "-C", str(repo), "archive", commit, ".flox"], capture_output=True,
+                                     check=True, timeout=timeout)
+            subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True, capture_output=True,
+                           timeout=timeout)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
+            raise ExternalError(f"Could not read .flox at {commit[:12]} in {repo}: {err}") from None
+        files = {p: str(tree / ".flox" / "pkgs" / f"{p}.nix") for p in packages}
+        listing = tree / "torchbot-recipes.json"
+        listing.write_text(json.dumps(files))
+        expr = _EXPR.replace("FILES", str(listing))
+        try:
+            proc = subprocess.run([TOOL, "--readonly-mode", "--eval", "--strict", "--json",
+                                   "--option", "download-attempts", "1", "--option", "connect-timeout", "5",
+                                   "-E", expr], capture_output=True, text=True, timeout=timeout, check=False,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return None, f"{TOOL} took more than {timeout:g} s"
+    if proc.returncode != 0:
+        errors = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip().startswith("error:")]
+        why = (errors[-1] if errors else (proc.stderr.strip().splitlines() or ["failed"])[-1])[:200]
+        return None, f"{TOOL}: {why}"
+    try:
+        return {str(k): str(v) for k, v in json.loads(proc.stdout).items()}, ""
+    except (ValueError, AttributeError):
+        return None, f"{TOOL} answered something other than derivation paths"

@@ -1,0 +1,115 @@
+"""--changed-only decides by what a variant would build (issue 33 point 2): its derivation path
+(real ``nix-instantiate``; the fixture's recipes evaluate offline), else, when evaluation is
+impossible (here: no Nix on PATH), its syntax tree without comments and layout plus the files it
+imports and, for a recipe that takes Flox's arguments, manifest.lock. The plan says which rule
+decided."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from release.builds import run as builds
+from tests.support import ci
+from tests.support import fixtures_builds as fx
+
+PKGS = [*fx.OK, fx.COMPANION]
+TORCH = "pytorch-python313-cuda12_8-sm90-avx512"  # the pytorch variant the companion imports
+
+
+@pytest.fixture(params=["derivation", "syntax"])
+def rule(request, monkeypatch, tmp_path: Path) -> str:
+    if request.param == "syntax":  # no Nix on this host: PATH without nix-instantiate
+        bare = tmp_path / "bin-without-nix"
+        bare.mkdir()
+        for tool in ("git", "tar", "sh", "bash"):
+            found = shutil.which(tool)
+            if found:
+                os.symlink(found, bare / tool)
+        monkeypatch.setenv("PATH", str(bare))
+    elif shutil.which("nix-instantiate") is None:
+        ci.skip("nix-instantiate is not installed")
+    return request.param
+
+
+def _built(tmp_path: Path) -> tuple[object, Path]:
+    repo = fx.make_repo(tmp_path, packages=PKGS)
+    ctx = fx.context(tmp_path)
+    # recorded successes at the branch's commit, as a finished build leaves them
+    from release.state import Build, state_for
+
+    commit = fx.sh(repo, "git", "rev-parse", fx.BRANCH).strip()
+    recipes = builds.list_recipes(repo, commit)
+    with state_for(ctx).session() as s:
+        s.add_all(Build(package=p, branch=fx.BRANCH, state="succeeded", backend="github", recipe_blob=recipes[p],
+                        commit=commit, pin=fx.PIN) for p in PKGS)
+    return ctx, repo
+
+
+def _edit(repo: Path, edits: dict[str, callable], message: str = "edit") -> None:
+    fx.sh(repo, "git", "checkout", "--quiet", fx.BRANCH)
+    for rel, change in edits.items():
+        p = repo / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(change(p.read_text() if p.exists() else ""))
+    fx.sh(repo, "git", "add", "-A")
+    fx.sh(repo, "git", "commit", "--quiet", "-m", message)
+    fx.sh(repo, "git", "push", "--quiet", "origin", fx.BRANCH)
+    fx.sh(repo, "git", "checkout", "--quiet", "main")
+
+
+def _comments_and_layout(text: str) -> str:
+    return ("# reworded header\n" + text.replace("\n  pkg = {", "\n  # the stand-in, explained again\n\n      pkg = {")
+            .replace("in\n", "in   # trailing comment\n"))
+
+
+def _recipe(p: str) -> str:
+    return f".flox/pkgs/{p}.nix"
+
+
+def test_a_comment_only_edit_builds_nothing(tmp_path: Path, rule: str) -> None:
+    ctx, repo = _built(tmp_path)
+    _edit(repo, {_recipe(p): _comments_and_layout for p in PKGS})
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
+    assert plan.items == [] and sorted(plan.unchanged) == sorted(PKGS)
+    said = "derivation paths (nix-instantiate)" if rule == "derivation" else "syntax trees without comments"
+    assert said in plan.rule and f"Changed: {plan.rule}." in plan.text()
+    if rule == "syntax":
+        assert "evaluation impossible: no nix-instantiate on this host" in plan.rule
+
+
+def test_a_changed_build_script_builds_that_variant_and_its_companion(tmp_path: Path, rule: str) -> None:
+    ctx, repo = _built(tmp_path)
+    _edit(repo, {_recipe(TORCH): lambda t: t.replace("echo ok > $out", "echo changed > $out")})
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
+    assert [i.package for i in plan.items] == [TORCH, fx.COMPANION]  # the companion imports it
+    assert "2 changed" in plan.rule or "1 changed" in plan.rule
+
+
+def test_a_manifest_lock_change_rebuilds_exactly_the_recipes_that_use_it(tmp_path: Path, monkeypatch) -> None:
+    bare = tmp_path / "bin-without-nix"  # the callPackage-style recipe cannot be evaluated alone: syntax rule
+    bare.mkdir()
+    for tool in ("git", "tar", "sh"):
+        os.symlink(shutil.which(tool), bare / tool)
+    repo = fx.make_repo(tmp_path, packages=PKGS)
+    _edit(repo, {".flox/env/manifest.lock": lambda _t: '{"lockfile-version": 1, "rev": "aaa"}\n',
+                 _recipe("pytorch-python313-flox-args"): lambda _t: (
+                     "# takes its packages from the environment (manifest.lock)\n"
+                     "{ python3Packages, ... }:\npython3Packages.torch.override { cudaSupport = false; }\n")},
+          "a callPackage recipe")
+    ctx = fx.context(tmp_path)
+    from release.state import Build, state_for
+
+    commit = fx.sh(repo, "git", "rev-parse", fx.BRANCH).strip()
+    recipes = builds.list_recipes(repo, commit)
+    with state_for(ctx).session() as s:
+        s.add_all(Build(package=p, branch=fx.BRANCH, state="succeeded", backend="github", recipe_blob=b,
+                        commit=commit) for p, b in recipes.items())
+    _edit(repo, {".flox/env/manifest.lock": lambda _t: '{"lockfile-version": 1, "rev": "bbb"}\n'}, "relock")
+    monkeypatch.setenv("PATH", str(bare))
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
+    assert [i.package for i in plan.items] == ["pytorch-python313-flox-args"]  # the pinned recipes stay
+    assert "syntax trees" in plan.rule and "1 changed" in plan.rule
