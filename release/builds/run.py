@@ -108,7 +108,8 @@ def prepare(
     texts = {p: texts_by_blob.get(recipes[p], "") for p in recipes}
     last, rule = None, None
     if changed_only:
-        last, rule = changed_since_success(path, commit, recipes, st.last_success(branch), selected)
+        last, rule = changed_since_success(path, commit, recipes, st.last_success(branch), selected,
+                                           cache=ctx.settings.build_cache)
     items, unchanged = plan_items(recipes, texts, selected, last_success_blobs=last)
     fallback_pin = _catalog_pin(ctx, branch)
     if fallback_pin:
@@ -144,14 +145,14 @@ def build_seconds(st, packages: list[str]) -> dict[str, float]:
     return out
 
 
-def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str]
-                          ) -> tuple[dict[str, str], str]:
+def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str],
+                          cache: str | None = None) -> tuple[dict[str, str], str]:
     """What ``plan_items`` compares (package -> the blob it counts as last built: the current one
     when the variant did not change, by ``release.builds.changes``), and the rule that decided."""
     from release.builds.changes import Last, compare
 
     prior = {p: Last(b.commit, b.recipe_blob) for p, b in last.items() if p in selected and p in recipes}
-    found = compare(path, commit, prior)
+    found = compare(path, commit, prior, cache=cache)
     return {p: recipes[p] if p in found.same else "" for p in prior}, found.rule
 
 
