@@ -58,3 +58,14 @@ def local_commit(repo: Path, branch: str) -> str | None:
     proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
                            f"refs/heads/{branch}^{{commit}}"], check=False, capture_output=True, text=True)
     return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+_GITHUB_URL = re.compile(r"github\.com[:/]([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+
+
+def github_name(repo: Path, remote: str) -> str | None:
+    """``owner/name`` of the GitHub repository ``remote``'s URL names (None: not on github.com)."""
+    proc = subprocess.run(["git", "-C", str(repo), "remote", "get-url", remote], capture_output=True, text=True,
+                          check=False)
+    m = _GITHUB_URL.search(proc.stdout.strip()) if proc.returncode == 0 else None
+    return m[1] if m else None

@@ -79,6 +79,7 @@ class BuildPlan:
     publish_only: bool = False  # a publish after the merge of what a pull request's head built
     rule: str | None = None  # which rule decided what changed (--changed-only): derivation or syntax, and why
     order: str | None = None  # how the items are ordered (longest first from history), when not by name
+    github: str | None = None  # the GitHub repository (owner/name) of a companion repository; None: the first's
 
     @property
     def ref(self) -> str:

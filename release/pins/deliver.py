@@ -146,22 +146,18 @@ def _moved(w: BranchWork, now: str | None):
 def github_repo(repo, settings, first: bool) -> str:
     """``owner/name`` of a repository's pull requests: TORCHBOT_GITHUB_REPO for the first configured
     repository, else what its remote's URL names on github.com."""
-    import re
+    from release.adapters.remote import github_name
 
     if first:
         return settings.github_repo
-    try:
-        url = repo.git.remote("get-url", settings.repo_remote)
-    except Exception:  # noqa: BLE001  no such remote: said below
-        url = ""
-    m = re.search(r"github\.com[:/]([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$", url.strip())
-    if not m:
+    name = github_name(Path(repo.working_tree_dir or repo.git_dir), settings.repo_remote)
+    if not name:
         from config.errors import RefusedError
 
         raise RefusedError(f"no GitHub repository is known for {Path(repo.working_tree_dir or repo.git_dir).name} "
                            f"(its remote '{settings.repo_remote}' is not on github.com), so no pull request can be "
                            "opened; deliver it with TORCHBOT_BUMP_DELIVERY=push or local")
-    return m[1]
+    return name
 
 
 def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, nix) -> Delivered:
