@@ -42,6 +42,19 @@ class ExternalError(TorchbotError):
     """An external system (git remote, HTTP API, build tool) failed; nothing was changed."""
 
 
+class UnknownThere(ExternalError):
+    """An external system answered, and does not have what was asked (a commit nixpkgs lacks):
+    that fact only, not the system, is missing."""
+
+
+class PromiseRefused(RefusedError):
+    """A bump refused because the new pin's torch leaves the PyTorch line the branch promises."""
+
+
+class CudaMissing(RefusedError):
+    """A bump refused because a CUDA package set the recipes use is missing at the new pin."""
+
+
 class PermissionDenied(TorchbotError):
     """The user may not run this command here."""
 

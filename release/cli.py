@@ -3,23 +3,13 @@
 release.docs.cli: docs; release.builds.cli: build, status, workflow; release.publishing.cli:
 publish), and the output helpers they share:
 ``emit`` (a result as text or JSON) and ``watch`` (live progress on stderr: rich on a terminal,
-one line per finished item otherwise). Missing parts are skipped."""
+one line per finished item otherwise). The console script (``bot.frontends.cli.main``) registers
+each part's verbs under ``release``: this module is below them all."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
-
-PARTS = (
-    "release.recipes.cli",
-    "release.pins.cli",
-    "release.branches.cli",
-    "release.docs.cli",
-    "release.builds.cli",
-    "release.publishing.cli",
-)
-
 
 EXAMPLES = """examples (a week's release):
   torchbot release bump-pins --all --dry-run --diff     what a bump would change
@@ -28,7 +18,9 @@ EXAMPLES = """examples (a week's release):
   torchbot release publish --branch main --dry-run      what would be published"""
 
 
-def register(sub) -> None:
+def register(sub):
+    """``torchbot release``; returns its subcommand parsers, which each area's ``cli`` registers into
+    (the console script does: this module is below them all)."""
     parser = sub.add_parser(
         "release", help="manage the build-pytorch repository: recipes, pins, builds, publishing",
         description="Manage the build-pytorch repository: recipes, nixpkgs pins, branches, README tables,\n"
@@ -36,14 +28,7 @@ def register(sub) -> None:
         epilog=EXAMPLES)
     verbs = parser.add_subparsers(dest="release_command", title="commands", metavar="COMMAND",
                                   parser_class=type(parser))
-    for name in PARTS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name == name:
-                continue
-            raise
-        module.register(verbs)
+    return verbs
 
 
 def emit(result, as_json: bool) -> int:

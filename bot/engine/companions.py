@@ -23,6 +23,7 @@ from bot.engine.cpu_isa import cpu_plan
 from bot.engine.hardware import Hardware
 from config.catalog import Branch, Catalog, Variant, vtuple
 from config.regex_cache import rx
+from config.versions import Version
 
 _ASK_RE = rx(r"torch[\s_-]?(vision|audio)", re.I)
 
@@ -74,13 +75,13 @@ def _ranked_branches(cat: Catalog, branch: str, pytorch: str, python: str) -> li
     """Branches to look in, best pairing first: build-torchvision branches paired with the
     PyTorch branch, that branch itself, then branches with the same PyTorch, then the rest
     (cached per catalog: a catalog is replaced, not changed, when a branch moves)."""
-    same = vtuple(pytorch)[:2]
+    same = Version(pytorch).line
     out: list[tuple[int, Branch]] = []
     for b in cat.vision.values():
-        rank = 0 if b.pairs_with == branch else (2 if vtuple(b.pytorch)[:2] == same else 4)
+        rank = 0 if b.pairs_with == branch else (2 if Version(b.pytorch).line == same else 4)
         out.append((rank, b))
     for b in cat.branches.values():
-        rank = 1 if b.name == branch else (3 if vtuple(b.pytorch)[:2] == same else 5)
+        rank = 1 if b.name == branch else (3 if Version(b.pytorch).line == same else 5)
         out.append((rank, b))
     return sorted(out, key=lambda rb: (rb[0], rb[1].python != python, rb[1].rank, rb[1].name))
 
@@ -181,7 +182,7 @@ def answer_companion(cat: Catalog, hw: Hardware, base: Answer, kind: str, org: s
     ans.reasons.append(f"It is built against PyTorch {b.pytorch}: {pw.get('how')}.")
     if b.kind == "build-torchvision" and b.pairing:
         ans.reasons.append(f"{b.name} {b.pairing}.")
-    if vtuple(b.pytorch)[:2] != vtuple(pt.pytorch)[:2] or (
+    if Version(b.pytorch).line != Version(pt.pytorch).line or (
         b.pairs_with not in (None, pt.branch) and b.name != pt.branch
     ):
         ans.warnings.append(

@@ -18,7 +18,6 @@ members of ``TORCHBOT_ADMIN_USERGROUP``).
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import re
@@ -68,11 +67,26 @@ HELP = """\
                              a question naming hardware is a /variant question, answered in the thread"""
 
 # Mutating commands -> (module, function) of the planner that returns a Plan.
-PLANNERS: dict[str, tuple[str, str]] = {
-    "bump": ("release.pins.commands", "plan_bump"),
-    "build": ("release.builds.commands", "plan_build"),
-    "publish": ("release.publishing.commands", "plan_publish"),
-}
+def _plan_bump(*args, **opts):
+    from release.pins.commands import plan_bump
+
+    return plan_bump(*args, **opts)
+
+
+def _plan_build(*args, **opts):
+    from release.builds.commands import plan_build
+
+    return plan_build(*args, **opts)
+
+
+def _plan_publish(*args, **opts):
+    from release.publishing.commands import plan_publish
+
+    return plan_publish(*args, **opts)
+
+
+# The commands that change the repository, each by its planner (imported when first used).
+PLANNERS = {"bump": _plan_bump, "build": _plan_build, "publish": _plan_publish}
 USAGE = {"bump": "Usage: /bump <branch|all> [rev] [--cuda A.B] [--from-pin OLD] [--channel C] [--force] "
                  "[--with-companions] [--pytorch X.Y.Z] [--torch-src REV,HASH]",
          "build": "Usage: /build <branch> [glob] [--resume]",
@@ -373,11 +387,7 @@ class Chat:
             raise PermissionDenied(f"/{name} is not allowed in this channel.")
 
     def _make_plan(self, name: str, args: list[str]):
-        module, func = PLANNERS[name]
-        try:
-            planner = getattr(importlib.import_module(module), func)
-        except (ImportError, AttributeError):
-            raise UsageError(f"/{name} is not available in this installation.") from None
+        planner = PLANNERS[name]
         if name == "bump":
             rest, extra = plans.bump_options(args)
             if not rest or len(rest) > 2:
@@ -441,7 +451,7 @@ class Chat:
             result = plan.apply(progress, job.notice() if job.notice else None)
         from release.dashboard.commands import after_operation
 
-        after_operation(self.ctx, f"/{row.command}", result, every_branch=row.command == "bump" and args[:1] == ["all"])
+        after_operation(self.ctx, f"/{row.command}")
         return result
 
     def _status(self):

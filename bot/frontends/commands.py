@@ -11,6 +11,7 @@ from bot.engine.companions import answer_companion, companion_kind
 from bot.engine.hardware import parse
 from bot.engine.select import recommend
 from config.errors import TorchbotError, UsageError
+from config.policy import is_vllm_branch
 from release.context import Context
 
 
@@ -63,6 +64,7 @@ class CatalogResult:
             "python": b.python,
             "cuda": list(b.cuda_versions) if b.kind == "build-pytorch" else _cudas(b),
             "purpose": b.purpose,
+            "vllm": b.vllm,
             "pins": list(model.pins) if model is not None else list(b.pins),
             "variants": len(b.variants),
             "by_kind": kinds,
@@ -158,7 +160,7 @@ class PinsResult:
                 raise UsageError(f"No branch {', '.join(unknown)}. Branches: {', '.join(dict.fromkeys(names))}.")
             self.data["branches"] = [b for b in self.data["branches"] if b["branch"] in only]
         try:
-            from release.schedule.jobs import crontab_trigger, job_specs
+            from release.timetable import crontab_trigger, job_specs
 
             nxt = crontab_trigger(self.cron).get_next_fire_time(None, datetime.now(UTC))
             self.next_run = nxt.strftime("%Y-%m-%d %H:%M UTC") if nxt else None
@@ -169,7 +171,7 @@ class PinsResult:
     def next_bump(self, b: dict[str, Any]) -> str:
         if b["kind"] == "build-torchvision" and not self.every_branch:
             return "not scheduled (with --with-companions)"
-        if b["purpose"] == "vllm-certified" and not self.vllm:
+        if is_vllm_branch(b["branch"], b.get("vllm")) and not self.vllm:
             return "manual (vLLM pin)"
         return self.next_run or f"invalid TORCHBOT_BUMP_CRON '{self.cron}'"
 

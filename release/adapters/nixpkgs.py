@@ -22,7 +22,7 @@ import re
 
 import httpx
 
-from config.errors import ExternalError, RefusedError
+from config.errors import ExternalError, RefusedError, UnknownThere
 from config.naming import REV_RE, short
 from config.settings import Settings
 from release.adapters.http import GITHUB_JSON, HttpClient, github_headers, no_such_commit
@@ -127,7 +127,7 @@ class NixpkgsClient:
         try:
             return self._get(self._api(path), what, accept=GITHUB_JSON).json()
         except _NotFound:
-            raise ExternalError(f"GitHub knows no {what}.") from None
+            raise UnknownThere(f"GitHub knows no {what}.") from None
         except ValueError:
             raise ExternalError(f"The GitHub API returned garbage for {what}.") from None
 
@@ -189,7 +189,7 @@ class NixpkgsClient:
                 resp = self._get(url, what, accept="application/vnd.github+json")
                 data = resp.json()
             except _NotFound:
-                raise ExternalError(f"GitHub knows no {what} from {short(head)}.") from None
+                raise UnknownThere(f"GitHub knows no {what} from {short(head)}.") from None
             except ValueError:
                 raise ExternalError(f"The GitHub API returned garbage for {what}.") from None
             if not isinstance(data, list):

@@ -60,12 +60,47 @@ def local_commit(repo: Path, branch: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-_GITHUB_URL = re.compile(r"github\.com[:/]([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+_URLS: dict[tuple[str, str], tuple[object, str]] = {}
 
 
-def github_name(repo: Path, remote: str) -> str | None:
-    """``owner/name`` of the GitHub repository ``remote``'s URL names (None: not on github.com)."""
-    proc = subprocess.run(["git", "-C", str(repo), "remote", "get-url", remote], capture_output=True, text=True,
-                          check=False)
-    m = _GITHUB_URL.search(proc.stdout.strip()) if proc.returncode == 0 else None
-    return m[1] if m else None
+def remote_url(repo: Path, remote: str) -> str:
+    """The URL of ``remote`` in the repository at ``repo``; "" when it has none (kept while the
+    repository's ``.git/config`` is unchanged: a running torchbot asks git once)."""
+    config = Path(repo) / ".git" / "config"
+    try:
+        st = config.stat()
+        stamp: object = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    hit = _URLS.get((str(repo), remote))
+    if stamp is not None and hit is not None and hit[0] == stamp:
+        return hit[1]
+    proc = subprocess.run(["git", "-C", str(repo), "remote", "get-url", remote], check=False, capture_output=True,
+                          text=True)
+    url = proc.stdout.strip() if proc.returncode == 0 else ""
+    if stamp is not None:
+        _URLS[(str(repo), remote)] = (stamp, url)
+    return url
+
+
+def same_tree(repo: Path, a: str, b: str, path: str) -> bool:
+    """Whether commits ``a`` and ``b`` hold the same tree at ``path`` (e.g. the same recipes)."""
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--quiet", f"{a}:{path}", f"{b}:{path}"],
+                          check=False, capture_output=True, text=True)
+    trees = proc.stdout.split()
+    return proc.returncode == 0 and len(trees) == 2 and trees[0] == trees[1]
+
+
+def track_remote_branch(repo: Path, remote: str, branch: str) -> None:
+    """``<remote>/<branch>`` brought to what the remote has now (one ref fetched)."""
+    run_git(repo, "fetch", "--quiet", "--refmap=", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
+
+
+def fetch_remote(repo: Path, remote: str) -> str | None:
+    """``git fetch --prune <remote>``; None, or why it did not work (the refs as last fetched stay)."""
+    proc = subprocess.run(["git", "-C", str(repo), "fetch", "--quiet", "--prune", remote], check=False,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode:
+        lines = (proc.stderr or "").strip().splitlines()
+        return lines[-1] if lines else f"git fetch {remote} failed"
+    return None

@@ -17,6 +17,7 @@ from config.catalog_data import branch_to_dict
 from config.errors import ExternalError, NotFoundError, RefusedError, UsageError, ValidationError
 from config.naming import parse_package_name
 from config.results import MessageResult
+from config.versions import Version
 from release.adapters import git as gitops
 from release.branches.statements import Facts, Follow, foreign_pins, foreign_refs, pairing, vllm_of
 from release.pins.rules import README, RECIPES_DIR, short, validate_rev
@@ -366,7 +367,7 @@ def _definition(d: _Derivation, source: _Source, new_doc, catalog, src_spec, pur
     comps = tuple(dict.fromkeys(Companion(v.kind, v.cuda, v.gpu_arch, v.cpu_isa) for v in variants
                                 if v.is_companion and v.cuda))
     src_doc = source.doc
-    same_line = src_doc is not None and vtuple(src_doc.pytorch)[:2] == vtuple(derived.torch)[:2]
+    same_line = src_doc is not None and Version(src_doc.pytorch).line == Version(derived.torch).line
     return Branch(
         name=req.name,
         pytorch=derived.torch,

@@ -32,6 +32,7 @@ from pathlib import PurePosixPath
 from config.catalog import vtuple
 from config.errors import RefusedError, ValidationError
 from config.naming import ParsedName, package_name, parse_package_name, python_tag
+from config.versions import Version
 from release.pins.override import torch_swap
 from release.pins.rules import PIN_RE
 
@@ -121,15 +122,15 @@ def torch_plan(req: Request, recipes: list[SourceRecipe], torch_at_pin: str, pin
                 f"The recipes of '{req.source}' override torch to several versions ({', '.join(overrides)}); "
                 "fix them before deriving a branch. Nothing was created."
             )
-        if vtuple(v)[:2] == want[:2] and (not full or vtuple(v) == want):
+        if Version(v).line == Version(req.pytorch).line and (not full or vtuple(v) == want):
             native = [r.package for r in recipes if _is_torch_recipe(r) and r.override is None]
-            if native and vtuple(torch_at_pin)[:2] != want[:2]:
+            if native and Version(torch_at_pin).line != Version(req.pytorch).line:
                 raise RefusedError(
                     f"--pytorch {req.pytorch}: {len(native)} recipes of '{req.source}' build nixpkgs' torch, and "
                     f"nixpkgs {pin_label} has torch {torch_at_pin}. Nothing was created."
                 )
             return "keep", v, f"source override {v} (kept from {req.source})"
-        if vtuple(torch_at_pin)[:2] == want[:2]:
+        if Version(torch_at_pin).line == Version(req.pytorch).line:
             raise RefusedError(
                 f"--pytorch {req.pytorch}: nixpkgs {pin_label} has torch {torch_at_pin} natively, but the recipes of "
                 f"'{req.source}' override torch to {v} and torchbot does not remove overlays. Derive from a branch "
@@ -141,7 +142,7 @@ def torch_plan(req: Request, recipes: list[SourceRecipe], torch_at_pin: str, pin
             f"{torch_at_pin} and the recipes of '{req.source}' override it to {v}. Give --torch-src REV,HASH to "
             f"build {req.pytorch} from source, or a pin whose nixpkgs has torch {req.pytorch}. Nothing was created."
         )
-    if vtuple(torch_at_pin)[:2] == want[:2] and (not full or vtuple(torch_at_pin) == want):
+    if Version(torch_at_pin).line == Version(req.pytorch).line and (not full or vtuple(torch_at_pin) == want):
         return "native", torch_at_pin, f"nixpkgs' torch {torch_at_pin} at {pin_label}"
     raise RefusedError(
         f"--pytorch {req.pytorch} is not what the recipes would build: nixpkgs {pin_label} has torch {torch_at_pin} "

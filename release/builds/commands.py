@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from config.policy import FAILED, bucket
+
 
 @dataclass
 class BuildsResult:
@@ -18,7 +20,7 @@ class BuildsResult:
 
     @property
     def ok(self) -> bool:
-        return all(r.get("state") not in ("failed", "interrupted") for r in self.rows)
+        return all(bucket(r.get("state")) != FAILED for r in self.rows)
 
     @property
     def exit_code(self) -> int:

@@ -22,6 +22,7 @@ import time
 from collections import Counter
 
 from config.errors import ExternalError
+from config.policy import FAILED, bucket, is_bump_head
 
 log = logging.getLogger("torchbot.builds.github")
 CONTEXT = "torchbot/builds"
@@ -33,7 +34,7 @@ _lock = threading.Lock()
 def summary(states: list[str]) -> tuple[str, str]:
     """(GitHub status state, description) of the builds' states (pure)."""
     counts = Counter(states)
-    failed = counts["failed"] + counts["interrupted"]
+    failed = sum(1 for s in states if bucket(s) == FAILED)
     text = f"{counts['succeeded']}/{len(states)} built" + (f", {failed} failed" if failed else "")
     if counts["queued"] or counts["running"]:
         return "pending", text + (f", {counts['running']} running" if counts["running"] else "")
@@ -94,8 +95,9 @@ def report(ctx, gh, keys: list[str] | None) -> list[dict]:
 def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
     """Merge the bump PR ``ref`` -> ``branch`` at ``sha`` when TORCHBOT_BUMP_AUTOMERGE is on;
     the merge commit, or None (off, not a bump branch, no open PR, its head moved, refused)."""
-    if not ctx.settings.bump_automerge or not ref.startswith("bump/"):
+    if not ctx.settings.bump_automerge or not is_bump_head(ref):
         return None
+    pr = None
     try:
         pr = gh.find_pull(ref, branch)
         if pr is None or (pr.get("head") or {}).get("sha") != sha:
@@ -104,6 +106,47 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
         merged = gh.merge_pull(int(pr["number"]), sha)
     except ExternalError as err:
         log.warning("automerge of %s into %s: %s", ref, branch, err)
+        if getattr(err, "status", None) == 405 and pr is not None:  # GitHub cannot merge it: a conflict
+            _conflict(ctx, branch, int(pr["number"]), sha)
         return None
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
+    _merged(ctx, branch, int(pr["number"]), sha, merged.get("sha"))
     return merged.get("sha")
+
+
+def _conflict(ctx, branch: str, number: int, head: str) -> None:
+    """A bump pull request GitHub will not merge, in the release record (it needs a person)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from config.errors import TorchbotError
+    from config.outcomes import PrState
+    from release.state import state_for
+    from release.state.record import set_pr_state
+
+    try:
+        set_pr_state(state_for(ctx), ctx.settings.repo_path, branch, number, PrState.CONFLICT, head_sha=head)
+    except (TorchbotError, SQLAlchemyError) as err:
+        log.warning("the conflict of #%s not kept: %s", number, getattr(err, "message", err))
+
+
+def _merged(ctx, branch: str, number: int, head: str, merge: str | None) -> None:
+    """What the merge changed, kept where the views read it: the pull request merged in the release
+    record, and the clone's ``<remote>/<branch>`` at the merge commit (the remote's truth, without
+    waiting for the next fetch). Best effort: the merge is done."""
+    from pathlib import Path
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from config.errors import TorchbotError
+    from config.outcomes import PrState
+    from release.adapters.remote import track_remote_branch
+    from release.state import state_for
+    from release.state.record import set_pr_state
+
+    s = ctx.settings
+    try:
+        set_pr_state(state_for(ctx), s.repo_path, branch, number, PrState.MERGED, head_sha=head)
+        if merge and s.repo_path is not None:
+            track_remote_branch(Path(s.repo_path), s.repo_remote, branch)
+    except (TorchbotError, SQLAlchemyError) as err:
+        log.warning("after merging into %s: %s", branch, getattr(err, "message", err))

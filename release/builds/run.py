@@ -134,12 +134,13 @@ def companion_github(ctx, path: Path, backend: str) -> str | None:
     first configured repository (TORCHBOT_GITHUB_REPO), else what its remote names on github.com
     (a companion build-torchvision, whose package names build-pytorch's ``main`` shares). The
     github backend refuses, in one line, a companion with no GitHub repository."""
-    from release.adapters.remote import github_name
+    from config.policy import github_name
+    from release.adapters.remote import remote_url
 
     first = ctx.settings.repo_paths[0] if ctx.settings.repo_paths else ctx.settings.repo_path
     if first is None or _same_path(path, first):
         return None
-    name = github_name(path, ctx.settings.repo_remote)
+    name = github_name(ctx.settings, first=False, remote_url=remote_url(path, ctx.settings.repo_remote))
     if name and name.lower() == (ctx.settings.github_repo or "").lower():
         return None
     if name is None and backend == "github":

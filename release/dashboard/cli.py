@@ -1,8 +1,8 @@
 """`torchbot dashboard` (registrar; no heavy imports at module level): where the release stands on
-every branch of each managed repository. A rich table per repository on a terminal, aligned plain
-text otherwise, ``--json`` the model; ``--issue`` also brings the GitHub dashboard issues up to date
-(acting on ticked boxes first); ``--issue --dry-run`` prints each issue as it would be written and
-touches nothing on GitHub."""
+every branch of each managed repository, as its remote has it (``--fetch`` fetches first). A rich
+table per repository on a terminal, aligned plain text otherwise, ``--json`` the model; ``--issue``
+also brings the GitHub dashboard issues up to date (acting on ticked boxes first); ``--issue
+--dry-run`` prints each issue as it would be written and touches nothing on GitHub."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def register(sub) -> None:
                         "schedule: it acts on them)")
     p.add_argument("--dry-run", action="store_true", dest="dry_run",
                    help="with --issue: print each issue as it would be written; act on nothing, write nothing")
+    p.add_argument("--fetch", action="store_true",
+                   help="fetch each repository's remote first (the dashboard reads the remote's branches)")
     p.set_defaults(func=_dashboard)
 
 
@@ -37,7 +39,7 @@ def _dashboard(args, ctx) -> int:
 
     if args.dry_run and not args.issue:
         raise UsageError("--dry-run goes with --issue (the dashboard itself writes nothing).")
-    result = dashboard(ctx, args.repo)
+    result = dashboard(ctx, args.repo, fetch=args.fetch)
     if args.issue and args.dry_run:
         return _issue_preview(result.model, args.json)
     if args.issue:

@@ -1,12 +1,12 @@
 """The dashboard's collector: the plain facts ``release.dashboard.model.build`` takes, gathered at
-the edge from the repositories (the reader's models, README tables, the torchvision pairing), the
-state DB (builds, publishes, the schedule's bump runs), nixpkgs (pin dates, channel heads, how far
-behind; cached in the cache directory) and GitHub (open bump pull requests).
+the edge from the repositories as their remote has them (the reader's models at ``origin/*``, README
+tables, the torchvision pairing), the release record (``release.state.record``: each pin group's
+bump outcome and its branch's delivery), the builds by the commit they ran at, publishes and failed
+publishes, nixpkgs (pin dates, channel heads, how far behind; cached in the cache directory) and
+GitHub (the bump pull requests and where they stand).
 
 Each source that cannot be read adds a note and leaves its facts unknown: the dashboard still
-shows the rest. Bump outcomes come from ``bump_outcomes`` (``release.pins`` outcome objects when
-that module has them) or, failing that, from the result line the schedule's ``bump:<branch>``
-runs recorded."""
+shows the rest. Nothing here reads a sentence back: the record's fields are typed."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from config.errors import TorchbotError
+from config.errors import TorchbotError, UnknownThere
 
 log = logging.getLogger("torchbot.dashboard")
 HEAD_TTL = 900.0  # seconds a channel head (and how far behind it a pin is) is reused
@@ -149,7 +149,7 @@ class NixpkgsFacts:
             return fn(client)
         except TorchbotError as err:
             self.notes.append(f"nixpkgs: {what}: {err.message}")
-            if err.message.startswith("GitHub knows no"):  # this fact only (a commit nixpkgs lacks)
+            if isinstance(err, UnknownThere):  # this fact only (a commit nixpkgs lacks)
                 misses[what] = self.now() + FAILED_TTL
             else:
                 self.data["failed_until"] = self.now() + FAILED_TTL
@@ -210,86 +210,95 @@ def pin_facts(groups: list[dict], channel: str, nix: NixpkgsFacts | None) -> lis
 
 
 # ---------------------------------------------------------------------------------------------
-# State DB
-
-
-OUTCOME_STATE = {"bumped": "bumped", "kept-promise": "bumped", "current": "current", "held": "held",
-                 "skipped": "skipped"}
-
-
-def outcome_rows(result) -> tuple[list[str], list[dict]]:
-    """(repositories, rows) of a bump of every branch (``release.pins``' result: ``plan.plans``
-    with their ``PinOutcome``s, ``delivered`` with each pull request), as the schedule records them
-    (``State.record_bump_outcomes``)."""
-    plans = getattr(getattr(result, "plan", None), "plans", None) or []
-    prs = {(d.repo, d.branch): d for d in getattr(result, "delivered", None) or [] if getattr(d, "head", None)}
-    rows = []
-    for p in plans:
-        for o in p.outcomes:
-            d = prs.get((str(p.repo_path), o.branch))
-            rows.append({**o.to_dict(), "repo": str(p.repo_path), "pr_url": d.url if d else None,
-                         "pr_number": d.number if d else None, "head": d.head if d else None})
-    return [str(p.repo_path) for p in plans], rows
+# The release record (release.state.record) and the builds by the commit they ran at
 
 
 def _key(repo: str) -> str:
     return str(Path(repo).resolve())
 
 
-def recorded_outcomes(st) -> tuple[dict[tuple[str, str], list[dict]], dict[tuple[str, str], dict]]:
-    """((repository, branch) -> its groups' outcomes of the last recorded bump, as facts;
-    (repository, branch) -> the pull request that bump went out as)."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    prs: dict[tuple[str, str], dict] = {}
-    for o in st.bump_outcomes():
-        key = (_key(o.repo), o.branch)
-        reason = o.reason or ""
-        if o.kind in ("bumped", "kept-promise") and not reason:
-            reason = f"{(o.old_pin or '?')[:7]} -> {(o.new_pin or '?')[:7]} ({o.tracks or 'channel'})"
-        groups.setdefault(key, []).append({
-            "group": o.grp or "", "state": OUTCOME_STATE.get(o.kind, "unknown"), "kind": o.kind,
-            "reason": reason + (f"; {o.delivery}" if o.delivery else ""),
-            "when": o.recorded.isoformat(timespec="seconds") + "Z", "tracks": o.tracks,
-            "rev": o.new_pin if o.kind == "held" else None, "pytorch": o.torch_new if o.kind == "held" else None})
-        if o.head and o.pr_url:
-            prs[key] = {"number": o.pr_number, "url": o.pr_url, "head": o.head}
-    return groups, prs
+def record_rows(st) -> dict[tuple[str, str], list]:
+    """(repository path, branch) -> its rows of the release record, one per pin group."""
+    from release.state.record import rows
 
-
-def bump_runs(st) -> list:
-    """The schedule's finished ``bump:<branch>`` runs, oldest first."""
-    from sqlalchemy import select
-
-    from release.state import JobRun
-
-    with st.session() as s:
-        q = select(JobRun).where(JobRun.job_id.like("bump:%"), JobRun.finished.is_not(None)).order_by(JobRun.id)
-        return list(s.scalars(q))
-
-
-def bump_outcomes_from_runs(runs) -> dict[str, list[dict]]:
-    """Branch -> its bump outcome, read from the last finished ``bump:<branch>`` run of the
-    schedule (its result line): held (a refusal), current (up to date) or bumped."""
-    last: dict[str, object] = {}
-    for r in runs:
-        if r.job_id.startswith("bump:") and r.finished is not None and r.result:
-            last[r.job_id[5:]] = r
-    out = {}
-    for branch, r in last.items():
-        line = r.result.strip()
-        when = r.finished.isoformat(timespec="seconds") + "Z"
-        if line.startswith("error:") or "Refusing" in line or "held" in line.split(";")[0]:
-            state, reason = "held", line.removeprefix("error:").strip()
-        elif "up to date" in line or line.startswith("skipped"):
-            state, reason = "current", line
-        else:
-            state, reason = "bumped", line
-        out[branch] = [{"group": "", "state": state, "reason": reason, "when": when}]
+    out: dict[tuple[str, str], list] = {}
+    for r in rows(st):
+        out.setdefault((r.repo, r.branch), []).append(r)
     return out
 
 
-def build_facts(st, branches: set[str]) -> tuple[dict, dict]:
-    """((branch, package) -> its latest Build row as a dict), ((branch, package) -> published pins)."""
+def bump_facts(rows: list) -> list[dict]:
+    """A branch's record rows as the model's bump facts (typed fields only; the reason is shown
+    as written, never read back)."""
+    return [{"group": r.grp, "kind": r.bump_kind, "reason_kind": r.reason_kind, "reason": r.reason,
+             "when": r.bumped.isoformat(timespec="seconds") + "Z", "tracks": r.tracks, "old_pin": r.old_pin,
+             "rev": r.target, "pytorch": r.pytorch, "cuda": [c for c in (r.cuda or "").split(",") if c]}
+            for r in rows]
+
+
+def delivery_of(rows: list) -> dict | None:
+    """The branch's last delivery as a pull request, from its record rows (every group carries it)."""
+    r = next((r for r in rows if r.pr_number), None)
+    if r is None:
+        return None
+    return {"number": r.pr_number, "url": r.pr_url, "head": r.head_ref, "sha": r.head_sha,
+            "state": r.pr_state or "open", "closed_by": r.closed_by}
+
+
+def observe_pull(pr: dict, seen: dict | None, merged_into: bool) -> tuple[str, str | None, str | None]:
+    """(state, closed_by, head sha) of a recorded pull request: what GitHub says of it (``seen``,
+    its pull-request object), else whether the remote branch holds its head (``merged_into``)."""
+    from config.outcomes import PrState
+
+    if seen is not None:
+        head = (seen.get("head") or {}).get("sha") or pr.get("sha")
+        if seen.get("merged_at"):
+            return PrState.MERGED, None, head
+        if seen.get("state") == "closed":
+            return PrState.CLOSED, ((seen.get("closed_by") or {}).get("login")), head
+        if seen.get("mergeable") is False or seen.get("mergeable_state") == "dirty":
+            return PrState.CONFLICT, None, head
+        return (pr["state"] if pr["state"] == PrState.CONFLICT else PrState.OPEN), None, head
+    if merged_into:
+        return PrState.MERGED, None, pr.get("sha")
+    return pr["state"], pr.get("closed_by"), pr.get("sha")
+
+
+def pulls_of(settings, repo: str, notes: list[str]) -> list[dict]:
+    """torchbot's own recent pull requests of ``repo`` (open and closed, one page;
+    ``release.adapters.github.own_pull``: a fork's PR named like a bump is never shown, so it gets
+    no Rebase action), or [] with a note."""
+    from release.adapters.github import GitHub
+
+    gh = GitHub(settings)
+    try:
+        return gh.own_pulls(repo, state="all")
+    except TorchbotError as err:
+        notes.append(f"GitHub: pull requests of {repo}: {err.message}")
+        return []
+    finally:
+        gh.close()
+
+
+def open_bump_prs(pulls: list[dict]) -> dict[str, dict]:
+    """Branch -> its open bump pull request (head ``bump/<branch>-<rev>``), newest kept."""
+    from config.policy import bump_head_prefix
+
+    out: dict[str, dict] = {}
+    for p in pulls:
+        if p.get("state") != "open":
+            continue
+        ref = ((p.get("head") or {}).get("ref") or "")
+        base = ((p.get("base") or {}).get("ref") or "")
+        if ref.startswith(bump_head_prefix(base)) and base not in out:
+            out[base] = {"number": p.get("number"), "url": p.get("html_url"), "head": ref,
+                         "sha": (p.get("head") or {}).get("sha"), "state": "open", "closed_by": None}
+    return out
+
+
+def build_facts(st, branches: set[str], commits: set[str]) -> tuple[dict, dict]:
+    """((commit, package) -> the latest build of that package at that commit, as a dict),
+    ((branch, package) -> published pins)."""
     from sqlalchemy import select
 
     from release.state import Build, Publish
@@ -298,54 +307,47 @@ def build_facts(st, branches: set[str]) -> tuple[dict, dict]:
     published: dict[tuple[str, str], set[str]] = {}
     with st.session() as s:
         q = select(Build.branch, Build.package, Build.state, Build.commit, Build.pin).order_by(Build.id)
-        for branch, package, state, commit, pin in s.execute(q.where(Build.branch.in_(branches))):
-            latest[(branch, package)] = {"state": state, "commit": commit, "pin": pin}
+        for branch, package, state, commit, pin in s.execute(q.where(Build.commit.in_(commits))):
+            latest[(commit, package)] = {"state": state, "branch": branch, "pin": pin}
         for branch, package, pin in s.execute(select(Publish.branch, Publish.package, Publish.pin)
                                               .where(Publish.branch.in_(branches))):
             published.setdefault((branch, package), set()).add(pin or "")
     return latest, published
 
 
-def variant_facts(bm, branch: str, latest: dict, published: dict) -> list[dict]:
+def variant_facts(bm, branch: str, latest: dict, published: dict, also: str | None = None) -> list[dict]:
+    """Each variant of the branch: its build at the branch's tip (the commit it ran at), else at
+    ``also`` (a merged pull request's head with the same recipes: what the branch now builds was
+    built there), and whether its pin is published."""
     out = []
     for v in bm.variants:
-        b = latest.get((branch, v.package))
+        b = latest.get((bm.tip, v.package)) or (latest.get((also, v.package)) if also else None)
         pins = published.get((branch, v.package)) or set()
         out.append({"package": v.package, "platform": v.platform, "gpu_arch": v.gpu_arch,
-                    "build": b["state"] if b else None, "at_head": bool(b and b["commit"] == bm.tip),
+                    "build": b["state"] if b else None, "at_head": b is not None,
                     "published": (v.pin or "") in pins or bool(pins and v.pin in (None, "none"))})
     return out
 
 
-def pr_builds(latest: dict, head: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for (branch, _), b in latest.items():
-        if branch == head:
-            state = {"succeeded": "built", "interrupted": "failed", "queued": "running"}.get(b["state"], b["state"])
-            counts[state] = counts.get(state, 0) + 1
-    return counts
+def pr_builds(latest: dict, sha: str | None) -> dict[str, list[str]]:
+    """The builds that ran at a pull request's head commit: bucket -> packages."""
+    from config.policy import bucket
+
+    out: dict[str, list[str]] = {}
+    if not sha:
+        return out
+    for (commit, package), b in sorted(latest.items()):
+        if commit == sha:
+            out.setdefault(bucket(b["state"]), []).append(package)
+    return out
 
 
-def open_bump_prs(settings, repo: str, notes: list[str]) -> dict[str, dict]:
-    """Branch -> its open bump pull request (head ``bump/<branch>-<rev>``), newest kept: torchbot's
-    own only (``release.adapters.github.own_pull``: a fork's PR named like one is not shown, so it
-    gets no Rebase action)."""
-    from release.adapters.github import GitHub
+def publish_failures(st, branches: set[str]) -> dict[str, list[dict]]:
+    from release.state.record import publish_failures as failures
 
-    gh = GitHub(settings)
-    try:
-        pulls = gh.own_pulls(repo)
-    except TorchbotError as err:
-        notes.append(f"GitHub: open pull requests of {repo}: {err.message}")
-        return {}
-    finally:
-        gh.close()
-    out: dict[str, dict] = {}
-    for p in pulls:
-        ref = ((p.get("head") or {}).get("ref") or "")
-        base = ((p.get("base") or {}).get("ref") or "")
-        if ref.startswith(f"bump/{base}-") and base not in out:
-            out[base] = {"number": p.get("number"), "url": p.get("html_url"), "head": ref}
+    out: dict[str, list[dict]] = {}
+    for f in failures(st, branches):
+        out.setdefault(f.branch, []).append({"package": f.package, "pin": f.pin, "message": f.message})
     return out
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from config.errors import TorchbotError, UsageError
+from config.policy import github_name, is_bump_head, is_vllm_branch, tracked
 from release.dashboard import collect
 from release.dashboard.model import Dashboard, build
 
@@ -50,7 +51,7 @@ def _paths(ctx, repo) -> list[Path]:
 
 def _jobs(ctx, now: datetime) -> dict[str, dict]:
     """Job id -> {id, description, next_run} from the schedule's triggers (APScheduler)."""
-    from release.schedule.jobs import job_specs
+    from release.timetable import job_specs
 
     out = {}
     for spec in job_specs(ctx):
@@ -60,80 +61,115 @@ def _jobs(ctx, now: datetime) -> dict[str, dict]:
     return out
 
 
-def _tracks(settings):
-    """branch -> the nixpkgs channel or branch it follows: the first ``TORCHBOT_BUMP_TRACKS``
-    pattern that matches it, else the default channel (as the weekly bump reads it, without
-    importing the bump for it: the dashboard starts fast)."""
-    from fnmatch import fnmatchcase
+def _github_names(ctx, models) -> dict[str, str | None]:
+    """Repository path -> its ``owner/name`` on GitHub (``config.policy.github_name``: the setting for
+    the first configured repository, its remote's URL for the others)."""
+    from release.adapters.remote import remote_url
 
-    patterns = dict(getattr(settings, "bump_tracks", None) or {})
-
-    def channel(branch: str) -> str:
-        return next((c for p, c in patterns.items() if fnmatchcase(branch, p)), settings.default_channel)
-
-    return channel
+    s = ctx.settings
+    first = collect._key(str(ctx.repositories[0])) if ctx.repositories else None
+    return {m.path: github_name(s, first=(first is None or collect._key(m.path) == first),
+                                remote_url=remote_url(Path(m.path), s.repo_remote)) for m in models}
 
 
-def github_repo(settings, kind: str) -> str | None:
-    """``owner/name`` of a managed repository on GitHub: TORCHBOT_GITHUB_REPO for build-pytorch,
-    the same owner's build-torchvision for the other."""
-    repo = settings.github_repo
-    if not repo:
+def _merged_into(path: str, sha: str | None, tip: str | None) -> bool:
+    """Whether the remote branch (``tip``) holds the commit ``sha`` (a pull request merged)."""
+    if not sha or not tip:
+        return False
+    from release.adapters.remote import has_commit, is_ancestor
+
+    return has_commit(Path(path), sha) and is_ancestor(Path(path), sha, tip)
+
+
+def _built_as(path: str, tip: str, pr: dict | None) -> str | None:
+    """A merged pull request's head whose recipes the branch's tip has: its builds are the branch's."""
+    from config.outcomes import PrState
+    from release.adapters.remote import same_tree
+
+    if pr is None or pr.get("state") != PrState.MERGED or not pr.get("sha") or pr["sha"] == tip:
         return None
-    return repo if kind == "build-pytorch" else f"{repo.split('/')[0]}/{kind}"
+    return pr["sha"] if same_tree(Path(path), tip, pr["sha"], ".flox/pkgs") else None
 
 
-def _bump_outcomes(ctx, st) -> tuple[dict[tuple[str, str], list[dict]], dict[tuple[str, str], dict]]:
-    """((repository, branch) -> its bump outcome per pin group; (repository, branch) -> the bump PR
-    it went out as): the outcomes the last bump of every branch recorded, else the last
-    ``bump:<branch>`` run of a per-branch schedule (build-pytorch)."""
-    if st is None:
-        return {}, {}
-    recorded, prs = collect.recorded_outcomes(st)
-    first = collect._key(str(ctx.repositories[0])) if ctx.repositories else ""
-    from_runs = {(first, b): v for b, v in collect.bump_outcomes_from_runs(collect.bump_runs(st)).items()}
-    return {**from_runs, **recorded}, prs
+def _deliveries(ctx, rs, recorded, pulls, st, notes) -> dict[tuple[str, str], dict]:
+    """(repository path, branch) -> its bump pull request: the record's, brought up to date with
+    what GitHub (or, without it, the remote branch) says of it; else an open bump PR GitHub lists
+    that the record does not know (opened by hand)."""
+    from config.outcomes import PrState
+    from release.state.record import set_pr_state
+
+    prs: dict[tuple[str, str], dict] = {}
+    for m in rs.models:
+        listed = collect.open_bump_prs(list(pulls[m.path].values()))
+        for name, bm in m.branches.items():
+            if is_bump_head(name):
+                continue
+            pr = collect.delivery_of(recorded.get((collect._key(m.path), name), []))
+            if pr is not None and pr["state"] in (PrState.OPEN, PrState.CONFLICT):
+                state, closed_by, sha = collect.observe_pull(pr, pulls[m.path].get(pr["number"]),
+                                                             _merged_into(m.path, pr.get("sha"), bm.tip))
+                if (state, closed_by, sha) != (pr["state"], pr["closed_by"], pr["sha"]) and st is not None:
+                    try:
+                        set_pr_state(st, m.path, name, pr["number"], PrState(state), closed_by, sha)
+                    except TorchbotError as err:
+                        notes.append(f"state DB: {err.message}")
+                pr = {**pr, "state": str(state), "closed_by": closed_by, "sha": sha}
+            if name in listed and (pr is None or pr["number"] != listed[name]["number"]):
+                pr = listed[name]
+            if pr is not None:
+                prs[(m.path, name)] = pr
+    return prs
 
 
-def record_bump(ctx, result) -> int:
-    """Keep the per-group outcomes of a bump of every branch (release.pins' result objects):
-    they replace the recorded outcomes of the repositories it went through."""
-    repos, rows = collect.outcome_rows(result)
-    if not repos:
-        return 0
-    from release.state import state_for
-
-    state_for(ctx).record_bump_outcomes(repos, rows)
-    return len(rows)
-
-
-def facts(ctx, repo=None, now: datetime | None = None) -> dict:
-    """Everything the model is built from, as plain data."""
+def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> dict:
+    """Everything the model is built from, as plain data: the branches as the remote has them
+    (``origin/*``; ``bump/*`` heads are no branches of the release), the release record, the builds
+    by the commit they ran at, publishes and failed publishes, GitHub's pull requests."""
     from config.catalog_data import load_catalog
     from release.recipes.repos import read_repositories
 
     now = now or datetime.now(UTC)
     s = ctx.settings
-    rs = read_repositories(_paths(ctx, repo), load_catalog())
+    paths = _paths(ctx, repo)
     notes: list[str] = []
-    prs = {}
+    if fetch:  # the remote's branches as they are now (a PR merged by a person, a push)
+        from release.adapters.remote import fetch_remote
+
+        for path in paths:
+            failed = fetch_remote(path, s.repo_remote)
+            if failed:
+                notes.append(f"git fetch {s.repo_remote} in {path}: {failed}; its branches as last fetched")
+    rs = read_repositories(paths, load_catalog(), prefer_remote=s.repo_remote)
+    names_of = _github_names(ctx, rs.models)
+    pulls: dict[str, dict[int, dict]] = {}
     for m in rs.models:
-        gh = github_repo(s, m.kind)
-        prs[m.kind] = collect.open_bump_prs(s, gh, notes) if (gh and s.github_token is not None) else {}
+        gh = names_of[m.path]
+        got = collect.pulls_of(s, gh, notes) if (gh and s.github_token is not None) else []
+        pulls[m.path] = {int(p["number"]): p for p in got if p.get("number") is not None}
     st = None
+    recorded: dict[tuple[str, str], list] = {}
+    latest: dict = {}
+    published: dict = {}
+    failures: dict = {}
     try:
         from release.state import state_for
 
         st = state_for(ctx)
-        names = {n for m in rs.models for n in m.branches} | {p["head"] for x in prs.values() for p in x.values()}
-        outcomes, recorded_prs = _bump_outcomes(ctx, st)
-        names |= {p["head"] for p in recorded_prs.values()}
-        latest, published = collect.build_facts(st, names)
+        recorded = collect.record_rows(st)
     except TorchbotError as err:
         notes.append(f"state DB: {err.message}")
-        latest, published, outcomes, recorded_prs = {}, {}, {}, {}
+    prs = _deliveries(ctx, rs, recorded, pulls, st, notes)
+    if st is not None:
+        try:
+            names = {n for m in rs.models for n in m.branches if not is_bump_head(n)}
+            commits = {bm.tip for m in rs.models for bm in m.branches.values()} | {
+                p["sha"] for p in prs.values() if p.get("sha")}
+            latest, published = collect.build_facts(st, names, commits)
+            failures = collect.publish_failures(st, names)
+        except TorchbotError as err:
+            notes.append(f"state DB: {err.message}")
     jobs = _jobs(ctx, now)
-    tracks = _tracks(s)
+    channel_of = tracked(s)
     nix = collect.NixpkgsFacts(s)
     skip = tuple(s.docs_skip_branches)
 
@@ -144,33 +180,35 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
     drifted = collect.cached_by_tips(s, rs.models, skip, drift)
     pairing = drifted["pairing"]
     by_name = {(b.repository, b.name): b for b in [*rs.catalog.branches.values(), *rs.catalog.vision.values()]}
+    first = collect._key(str(ctx.repositories[0])) if ctx.repositories else None
     repos = []
     try:
         for m in rs.models:
             readme = drifted["readme"].get(m.path, {})
+            builds_here = first is None or collect._key(m.path) == first  # the GitHub workflow builds its PRs
             branches = []
             for name, bm in m.branches.items():
+                if is_bump_head(name):
+                    continue
                 cat = by_name.get((m.path, name))
-                key = (collect._key(m.path), name)
-                pr = prs[m.kind].get(name) or recorded_prs.get(key)  # GitHub's list, else what the bump recorded
+                pr = prs.get((m.path, name))
                 if pr is not None:
-                    pr = {**pr, "builds": collect.pr_builds(latest, pr["head"])}
-                channel = tracks(name)
-                own = (f"bump:{name}",) if m.kind == "build-pytorch" else ()  # per-branch jobs: build-pytorch's
-                by_hand = bool(cat and cat.vllm and not s.bump_vllm_branches)  # vLLM pins: bumped by hand
-                touching = [j for j in (*own, "bump") if j in jobs and not by_hand] + list(SHARED_JOBS)
+                    pr = {**pr, "builds": collect.pr_builds(latest, pr.get("sha")), "builds_here": builds_here}
+                by_hand = is_vllm_branch(name, cat.vllm if cat else None) and not s.bump_vllm_branches
+                touching = [j for j in ("bump",) if j in jobs and not by_hand] + list(SHARED_JOBS)
                 branches.append({
                     "name": name, "head": bm.tip, "pytorch": cat.pytorch if cat else None,
                     "python": cat.python if cat else None,
                     "cuda": list(cat.cuda_versions) if cat else [], "purpose": cat.purpose if cat else None,
-                    "pins": collect.pin_facts(collect.pin_groups(bm), channel, nix),
-                    "bumps": outcomes.get(key, []),
+                    "pins": collect.pin_facts(collect.pin_groups(bm), channel_of(name), nix),
+                    "bumps": collect.bump_facts(recorded.get((collect._key(m.path), name), [])),
                     "pr": pr, "readme_drift": readme.get(name, []),
                     "pairs_with": cat.pairs_with if cat else None, "companion_drift": pairing.get(name, []),
-                    "variants": collect.variant_facts(bm, name, latest, published),
+                    "variants": collect.variant_facts(bm, name, latest, published, _built_as(m.path, bm.tip, pr)),
+                    "publish_failures": failures.get(name, []),
                     "jobs": [jobs[j] for j in touching if j in jobs],
                 })
-            repos.append({"name": m.kind, "path": m.path, "kind": m.kind, "github": github_repo(s, m.kind),
+            repos.append({"name": m.kind, "path": m.path, "kind": m.kind, "github": names_of[m.path],
                           "branches": branches})
     finally:
         nix.close()
@@ -178,9 +216,9 @@ def facts(ctx, repo=None, now: datetime | None = None) -> dict:
     return {"generated": collect.now_iso(now), "repositories": repos, "notes": notes}
 
 
-def dashboard(ctx, repo=None, now: datetime | None = None) -> DashboardResult:
+def dashboard(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> DashboardResult:
     now = now or datetime.now(UTC)
-    return DashboardResult(build(facts(ctx, repo, now), now))
+    return DashboardResult(build(facts(ctx, repo, now, fetch), now))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,12 +272,12 @@ def sync_issues(ctx, model: Dashboard | None = None, acting: bool | None = None)
     st = state_for(ctx)
     lines = []
     if acting is None:
-        from release.schedule.leader import KEY
+        from release.timetable import LEADER_KEY as KEY
 
         acting = st.claim_holder(KEY) is None
         if not acting:
             lines.append("dashboard issues: ticked boxes are left to the schedule's leader (a serve process)")
-    model = model or dashboard(ctx).model
+    model = model or dashboard(ctx, fetch=True).model
     repos = {r.name: r.github for r in model.repositories if r.github}
     return lines + sync(s, st, model, lambda a: run_action(ctx, a), repos, rebuild=lambda: dashboard(ctx).model,
                         acting=acting, ask=lambda text: ask_in_slack(ctx, text))
@@ -265,17 +303,12 @@ def ask_in_slack(ctx, text: str) -> None:
                                                         type(err).__name__, said)
 
 
-def after_operation(ctx, what: str, result=None, every_branch: bool = False) -> None:
-    """After a release operation (a bump, build or publish, from the CLI, chat or the schedule):
-    a bump of every branch (``every_branch``) has its per-group outcomes kept, and the dashboard
-    issues say what it changed. Never fails the operation: a failure is logged."""
+def after_operation(ctx, what: str) -> None:
+    """After a release operation (a bump, build or publish, from chat or the schedule): the
+    dashboard issues say what it changed (the operation's own stage has written the release
+    record already). Never fails the operation: a failure is logged."""
     import logging
 
-    try:
-        if result is not None and every_branch:  # a bump of some branches would replace the others' outcomes
-            record_bump(ctx, result)
-    except TorchbotError as err:
-        logging.getLogger("torchbot.dashboard").warning("bump outcomes not kept after %s: %s", what, err.message)
     if ctx.settings.github_token is None or not ctx.repositories:
         return
     try:

@@ -8,8 +8,11 @@ Facts (dicts and lists only)::
         "branches": [{"name", "head", "pytorch", "python", "cuda": [..], "purpose",
             "pins": [{"rev", "labels": [..], "packages": n, "date": ISO|None, "channel",
                       "channel_head": sha|None, "channel_date": ISO|None, "behind": n|None}],
-            "bumps": [{"group", "state": bumped|current|held, "reason", "when", "rev", "pytorch"}],
-            "pr": {"number", "url", "head", "builds": {state: n}} | None,
+            "bumps": [{"group", "kind": BumpKind, "reason_kind": ReasonKind, "reason", "when", "tracks",
+                       "old_pin", "rev": the revision moved to or (held) checked, "pytorch": torch there}],
+            "pr": {"number", "url", "head", "sha", "state": PrState, "closed_by", "builds_here": bool,
+                   "builds": {bucket: [package]}} | None,
+            "publish_failures": [{"package", "pin", "message"}],
             "readme_drift": [str], "pairs_with": str|None, "companion_drift": [str],
             "variants": [{"package", "platform", "gpu_arch", "build": Build.state|None,
                           "at_head": bool, "published": bool}],
@@ -22,12 +25,13 @@ import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-BUILD_STATES = ("built", "failed", "running", "not built")
+from config.outcomes import BumpKind, PrState
+from config.policy import BUCKETS, bucket
+
+BUILD_STATES = BUCKETS
 BUMP_STATES = ("held", "pr-open", "bumped", "current", "skipped", "unknown")  # most urgent first
-_FROM_BUILD = {"succeeded": "built", "failed": "failed", "interrupted": "failed", "queued": "running",
-               "running": "running"}
-_TORCH_RE = re.compile(r"(?:has|holds|moved) torch (?:to )?(\d+\.\d+(?:\.\d+)?)")
-_REV_RE = re.compile(r"nixpkgs ([0-9a-f]{7,40})\b")
+_STATE_OF = {BumpKind.BUMPED: "bumped", BumpKind.KEPT_PROMISE: "bumped", BumpKind.CURRENT: "current",
+             BumpKind.HELD: "held", BumpKind.SKIPPED: "skipped"}
 
 
 def _date(value: str | None) -> datetime | None:
@@ -67,13 +71,27 @@ class PullRequest:
     number: int | None
     url: str | None
     head: str | None
-    builds: dict[str, int] = field(default_factory=dict)
+    builds: dict[str, int] = field(default_factory=dict)  # at its head commit: bucket -> count
+    sha: str | None = None  # the head commit
+    state: str = PrState.OPEN  # open | merged | closed | conflict
+    closed_by: str | None = None
+    failed_packages: list[str] = field(default_factory=list)  # failed at its head
+    builds_here: bool = True  # the GitHub workflow builds this repository's pull requests
+
+    @property
+    def open(self) -> bool:
+        return self.state in (PrState.OPEN, PrState.CONFLICT)
 
     def summary(self) -> str:
+        if self.state == PrState.MERGED:
+            return "merged"
+        if self.state == PrState.CLOSED:
+            return "closed without merging" + (f" by {self.closed_by}" if self.closed_by else "")
         total = sum(self.builds.values())
+        lead = "merge conflict; " if self.state == PrState.CONFLICT else ""
         if not total:
-            return "no builds yet"
-        return f"{self.builds.get('built', 0)}/{total} built, {self.builds.get('failed', 0)} failed"
+            return lead + ("no builds yet" if self.builds_here else "not built by the GitHub workflow")
+        return lead + f"{self.builds.get('built', 0)}/{total} built, {self.builds.get('failed', 0)} failed"
 
 
 @dataclass
@@ -85,6 +103,9 @@ class Bump:
     rev: str | None = None  # the revision a held bump would move to
     pytorch: str | None = None  # the PyTorch that revision holds (held: what the promise refuses)
     kind: str | None = None  # the outcome as the bump recorded it (bumped, kept-promise, current, held, skipped)
+    reason_kind: str = ""  # config.outcomes.ReasonKind
+    old_pin: str | None = None
+    cuda: list[str] = field(default_factory=list)  # the group's CUDA versions
 
 
 @dataclass
@@ -119,7 +140,7 @@ class Action:
 class Need:
     repository: str
     branch: str
-    kind: str  # held | failed | readme-drift | companion-drift
+    kind: str  # held | failed | pr-failed | conflict | pr-closed | pr-stuck | publish-failed | readme-drift | ...
     text: str
     action: Action | None = None
 
@@ -152,6 +173,7 @@ class BranchView:
     failed_packages: list[str]
     jobs: list[Job]
     actions: list[Action] = field(default_factory=list)
+    publish_failures: list[dict] = field(default_factory=list)
 
     @property
     def bump_state(self) -> str:
@@ -187,7 +209,8 @@ class BranchView:
             "drift": {"readme": self.readme_drift, "companion": self.companion_drift, "pairs_with": self.pairs_with},
             "builds": {**self.builds, "platforms": [p.to_dict() for p in self.platforms], "grid": self.grid,
                        "failed_packages": self.failed_packages},
-            "published": {"packages": self.published, "of": self.variants},
+            "published": {"packages": self.published, "of": self.variants,
+                          "failed": [dict(f) for f in self.publish_failures]},
             "jobs": [asdict(j) for j in self.jobs],
             "actions": [asdict(a) for a in self.actions],
         }
@@ -257,16 +280,11 @@ def _pins(raw: list[dict], now: datetime) -> list[Pin]:
 def _bumps(raw: list[dict], pins: list[Pin], scheduled: bool = True) -> list[Bump]:
     out = []
     for b in raw:
-        reason = b.get("reason") or ""
-        torch, rev = _TORCH_RE.search(reason), _REV_RE.search(reason)
-        out.append(Bump(group=b.get("group") or "", state=b.get("state") or "unknown", reason=reason,
-                        when=b.get("when"), rev=b.get("rev") or (rev.group(1) if rev else None),
-                        pytorch=b.get("pytorch") or (torch.group(1) if torch else None), kind=b.get("kind")))
-    heads = {p.channel_head for p in pins if p.channel_head}
-    for b in out:  # a short revision in a reason: the channel head it abbreviates
-        full = [h for h in heads if b.rev and h.startswith(b.rev)]
-        if b.rev and len(b.rev) < 40 and len(full) == 1:
-            b.rev = full[0]
+        kind = b.get("kind")
+        state = b.get("state") or _STATE_OF.get(kind, "unknown")
+        out.append(Bump(group=b.get("group") or "", state=state, reason=b.get("reason") or "", when=b.get("when"),
+                        rev=b.get("rev"), pytorch=b.get("pytorch"), kind=kind, reason_kind=b.get("reason_kind") or "",
+                        old_pin=b.get("old_pin"), cuda=list(b.get("cuda") or [])))
     if not out:  # nothing recorded: what the pins say against their channel
         for p in pins:
             state = "current" if p.current else "unknown"
@@ -281,7 +299,7 @@ def _builds(variants: list[dict]) -> tuple[list[PlatformBuilds], dict[str, dict[
     grid: dict[str, dict[str, int]] = {}
     failed, published = [], 0
     for v in variants:
-        state = _FROM_BUILD.get(v.get("build") or "", "not built") if v.get("at_head") else "not built"
+        state = bucket(v.get("build")) if v.get("at_head") else "not built"
         pb = platforms.setdefault(v["platform"], PlatformBuilds(v["platform"]))
         attr = state.replace(" ", "_")
         setattr(pb, attr, getattr(pb, attr) + 1)
@@ -306,9 +324,8 @@ def _actions(repo: str, b: BranchView) -> list[Action]:
             words += ["--pytorch", bump.pytorch]
         what = f"PyTorch {bump.pytorch}" if bump.pytorch else "the channel head"
         group = f" ({bump.group})" if bump.group else ""
-        cuda = re.search(r"CUDA (\d+\.\d+)", bump.group or "")
-        if cuda and len(b.pins) > 1:
-            words += ["--cuda", cuda.group(1)]
+        if len(bump.cuda) == 1 and len(b.pins) > 1:  # one group of several: named by its CUDA version
+            words += ["--cuda", bump.cuda[0]]
         slug = re.sub(r"[^A-Za-z0-9.]+", "-", bump.group).strip("-") or "-"
         out.append(Action("approve-bump", repo, b.name, f"Approve the held bump of {b.name}{group} to {what}",
                           " ".join(words), f"approve-bump:{b.name}:{slug}:{(bump.rev or b.head)[:12]}"))
@@ -316,7 +333,7 @@ def _actions(repo: str, b: BranchView) -> list[Action]:
         out.append(Action("retry-builds", repo, b.name,
                           f"Retry {len(b.failed_packages)} failed build(s) of {b.name} at {b.head[:7]}",
                           " ".join(["build", b.name, *b.failed_packages]), f"retry-builds:{b.name}:{b.head[:12]}"))
-    if b.pr is not None:
+    if b.pr is not None and b.pr.open:
         out.append(Action("rebase-pr", repo, b.name, f"Rebase bump PR #{b.pr.number} of {b.name}",
                           f"bump {b.name}", f"rebase-pr:{b.name}:{b.pr.number}:{b.head[:12]}"))
     return out
@@ -335,12 +352,43 @@ def _needs(b: BranchView) -> list[Need]:
         shown = ", ".join(b.failed_packages[:3]) + (" …" if len(b.failed_packages) > 3 else "")
         out.append(Need(b.repository, b.name, "failed", f"{len(b.failed_packages)} failed build(s): {shown}",
                         by_kind.get("retry-builds")))
+    pr = b.pr
+    if pr is not None and pr.open and pr.failed_packages:
+        shown = ", ".join(pr.failed_packages[:3]) + (" …" if len(pr.failed_packages) > 3 else "")
+        out.append(Need(b.repository, b.name, "pr-failed",
+                        f"PR #{pr.number}: {len(pr.failed_packages)} build(s) failed at its head "
+                        f"{(pr.sha or '')[:7]}: {shown}"))
+    if pr is not None and pr.state == PrState.CONFLICT:
+        out.append(Need(b.repository, b.name, "conflict", f"PR #{pr.number} has a merge conflict with {b.name}",
+                        by_kind.get("rebase-pr")))
+    if pr is not None and pr.state == PrState.CLOSED:
+        who = f" by {pr.closed_by}" if pr.closed_by else ""
+        out.append(Need(b.repository, b.name, "pr-closed",
+                        f"PR #{pr.number} was closed{who} without merging: {b.name} keeps its old pin"))
+    if pr is not None and pr.open and not pr.builds_here and not pr.builds:
+        out.append(Need(b.repository, b.name, "pr-stuck",
+                        f"PR #{pr.number}: nothing builds this repository's pull requests, so automerge never "
+                        "merges it; review and merge it by hand"))
+    if b.publish_failures:
+        names = ", ".join(f["package"] for f in b.publish_failures[:3]) + (
+            " …" if len(b.publish_failures) > 3 else "")
+        out.append(Need(b.repository, b.name, "publish-failed",
+                        f"{len(b.publish_failures)} publish(es) failed: {names}"))
     if b.readme_drift:
         out.append(Need(b.repository, b.name, "readme-drift",
                         f"README drift: {len(b.readme_drift)} stale row(s) (`torchbot release docs --write`)"))
     if b.companion_drift:
         out.append(Need(b.repository, b.name, "companion-drift", "companion drift: " + "; ".join(b.companion_drift)))
     return out
+
+
+def _pull(pr: dict) -> PullRequest:
+    builds = pr.get("builds") or {}
+    counts = {k: (len(v) if isinstance(v, list) else int(v)) for k, v in builds.items()}
+    failed = list(builds.get("failed") or []) if isinstance(builds.get("failed"), list) else []
+    return PullRequest(pr.get("number"), pr.get("url"), pr.get("head"), counts, sha=pr.get("sha"),
+                       state=pr.get("state") or PrState.OPEN, closed_by=pr.get("closed_by"), failed_packages=failed,
+                       builds_here=pr.get("builds_here", True))
 
 
 def branch_view(repo: str, raw: dict, now: datetime) -> BranchView:
@@ -352,13 +400,14 @@ def branch_view(repo: str, raw: dict, now: datetime) -> BranchView:
         python=raw.get("python"), cuda=list(raw.get("cuda") or []), pins=pins,
         bumps=_bumps(raw.get("bumps") or [], pins,
                      any(j["id"] == "bump" or j["id"].startswith("bump:") for j in raw.get("jobs") or [])),
-        pr=PullRequest(pr.get("number"), pr.get("url"), pr.get("head"), dict(pr.get("builds") or {})) if pr else None,
+        pr=_pull(pr) if pr else None,
         readme_drift=list(raw.get("readme_drift") or []), pairs_with=raw.get("pairs_with"),
         companion_drift=list(raw.get("companion_drift") or []), platforms=platforms, grid=grid,
         published=published, variants=len(raw.get("variants") or []), failed_packages=failed,
         jobs=[Job(j["id"], j.get("description", ""), j.get("next_run")) for j in raw.get("jobs") or []],
+        publish_failures=list(raw.get("publish_failures") or []),
     )
-    if b.pr is not None and all(x.state in ("bumped", "unknown") for x in b.bumps):
+    if b.pr is not None and b.pr.open and all(x.state in ("bumped", "unknown") for x in b.bumps):
         for x in b.bumps:
             x.state = "pr-open"
     b.actions = _actions(repo, b)
@@ -372,7 +421,8 @@ def build(facts: dict, now: datetime) -> Dashboard:
         repos.append(RepoView(r["name"], r.get("path", ""), r.get("kind", ""), r.get("github"), branches))
         for b in branches:
             needs.extend(_needs(b))
-    order = {"held": 0, "failed": 1, "companion-drift": 2, "readme-drift": 3}
+    order = {"held": 0, "failed": 1, "pr-failed": 1, "conflict": 1, "publish-failed": 1, "pr-closed": 2,
+             "pr-stuck": 2, "companion-drift": 3, "readme-drift": 4}
     needs.sort(key=lambda n: order.get(n.kind, 9))
     return Dashboard(facts.get("generated") or now.isoformat(timespec="seconds"), repos, needs,
                      list(facts.get("notes") or []))

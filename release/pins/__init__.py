@@ -11,6 +11,7 @@
 - ``commands``  the command layer (Plan / BumpResult) for the CLI and chat
 - ``cli``       ``release bump-pins``
 
-May import: config, release.adapters, release.recipes, release.context, release.docs (the README
-tables' checks, for the rows a PyTorch move changes).
+May import: config, release.adapters, release.state (the bump stage writes its outcomes into the
+release record), release.recipes, release.context, release.docs (the README tables' checks, for
+the rows a PyTorch move changes). Never the dashboard or the schedule (they read what it wrote).
 """

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.errors import ExternalError, NotFoundError, RefusedError, ValidationError
+from config.policy import BUMP_HEADS, is_bump_head, is_vllm_branch
 from config.progress import Progress
 from release.adapters import git as gitops
 from release.adapters.gitrefs import all_branches, make_local
@@ -125,11 +126,11 @@ def resolve_rev(client, opts: BumpOptions, default_channel: str) -> tuple[str, s
 
 def _is_vllm(name: str, catalog) -> bool:
     b = catalog.branches.get(name) if catalog is not None else None
-    return bool(b is not None and b.vllm) or "vllm" in name
+    return is_vllm_branch(name, b.vllm if b is not None else None)
 
 
 def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_channel="nixos-unstable",
-              docs_skip=("*-staging", "bump/*"), progress: Progress | None = None, remote: str = "origin"
+              docs_skip=("*-staging", *BUMP_HEADS), progress: Progress | None = None, remote: str = "origin"
               ) -> BumpPlanData:
     move = parse_move(opts.pytorch, opts.torch_src)
     if not opts.all and not opts.branches:
@@ -142,7 +143,7 @@ def plan_bump(repo_path, opts: BumpOptions, client, *, catalog=None, default_cha
     repo = gitops.open_repo(repo_path)
     heads = all_branches(repo, remote)  # local and origin/* alike, as `catalog` reads them
     if opts.all:
-        targets = [b for b in heads if not b.startswith("bump/")]
+        targets = [b for b in heads if not is_bump_head(b)]
     else:
         targets = list(dict.fromkeys(opts.branches))
         missing = [b for b in targets if b not in heads]

@@ -90,9 +90,4 @@ def _bump(args, ctx) -> int:
         if checks is not None:
             checks.listener.close()
         return _refusal(err, args.json)
-    if not args.dry_run:  # the dashboard (registered by name: it reads the pins) keeps each group's outcome
-        import importlib
-
-        importlib.import_module("release.dashboard.commands").after_operation(ctx, "bump-pins", result,
-                                                                              every_branch=bool(args.all))
     return emit_with_diff(result, diff, args.json)

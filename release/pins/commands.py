@@ -194,7 +194,11 @@ class Plan:
 
             outcome, companions = apply_with_companions(self.data, self.settings)
             return BumpResult(self, outcome, companions)
-        return BumpResult(self, apply_bump(self.data, self.settings, progress))
+        from release.pins.weekly import record_move
+
+        outcome = apply_bump(self.data, self.settings, progress)
+        record_move(self.data, outcome, self.settings)  # the bump stage keeps what it did in the release record
+        return BumpResult(self, outcome)
 
 
 def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> Plan:
@@ -266,9 +270,10 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
     outcome (release.pins.sweep); ``rev``/``channel`` replace each branch's tracked head,
     ``cuda``/``from_pin`` narrow the pin groups. Returns a release.pins.weekly.SweepBump."""
     from config.errors import ValidationError
+    from config.policy import tracked
     from release.adapters.nixpkgs import NixpkgsClient
     from release.pins.rules import validate_rev
-    from release.pins.sweep import plan_sweep, record_sweep_hashes, tracked
+    from release.pins.sweep import plan_sweep, record_sweep_hashes
     from release.pins.weekly import SweepBump
 
     for key, flag in _SWEEP_REFUSES.items():

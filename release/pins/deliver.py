@@ -23,6 +23,8 @@ from types import SimpleNamespace
 
 from config.errors import TorchbotError
 from config.naming import short
+from config.outcomes import ReasonKind
+from config.policy import bump_head_prefix, github_name
 from config.progress import Progress
 from release.adapters import git as gitops
 from release.adapters.gitrefs import all_branches, make_local
@@ -80,7 +82,7 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
             try:
                 d = _one(repo, plan, w, settings, mode, gh, nix)
             except TorchbotError as err:
-                _mark(plan, w, "held", f"not delivered: {err.message}")
+                _mark(plan, w, "held", f"not delivered: {err.message}", error=err.message)
                 progress.finished(w.branch, "failed", err.message)
                 continue
             d.repo = str(plan.repo_path)
@@ -96,13 +98,14 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
     return out
 
 
-def _mark(plan: SweepPlan, w: BranchWork, kind: str | None, text: str) -> None:
+def _mark(plan: SweepPlan, w: BranchWork, kind: str | None, text: str, error: str = "") -> None:
     for i in w.outcomes:
         o = plan.outcomes[i]
         if kind is None:
             plan.outcomes[i] = replace(o, delivery=text)
         else:
-            plan.outcomes[i] = replace(o, kind=kind, reason="; ".join(t for t in (o.reason, text) if t))
+            plan.outcomes[i] = replace(o, kind=kind, reason="; ".join(t for t in (o.reason, text) if t),
+                                       reason_kind=ReasonKind.NOT_DELIVERED, delivery_error=error)
 
 
 def _one(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, gh, nix) -> Delivered:
@@ -146,11 +149,15 @@ def _moved(w: BranchWork, now: str | None):
 def github_repo(repo, settings, first: bool) -> str:
     """``owner/name`` of a repository's pull requests: TORCHBOT_GITHUB_REPO for the first configured
     repository, else what its remote's URL names on github.com."""
-    from release.adapters.remote import github_name
-
+    url = ""
+    if not first:
+        try:
+            url = repo.git.remote("get-url", settings.repo_remote)
+        except Exception:  # noqa: BLE001  no such remote: said below
+            url = ""
+    name = github_name(settings, first=first, remote_url=url)
     if first:
-        return settings.github_repo
-    name = github_name(Path(repo.working_tree_dir or repo.git_dir), settings.repo_remote)
+        return name
     if not name:
         from config.errors import RefusedError
 
@@ -163,7 +170,7 @@ def github_repo(repo, settings, first: bool) -> str:
 def _pull_request(repo, plan: SweepPlan, w: BranchWork, settings, sha: str, gh, nix) -> Delivered:
     from release.pins.bump import pr_body
 
-    prefix = f"bump/{w.branch}-"
+    prefix = bump_head_prefix(w.branch)
     where = github_repo(repo, settings, plan.first)
     existing = [p for p in gh.open_pulls(base=w.branch, repo=where) if p["head"].startswith(prefix)]
     head = existing[0]["head"] if existing else bump_head(w.branch, w)

@@ -29,6 +29,8 @@ from pathlib import PurePosixPath
 from config.catalog import vtuple
 from config.errors import RefusedError, ValidationError
 from config.naming import short
+from config.policy import BUMP_HEADS
+from config.versions import Version
 from release.pins.readme import scoped_readme_edit
 
 _NAME_RE = re.compile(r"pytorch-?(\d+\.\d+)")
@@ -91,7 +93,7 @@ def check_move(move: Move, branch: str, native: int, kept: dict[str, str], torch
     """Refuse a move the recipes would not make; ``native``: moved recipes building nixpkgs'
     torch, ``kept``: recipe -> its source override's version. Returns notes for the plan."""
     named = _NAME_RE.search(branch)
-    if named and vtuple(named[1]) != vtuple(move.version)[:2]:
+    if named and vtuple(named[1]) != Version(move.version).line:
         raise RefusedError(
             f"Refusing to move '{branch}' to {move.describe()}: its name promises PyTorch {named[1]}, and a commit "
             f"cannot change a name. Create a branch for PyTorch {'.'.join(move.version.split('.')[:2])} instead "
@@ -228,7 +230,8 @@ def _what_changed(changed: dict[str, set[str]], moved: dict[str, tuple[str, str,
     return "; ".join(parts) or ", ".join(moved)
 
 
-def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str], docs_skip=("*-staging", "bump/*")) -> None:
+def apply_move(data, move: Move, texts: dict, model, heads: dict[str, str],
+               docs_skip=("*-staging", *BUMP_HEADS)) -> None:
     """Write a checked move into the plan: the source override (``--torch-src``), the moved
     branches' declared versions and their commit messages, and the other branches' README rows."""
     from config.catalog_data import load_catalog

@@ -20,8 +20,9 @@ import re
 from dataclasses import dataclass, field
 
 from config.catalog import vtuple
-from config.errors import RefusedError
+from config.errors import CudaMissing, PromiseRefused
 from config.naming import short
+from config.versions import Version
 from release.recipes.reader import readme_row
 
 _NAME_RE = re.compile(r"pytorch-?(\d+\.\d+)")
@@ -36,7 +37,7 @@ class Promise:
 
     @property
     def major_minor(self) -> tuple[int, ...] | None:
-        return vtuple(self.pytorch)[:2] if self.pytorch else None
+        return Version(self.pytorch).line if self.pytorch else None
 
     def describe(self) -> str:
         where = ", ".join(self.declared_by) or "nothing"
@@ -69,8 +70,8 @@ def branch_promise(branch: str, recipes: dict[str, str], readme: str | None, cat
     if not claims:
         return Promise(branch, None, (), overrides)
     # the branch name is the promise's major.minor; the most specific claim of that line wins
-    line = vtuple(claims[0][1])[:2]
-    same = [(w, v) for w, v in claims if vtuple(v)[:2] == line]
+    line = Version(claims[0][1]).line
+    same = [(w, v) for w, v in claims if Version(v).line == line]
     best = max((v for _, v in same), key=lambda v: len(vtuple(v)))
     return Promise(branch, best, tuple(dict.fromkeys(w for w, _ in same)), overrides)
 
@@ -86,9 +87,9 @@ def check_torch(promise: Promise, group_recipes: tuple[str, ...], new_rev: str, 
         versions = sorted({promise.overrides[p] for p in kept}, key=vtuple)
         return [f"{promise.branch}: the moved recipes build torch {', '.join(versions)} from their source override; "
                 f"nixpkgs {short(new_rev)} has torch {torch_new}"]
-    if vtuple(torch_new)[:2] != promise.major_minor:
+    if Version(torch_new).line != promise.major_minor:
         kept_note = f" ({len(kept)} others keep theirs by a source override)" if kept else ""
-        raise RefusedError(
+        raise PromiseRefused(
             f"Refusing to bump '{promise.branch}': it promises {promise.describe()}, but nixpkgs {short(new_rev)} "
             f"has torch {torch_new}, and {len(native)} of the moved recipes build nixpkgs' torch with no source "
             f"override{kept_note}. Nothing was changed."
@@ -112,7 +113,7 @@ def check_cuda(branch: str, attrs: tuple[str, ...], users, new_rev: str, has, av
     there = available(new_rev)
     counts = users() if callable(users) else users
     used = ", ".join(f"{a} ({counts.get(a, 0)} recipes)" for a in missing)
-    raise RefusedError(
+    raise CudaMissing(
         f"Refusing to bump '{branch}': its recipes build with {used}, which nixpkgs {short(new_rev)} does not have "
         f"(it has {', '.join(there) or 'no cudaPackages sets'}). Nothing was changed."
     )

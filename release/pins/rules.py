@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from config.catalog import vtuple
 from config.errors import RefusedError, ValidationError
 from config.naming import REV_RE, parse_package_name, short
+from config.versions import Version
 
 RECIPES_DIR = ".flox/pkgs"
 README = "README.md"
@@ -171,7 +172,7 @@ def commit_message(old: str, new: str, torch: str | None, cuda_sets: tuple[str, 
 
 
 def major_minor(version: str) -> tuple[int, ...]:
-    return vtuple(version)[:2]
+    return Version(version).line
 
 
 @dataclass

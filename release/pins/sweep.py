@@ -29,10 +29,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Literal
 
-from config.catalog import vtuple
-from config.errors import RefusedError, TorchbotError
+from config.errors import CudaMissing, PromiseRefused, RefusedError, TorchbotError
 from config.naming import short
+from config.outcomes import ReasonKind
+from config.policy import BUMP_HEADS, is_vllm_branch
 from config.progress import Progress
+from config.versions import Version
 from release.adapters import git as gitops
 from release.adapters.gitrefs import all_branches, remote_only
 from release.pins.bump import BranchPlan
@@ -58,6 +60,10 @@ class PinOutcome:
     torch_new: str | None = None
     reason: str = ""  # held/skipped: why; kept-promise: what the head has and where the bump stopped
     delivery: str = ""  # after delivery: "pull request opened: <url>", "pushed", "committed locally", ...
+    reason_kind: ReasonKind = ReasonKind.NONE  # why, as a kind (the release record keeps it; views word it)
+    target: str | None = None  # the revision checked: moved to, or (held) would have moved to
+    delivery_error: str = ""  # held because the delivery failed: what failed
+    cuda: tuple[str, ...] = ()  # the CUDA versions the group builds ("12.8",), typed for its views
 
     @property
     def ok(self) -> bool:
@@ -80,7 +86,7 @@ class PinOutcome:
         return {"repo": self.repo, "branch": self.branch, "group": self.group, "outcome": self.kind,
                 "old_pin": self.old_pin, "new_pin": self.new_pin, "tracks": self.tracks,
                 "torch": {"old": self.torch_old, "new": self.torch_new}, "reason": self.reason,
-                "delivery": self.delivery}
+                "reason_kind": str(self.reason_kind), "target": self.target, "delivery": self.delivery}
 
 
 @dataclass
@@ -133,19 +139,8 @@ class _Env:
         return self.heads[channel]
 
 
-def tracked(settings) -> Callable[[str], str]:
-    """branch -> the channel or nixpkgs branch it follows: the first TORCHBOT_BUMP_TRACKS pattern
-    that matches it, else TORCHBOT_DEFAULT_CHANNEL."""
-    from fnmatch import fnmatchcase
-
-    def channel(branch: str) -> str:
-        return next((c for p, c in settings.bump_tracks.items() if fnmatchcase(branch, p)), settings.default_channel)
-
-    return channel
-
-
 def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] = lambda b: "nixos-unstable",
-               remote: str = "origin", force: bool = False, exclude=("bump/*",), rev: str | None = None,
+               remote: str = "origin", force: bool = False, exclude=BUMP_HEADS, rev: str | None = None,
                cuda: str | None = None, from_pin: str | None = None, only: tuple[str, ...] = (),
                prefer_remote: bool = False, progress: Progress | None = None, counted: bool = False) -> SweepPlan:
     """Plan the bump of every branch of ``repo_path`` (see the module docstring); ``tracks(branch)``
@@ -181,7 +176,7 @@ def plan_sweep(repo_path, client, *, catalog=None, tracks: Callable[[str], str] 
     return plan
 
 
-def sweep_targets(names, exclude=("bump/*",), only=(), repo_path="") -> list[str]:
+def sweep_targets(names, exclude=BUMP_HEADS, only=(), repo_path="") -> list[str]:
     """The branches a sweep goes through, main first: ``names`` less ``exclude`` patterns, or the
     ``only`` ones (RefusedError naming a missing one)."""
     from fnmatch import fnmatchcase
@@ -197,7 +192,7 @@ def sweep_targets(names, exclude=("bump/*",), only=(), repo_path="") -> list[str
 
 def _is_vllm(name: str, catalog) -> bool:
     b = catalog.branches.get(name) if catalog is not None else None
-    return bool(b is not None and b.vllm) or "vllm" in name
+    return is_vllm_branch(name, b.vllm if b is not None else None)
 
 
 def _plan_branch(repo, env: _Env, work: BranchWork, plan: SweepPlan, force: bool) -> None:
@@ -212,22 +207,24 @@ def _plan_branch(repo, env: _Env, work: BranchWork, plan: SweepPlan, force: bool
         recipes = {p: t for p, t in files.items() if p.startswith(RECIPES_DIR + "/") and p.endswith(".nix")}
         groups = find_groups(recipes)
     except TorchbotError as err:
-        add(PinOutcome(env.repo_name, name, "", "held", reason=err.message))
+        add(PinOutcome(env.repo_name, name, "", "held", reason=err.message, reason_kind=ReasonKind.UNREADABLE))
         return
     if not groups:
-        add(PinOutcome(env.repo_name, name, "", "skipped", reason="no pinned recipes"))
+        add(PinOutcome(env.repo_name, name, "", "skipped", reason="no pinned recipes", reason_kind=ReasonKind.NO_PINS))
         return
     if _is_vllm(name, env.catalog) and not force:
         for g in groups:
             add(PinOutcome(env.repo_name, name, ", ".join(g.labels), "skipped", g.pin,
-                           reason="vLLM-certified: pinned to vLLM's nixpkgs by design (--force includes it)"))
+                           reason="vLLM-certified: pinned to vLLM's nixpkgs by design (--force includes it)",
+                           reason_kind=ReasonKind.VLLM))
         return
     work.tracks = env.tracks(name)
     readme = files.get(README)
     for g in groups:
         if not env.select(g):
             add(PinOutcome(env.repo_name, name, ", ".join(g.labels), "skipped", g.pin,
-                           reason="not among the pin groups asked for (--cuda/--from-pin)"))
+                           reason="not among the pin groups asked for (--cuda/--from-pin)",
+                           reason_kind=ReasonKind.NOT_SELECTED))
             continue
         bp, outcome = _plan_group(env, work, g, recipes, readme)
         i = add(outcome)
@@ -248,7 +245,7 @@ def _attempt(env: _Env, work: BranchWork, g, rev: str, recipes: dict, readme):
         bp.torch_new = env.client.torch_version(rev)
         bp.notes.extend(guard_branch(bp, recipes, readme, env.client, rev, env.catalog, model=env.model))
     except RefusedError as err:
-        return bp, err.message
+        return bp, err
     bp.message = commit_message(g.pin, rev, bp.torch_new, g.cuda_attrs)
     return bp, None
 
@@ -256,31 +253,45 @@ def _attempt(env: _Env, work: BranchWork, g, rev: str, recipes: dict, readme):
 def _breaks_promise(bp: BranchPlan) -> bool:
     """The guards refused because recipes building nixpkgs' torch would leave the promised line."""
     promised, new = bp.pytorch_old, bp.torch_new
-    return bool(bp.native and promised and new and vtuple(promised)[:2] != vtuple(new)[:2])
+    return bool(bp.native and promised and new and Version(promised).line != Version(new).line)
+
+
+def _refusal_kind(err: RefusedError) -> ReasonKind:
+    """A refusal's kind, by its type (never by its wording)."""
+    if isinstance(err, PromiseRefused):
+        return ReasonKind.BREAKS_PROMISE
+    if isinstance(err, CudaMissing):
+        return ReasonKind.CUDA_MISSING
+    return ReasonKind.REFUSED
 
 
 def _plan_group(env: _Env, work: BranchWork, g, recipes: dict, readme) -> tuple[BranchPlan | None, PinOutcome]:
     label = ", ".join(g.labels)
-    base = dict(repo=env.repo_name, branch=work.branch, group=label, old_pin=g.pin, tracks=work.tracks)
+    base = dict(repo=env.repo_name, branch=work.branch, group=label, old_pin=g.pin, tracks=work.tracks,
+                cuda=tuple(g.cuda_versions))
+    head = None
     try:
         head = env.head(work.tracks)
         bp, refusal = _attempt(env, work, g, head, recipes, readme)
         if refusal is None:
             if bp.edit.up_to_date:
-                return None, PinOutcome(**base, kind="current", new_pin=g.pin)
-            return bp, PinOutcome(**base, kind="bumped", new_pin=head, torch_old=bp.torch_old,
+                return None, PinOutcome(**base, kind="current", new_pin=g.pin, target=g.pin)
+            return bp, PinOutcome(**base, kind="bumped", new_pin=head, target=head, torch_old=bp.torch_old,
                                   torch_new=bp.torch_new, reason="; ".join(n.removeprefix(f"{work.branch}: ")
-                                                                           for n in bp.notes))
+                                                                           for n in bp.notes),
+                                  reason_kind=ReasonKind.PATCH_LEVEL if bp.notes else ReasonKind.NONE)
         if not _breaks_promise(bp) or env.rev:  # a revision asked for by name is that revision or nothing
             return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
-                                    reason=refusal)
+                                    reason=refusal.message, reason_kind=_refusal_kind(refusal), target=head)
         try:
             return _keep_promise(env, work, g, recipes, readme, head, bp, base)
         except TorchbotError as err:
             return None, PinOutcome(**base, kind="held", torch_old=bp.torch_old, torch_new=bp.torch_new,
-                                    reason=f"{refusal} (no older commit keeping it could be looked for: {err.message})")
+                                    reason=f"{refusal.message} (no older commit keeping it could be looked for: "
+                                           f"{err.message})", reason_kind=ReasonKind.BREAKS_PROMISE, target=head)
     except TorchbotError as err:  # a fact nixpkgs would not give: this group is held, the others go on
-        return None, PinOutcome(**base, kind="held", reason=f"could not check it: {err.message}")
+        return None, PinOutcome(**base, kind="held", reason=f"could not check it: {err.message}",
+                                reason_kind=ReasonKind.NIXPKGS_UNANSWERED, target=head)
 
 
 def _keep_promise(env: _Env, work: BranchWork, g, recipes, readme, head: str, at_head: BranchPlan, base: dict):
@@ -294,18 +305,20 @@ def _keep_promise(env: _Env, work: BranchWork, g, recipes, readme, head: str, at
         if not parent or parent == g.pin or not env.client.is_newer(g.pin, parent):
             break
         version = env.client.torch_version(parent)
-        if vtuple(version)[:2] != vtuple(promised)[:2]:
+        if Version(version).line != Version(promised).line:
             continue  # torch was already past the promise before this change
         bp, refusal = _attempt(env, work, g, parent, recipes, readme)
         if refusal is not None:
             return None, PinOutcome(**base, kind="held", torch_old=at_head.torch_old, torch_new=version,
                                     reason=f"{why}; the newest commit keeping {line} ({short(parent)}) is "
-                                           f"refused: {refusal}")
-        return bp, PinOutcome(**base, kind="kept-promise", new_pin=parent, torch_old=bp.torch_old,
-                              torch_new=bp.torch_new,
+                                           f"refused: {refusal.message}", reason_kind=_refusal_kind(refusal),
+                                    target=parent)
+        return bp, PinOutcome(**base, kind="kept-promise", new_pin=parent, target=parent, torch_old=bp.torch_old,
+                              torch_new=bp.torch_new, reason_kind=ReasonKind.PROMISE_KEPT,
                               reason=f"{why}: moved to {short(parent)}, the newest commit keeping {line} "
                                      f"(just before {short(change['sha'])} \"{change['title'][:72]}\")")
     return None, PinOutcome(**base, kind="held", torch_old=at_head.torch_old, torch_new=at_head.torch_new,
+                            target=head, reason_kind=ReasonKind.BREAKS_PROMISE,
                             reason=f"{why}; no commit of {work.tracks} newer than the pin {short(g.pin)} keeps "
                                    f"PyTorch {line}")
 
@@ -328,10 +341,10 @@ def record_sweep_hashes(plan: SweepPlan, settings, prefetch=None) -> None:
         except TorchbotError as err:
             failed.update({id(bp): err.message for bp in bps})
     if failed:
-        drop_plans(plan, failed)
+        drop_plans(plan, failed, ReasonKind.HASH_FAILED)
 
 
-def drop_plans(plan: SweepPlan, failed: dict[int, str]) -> None:
+def drop_plans(plan: SweepPlan, failed: dict[int, str], kind: ReasonKind = ReasonKind.REFUSED) -> None:
     """Hold the plans whose ``id()`` is in ``failed`` (with its reason), and the later groups of
     their branch (whose README edits build on them)."""
     for w in plan.work:
@@ -342,6 +355,7 @@ def drop_plans(plan: SweepPlan, failed: dict[int, str]) -> None:
         for k in range(cut, len(w.plans)):
             i = w.outcomes[k]
             reason = why if k == cut else f"held with the group before it ({why})"
-            plan.outcomes[i] = replace(plan.outcomes[i], kind="held", reason=reason)
+            plan.outcomes[i] = replace(plan.outcomes[i], kind="held", reason=reason,
+                                       reason_kind=kind if k == cut else ReasonKind.WITH_GROUP_BEFORE)
         del w.plans[cut:], w.outcomes[cut:]
     plan.work = [w for w in plan.work if w.plans]

@@ -6,14 +6,19 @@ per pin group of each branch of each repository.
 Exit status of a result: 0 when every group is bumped, moved keeping its promise, current or
 skipped by design; 1 when some are held (the text says which and why).
 
-May import: config, release.adapters, release.pins.
+May import: config, release.adapters, release.state (the release record), release.pins.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from config.outcomes import BumpKind, ReasonKind
 from release.pins.deliver import Delivered, deliver
 from release.pins.sweep import KINDS, SweepPlan
 
@@ -21,6 +26,7 @@ WHY_LOCAL = {
     "setting": "TORCHBOT_BUMP_DELIVERY=local",
     "default": "no TORCHBOT_GITHUB_TOKEN/TORCHBOT_GITHUB_REPO, so the default is local",
 }
+log = logging.getLogger("torchbot.pins")
 
 
 def counts(outcomes) -> str:
@@ -113,7 +119,73 @@ class SweepBump:
                 delivered.extend(deliver(p, self.settings, self.mode, progress, counted=counted))
             if counted:
                 progress.end()
+            record(self.plans, delivered, self.settings)
         return SweepResult(self, delivered)
+
+
+def group_outcomes(plans: list[SweepPlan], delivered: list[Delivered]) -> list:
+    """Each pin group's row of the release record (``release.state.record``): its outcome and
+    where its branch went."""
+    from release.state.record import GroupOutcome
+
+    by_branch = {(d.repo, d.branch): d for d in delivered}
+    out = []
+    for p in plans:
+        for o in p.outcomes:
+            d = by_branch.get((str(p.repo_path), o.branch))
+            how = "" if d is None else "pr" if d.number or d.head else "push" if d.how == "pushed" else "local"
+            out.append(GroupOutcome(
+                repo=str(p.repo_path), repo_name=p.repo_path.name, branch=o.branch, group=o.group,
+                kind=BumpKind(o.kind), reason_kind=o.reason_kind, reason=o.reason, old_pin=o.old_pin,
+                target=o.target, torch_old=o.torch_old, pytorch=o.torch_new, tracks=o.tracks, delivery=how,
+                cuda=tuple(getattr(o, "cuda", ())),
+                delivery_error=o.delivery_error, commit=d.commit if d else None,
+                pr_number=d.number if d else None, pr_url=d.url if d else None, head_ref=d.head if d else None,
+                head_sha=d.commit if d and how == "pr" else None))
+    return out
+
+
+def record_move(data, outcome, settings) -> None:
+    """A bump of named branches to one revision (``release.pins.bump.apply_bump``: a deliberate
+    move, a dashboard Approve) keeps its groups' rows in the release record too: the bump stage is
+    the one writer of bump outcomes, whichever way it ran."""
+    from release.state.record import GroupOutcome
+
+    if data.options.dry_run:
+        return
+    prs = {p.get("branch"): p for p in outcome.pull_requests}
+    how = "pr" if data.options.open_pr else "push" if data.options.push else "local"
+    rows = []
+    for bp in data.to_commit:
+        g, pr = bp.edit.group, prs.get(bp.branch) or {}
+        by_hand = bool(bp.pytorch_new) or data.source == "--rev"
+        rows.append(GroupOutcome(
+            repo=str(data.repo_path), repo_name=Path(data.repo_path).name, branch=bp.branch, group=", ".join(g.labels),
+            kind=BumpKind.BUMPED, reason_kind=ReasonKind.MOVED_BY_HAND if by_hand else ReasonKind.NONE,
+            reason=f"moved by hand to PyTorch {bp.pytorch_new}" if bp.pytorch_new else "", old_pin=g.pin,
+            target=data.new_rev, torch_old=bp.torch_old, pytorch=bp.torch_new, tracks=data.source, delivery=how,
+            commit=outcome.commits.get(bp.branch), pr_number=pr.get("number"), pr_url=pr.get("url"),
+            head_ref=pr.get("head"), head_sha=outcome.commits.get(bp.branch) if pr else None,
+            cuda=tuple(g.cuda_versions)))
+    _write(rows, settings, groups_only=True)
+
+
+def record(plans: list[SweepPlan], delivered: list[Delivered], settings) -> None:
+    """The bump stage keeps its outcomes in the release record (the one writer of bump outcomes).
+    The bump is done whatever happens here: a state DB that cannot be written is logged."""
+    _write(group_outcomes(plans, delivered), settings)
+
+
+def _write(rows: list, settings, groups_only: bool = False) -> None:
+    from config.errors import TorchbotError
+    from release.state import open_state
+    from release.state.record import write_bump
+
+    try:
+        write_bump(open_state(settings.state_db, getattr(settings, "state_timeout_seconds", None)), rows,
+                   groups_only=groups_only)
+    except (TorchbotError, SQLAlchemyError) as err:
+        log.warning("the bump's outcomes were not kept in the release record: %s", getattr(err, "message", err))
 
 
 class SweepResult:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import subprocess
 import uuid
@@ -30,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from config.checks import require_real_org
 from config.errors import TorchbotError, UsageError
@@ -42,6 +43,8 @@ from release.builds.run import companion_github, format_command
 from release.context import repo_path
 from release.publishing import eligible
 from release.state import Build, Outbox, Publish, Release, owner_id, state_for
+
+log = logging.getLogger("torchbot.publish")
 
 _PY = re.compile(r"-python(3)(\d+)-")
 _CUDA = re.compile(r"-cuda(\d+)_(\d+)-")
@@ -232,6 +235,20 @@ def publish_pending(ctx, branch: str | None = None, *, repo=None, progress: Prog
     return results
 
 
+def _keep_outcome(ctx, b: Build, commit: str | None, ok: bool, msg: str) -> None:
+    """A failed publish in the release record (what needs a human), cleared when it publishes."""
+    from release.state.record import publish_failed, publish_succeeded
+
+    st = state_for(ctx)
+    try:
+        if ok:
+            publish_succeeded(st, b.branch, b.package, b.pin)
+        else:
+            publish_failed(st, b.branch, b.package, b.pin, commit or b.commit, msg or "")
+    except SQLAlchemyError as err:
+        log.warning("publish of %s (%s) not kept in the release record: %s", b.package, b.branch, err)
+
+
 def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build], by_workflow: set[int],
                    results: list[dict], progress: Progress, who: str) -> None:
     """Publish the builds of one branch commit: record what the workflow published, claim and
@@ -246,6 +263,8 @@ def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build
         if ok and not recorded:
             record_publish(ctx, b, totals[b.pin])
         state = "skipped" if ok is None else "published" if ok else "failed"
+        if ok is not None:
+            _keep_outcome(ctx, b, commit, ok, msg)
         results.append({"package": b.package, "branch": b.branch, "pin": b.pin, "commit": commit,
                         "state": state, "message": msg or None})
         progress.finished(b.package, state, msg)

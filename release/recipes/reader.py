@@ -146,9 +146,10 @@ def _git(gd: Path, *args: str, input: bytes | None = None) -> bytes:
     return r.stdout
 
 
-def branch_refs(gd: Path) -> dict[str, tuple[str, str]]:
+def branch_refs(gd: Path, prefer_remote: str | None = None) -> dict[str, tuple[str, str]]:
     """Branch name -> (ref, commit): local branches, plus remote-tracking ones with no local
-    branch of that name (a fresh clone)."""
+    branch of that name (a fresh clone). ``prefer_remote``: that remote's tip wins wherever it
+    has the branch (what the remote says, not a clone's stale local branch)."""
     out: dict[str, tuple[str, str]] = {}
     remote: dict[str, tuple[str, str]] = {}
     listing = _git(
@@ -165,7 +166,10 @@ def branch_refs(gd: Path) -> dict[str, tuple[str, str]]:
             if name and name != "HEAD":
                 remote.setdefault(name, (ref, sha))
     for name, value in remote.items():
-        out.setdefault(name, value)
+        if prefer_remote and value[0].startswith(f"refs/remotes/{prefer_remote}/"):
+            out[name] = value
+        else:
+            out.setdefault(name, value)
     return out
 
 
@@ -245,12 +249,14 @@ def repo_kind(recipes: list[RecipeFacts], path: Path) -> str:
     return VISION_REPO if "vision" in path.name.lower() else PYTORCH_REPO
 
 
-def read_repository(path: str | os.PathLike, embedded: Catalog, *, git_dir: Path | None = None) -> RepoModel:
+def read_repository(path: str | os.PathLike, embedded: Catalog, *, git_dir: Path | None = None,
+                    prefer_remote: str | None = None) -> RepoModel:
     """Every branch of the repository at ``path`` as the branch model (cached by commit).
-    ``git_dir``: its git directory when the caller knows it already (saves a git process)."""
+    ``git_dir``: its git directory when the caller knows it already (saves a git process);
+    ``prefer_remote``: read each branch at that remote's tip where it has one."""
     gd = git_dir or find_git_dir(path)
     embedded = with_recorded_branches(embedded, gd)  # branches created in this repository (and only here)
-    refs = branch_refs(gd)
+    refs = branch_refs(gd, prefer_remote)
     key = str(gd)
     cached = {n: _BRANCHES.get((key, n, sha, id(embedded))) for n, (_, sha) in refs.items()}
     todo = [n for n, m in cached.items() if m is None]

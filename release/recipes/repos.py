@@ -20,11 +20,12 @@ from pathlib import Path
 
 from config.catalog import Branch, Catalog, vtuple
 from config.errors import CatalogError, RefusedError
+from config.versions import Version
 from release.recipes.reader import PYTORCH_REPO, VISION_REPO, RepoModel, read_repository
 
 
 def major_minor(version: str | None) -> tuple[int, ...]:
-    return vtuple(version or "")[:2]
+    return Version(version or "").line
 
 
 def pair(vision: Branch, candidates: list[Branch]) -> tuple[Branch | None, str]:
@@ -150,11 +151,12 @@ class RepoSet:
         return out
 
 
-def read_repositories(paths: list[str | os.PathLike], embedded: Catalog) -> RepoSet:
-    """The repositories at ``paths`` (cached until a branch of one of them moves)."""
+def read_repositories(paths: list[str | os.PathLike], embedded: Catalog, prefer_remote: str | None = None) -> RepoSet:
+    """The repositories at ``paths`` (cached until a branch of one of them moves); ``prefer_remote``:
+    each branch as that remote has it (the dashboard), else the local branch where there is one."""
     if not paths:
         raise CatalogError("No repository configured.")
-    key = (tuple(str(p) for p in paths), id(embedded))
+    key = (tuple(str(p) for p in paths), id(embedded), prefer_remote)
     hit = _STATE.get(key)
     now = time.monotonic()
     if hit is not None and now - hit[2] < RECHECK_SECONDS:
@@ -164,7 +166,8 @@ def read_repositories(paths: list[str | os.PathLike], embedded: Catalog) -> Repo
     if hit is not None and hit[0] == fp:
         _STATE[key] = (fp, hit[1], now)
         return hit[1]
-    models = [read_repository(p, embedded, git_dir=w.git_dir) for p, w in zip(paths, watches, strict=True)]
+    models = [read_repository(p, embedded, git_dir=w.git_dir, prefer_remote=prefer_remote)
+              for p, w in zip(paths, watches, strict=True)]
     rs = RepoSet(models, _catalog(models, embedded))
     if len(_STATE) > 16:
         _STATE.clear()

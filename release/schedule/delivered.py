@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from config.errors import TorchbotError
+from config.policy import FAILED, bucket
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def build_after_bump(ctx, delivered, backend: str) -> list[str]:
 
 def _counts(rows: list[dict]) -> str:
     skipped = sum(1 for r in rows if r.get("state") == "skipped")
-    failed = sum(1 for r in rows if r.get("state") in ("failed", "interrupted"))
+    failed = sum(1 for r in rows if bucket(r.get("state")) == FAILED)
     ok = sum(1 for r in rows if r.get("state") == "succeeded")
     text = f"{len(rows) - skipped} variant(s), {ok} succeeded"
     if failed:

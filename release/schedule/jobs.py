@@ -1,20 +1,5 @@
-"""The release schedule (APScheduler 3, jobs persisted in the state DB).
-
-Jobs:
-- ``bump`` on ``Settings.bump_cron``: every branch (local and ``origin/*``) and pin group of every
-  repository, each with its own outcome (vLLM branches only with ``bump_vllm_branches``):
-  ``release.pins.commands.plan_bump(ctx, "all", None).apply()``, delivered as
-  ``TORCHBOT_BUMP_DELIVERY`` says; then a ``--changed-only`` build of each bump as it was
-  delivered (``release.schedule.delivered``: a pull request's head, the pushed branch, or a
-  local build) with ``Settings.schedule_backend()``
-  (``TORCHBOT_SCHEDULE_BUILD_BACKEND``: github | local | none; unset, github when a GitHub
-  token and repository are configured, otherwise none: the bump is made and reported and
-  nothing is built on the bot's own host) (skipped gracefully when the pins module or the
-  repository is absent);
-- ``docs-check`` on ``Settings.docs_cron`` (weekly): ``release docs --check``; drift goes to the
-  announce channel;
-- ``poll-builds`` (GitHub runs of the github backend; interrupted local builds),
-  ``publish`` and ``flush-announcements`` on their intervals.
+"""The release schedule's lifecycle (APScheduler 3, jobs persisted in the state DB): the jobs of
+the timetable (``release.timetable``) run their bodies (``release.schedule.bodies``) here.
 
 Choices, deliberately:
 - ``coalesce=True``: after downtime a job runs once, not once per missed time;
@@ -33,21 +18,28 @@ Choices, deliberately:
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from config.errors import TorchbotError, UsageError
+from config.errors import TorchbotError
+from release.schedule.bodies import JOB_KINDS
+from release.timetable import (  # noqa: F401  (re-exported: the schedule's names for its timetable)
+    BUMP_GRACE,
+    DASHBOARD_SECONDS,
+    EPOCH,
+    PREVIEWS,
+    JobSpec,
+    crontab_dow,
+    crontab_trigger,
+    job_specs,
+)
+from release.timetable import spec_of as _spec
 
 log = logging.getLogger("torchbot.schedule")
-EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
-BUMP_GRACE = 6 * 3600
 JOBS_TABLE = "apscheduler_jobs"
-DASHBOARD_SECONDS = 3600  # the dashboard issues are edited hourly, and after each bump and publish
+
 
 class _Jobs:
     """The Context jobs run with. APScheduler stores a job as a reference to ``run_job``, so the
@@ -56,237 +48,6 @@ class _Jobs:
     ctx = None
 stats: dict[str, Counter] = {"ran": Counter(), "skipped": Counter()}
 _stats_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    id: str
-    kind: str
-    arg: str | None
-    trigger: Any
-    grace: int
-    description: str
-
-
-_DOW = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
-
-
-def crontab_dow(field: str) -> str:
-    """A crontab day-of-week field with day names: crontab counts 0/7 = Sunday, but
-    APScheduler 3's ``from_crontab`` passes numbers through Monday-based (``1`` would mean
-    Tuesday). Names mean the same to both."""
-    if field == "*" or field.startswith("*/"):
-        return field
-    return re.sub(r"(?<![*/])\b([0-7])\b", lambda m: _DOW[int(m.group(1))], field)
-
-
-def crontab_trigger(expr: str):
-    """A CronTrigger (UTC) from a standard 5-field crontab expression."""
-    from apscheduler.triggers.cron import CronTrigger
-
-    values = expr.split()
-    if len(values) != 5:
-        raise ValueError(f"expected 5 fields, got {len(values)}")
-    minute, hour, day, month, dow = values
-    return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=crontab_dow(dow),
-                       timezone=UTC)
-
-
-def _cron(variable: str, expr: str):
-    try:
-        return crontab_trigger(expr)
-    except ValueError as err:
-        raise UsageError(f"{variable} '{expr}' is not a crontab expression: {err}.") from None
-
-
-def job_specs(ctx) -> list[JobSpec]:
-    from apscheduler.triggers.interval import IntervalTrigger
-
-    s = ctx.settings
-    specs: list[JobSpec] = []
-    cron = _cron("TORCHBOT_BUMP_CRON", s.bump_cron)
-    specs.append(JobSpec("bump", "bump", None, cron, BUMP_GRACE,
-                         "bump every branch and pin group of every repository (TORCHBOT_BUMP_DELIVERY)"))
-    docs_cron = _cron("TORCHBOT_DOCS_CRON", s.docs_cron)
-    specs.append(JobSpec("docs-check", "docs-check", None, docs_cron, BUMP_GRACE,
-                         "check the README cross-branch tables; drift goes to the announce channel"))
-    for kind, seconds, what in (
-        ("dashboard-issue", DASHBOARD_SECONDS, "edit the dashboard issues on GitHub (act on ticked boxes)"),
-        ("poll-builds", s.poll_interval_seconds, "follow running builds"),
-        ("publish", s.publish_interval_seconds, "publish succeeded variants"),
-        ("flush-announcements", s.flush_interval_seconds, "send pending release announcements"),
-    ):
-        every = max(1, int(seconds))
-        trig = IntervalTrigger(seconds=every, start_date=EPOCH, timezone=UTC)
-        specs.append(JobSpec(kind, kind, None, trig, every, what))
-    return specs
-
-
-def _spec(ctx, job_id: str) -> JobSpec:
-    specs = job_specs(ctx)
-    for spec in specs:
-        if spec.id == job_id:
-            return spec
-    known = ", ".join(s.id for s in specs)
-    raise UsageError(f"No job '{job_id}'. Jobs: {known}.")
-
-
-# ---------------------------------------------------------------------------------------
-# Job bodies (each returns a one-line result)
-
-
-def _job_bump(ctx, _arg) -> str:
-    """Every branch of every repository, every pin group (release.pins.commands.plan_every_branch),
-    delivered as TORCHBOT_BUMP_DELIVERY says; then the builds of what moved. One line: the counts,
-    the held branches and why, where the bumps went."""
-    try:
-        from release.pins.commands import plan_bump
-    except ImportError:
-        return "skipped: pin bumps are not available (release.pins.commands missing)"
-    if ctx.settings.repo_path is None:
-        return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    result = plan_bump(ctx, "all", None, force=ctx.settings.bump_vllm_branches).apply()
-    from release.pins.weekly import counts
-
-    try:
-        _record_outcomes(ctx, result)
-    except Exception as err:  # noqa: BLE001  the bump is done; the dashboard's copy waits for the next run
-        log.warning("bump outcomes not recorded: %s", getattr(err, "message", err))
-    parts = [counts(result.outcomes)]
-    held = [o for o in result.outcomes if o.kind == "held"]
-    if held:  # grouped by reason: a delivery that failed for a whole repository is said once
-        why: dict[str, list[str]] = {}
-        for o in held:
-            why.setdefault(o.reason.rsplit("not delivered: ", 1)[-1], []).append(f"{o.repo} {o.branch} ({o.group})")
-        parts.append("held: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in why.items()))
-    prs = [d for d in result.delivered if d.head]
-    if prs:
-        parts.append(f"{len(prs)} pull request(s): " + ", ".join(d.url or d.head for d in prs))
-    elif result.plan.mode == "local" and result.delivered:
-        parts.append(f"committed locally ({result.plan.why_local}): nothing left this machine")
-    elif result.delivered:
-        parts.append(f"pushed: {', '.join(d.branch for d in result.delivered)}")
-    parts.append(_build_after_bump(ctx, result.delivered))
-    return "; ".join(parts)
-
-
-def _record_outcomes(ctx, result) -> None:
-    """The run's outcomes in the state DB (``bump_outcomes``), with the pull request each went out as."""
-    from release.state import state_for
-
-    prs = {(d.repo, d.branch): d for d in result.delivered if d.head}
-    rows = []
-    for p in result.plan.plans:
-        for o in p.outcomes:
-            d = prs.get((str(p.repo_path), o.branch))
-            rows.append({**o.to_dict(), "repo": str(p.repo_path), "pr_url": d.url if d else None,
-                         "pr_number": d.number if d else None, "head": d.head if d else None})
-    state_for(ctx).record_bump_outcomes([str(p.repo_path) for p in result.plan.plans], rows)
-
-
-def _build_after_bump(ctx, delivered) -> str:
-    """The changed-only builds of the bumps as they were delivered (Settings.schedule_backend();
-    release.schedule.delivered): a pull request at its head, a pushed branch at its remote head."""
-    backend = ctx.settings.schedule_backend()
-    if backend == "none":
-        explicit = ctx.settings.schedule_build_backend or ctx.settings.build_backend
-        why = ("TORCHBOT_SCHEDULE_BUILD_BACKEND=none" if explicit
-               else "no GitHub token configured and TORCHBOT_SCHEDULE_BUILD_BACKEND unset")
-        return f"build: none ({why}: the schedule builds nothing by itself)"
-    if not delivered:
-        return "build: none"
-    from release.schedule.delivered import build_after_bump
-
-    return "build: " + "; ".join(build_after_bump(ctx, delivered, backend))
-
-
-def _job_poll(ctx, _arg) -> str:
-    from release.builds.recover import reconcile
-    from release.state import state_for
-
-    # Runs whose torchbot died (a `release build` killed elsewhere): processes stopped, spooled
-    # results written, worktrees removed; then builds recorded without a run.
-    n = len(reconcile(ctx)) + state_for(ctx).mark_interrupted()
-    try:
-        from release.builds.github import poll_active
-    except ImportError:
-        return f"{n} interrupted"
-    if ctx.settings.github_token is None:
-        return f"{n} interrupted; github polling off (no TORCHBOT_GITHUB_TOKEN)"
-    changed = poll_active(ctx)
-    return f"{n} interrupted; {changed} github build(s) changed state"
-
-
-def _job_publish(ctx, _arg) -> str:
-    if ctx.settings.repo_path is None:
-        return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    from release.publishing.publish import held, publish_pending
-
-    rows = publish_pending(ctx, None)
-    ok = sum(r["state"] == "published" for r in rows)
-    skipped = sum(r["state"] == "skipped" for r in rows)
-    waiting = len(held(ctx, None))
-    return f"{ok} published, {len(rows) - ok - skipped} failed" + (
-        f", {skipped} taken by another torchbot" if skipped else "") + (
-        f", {waiting} not on their branch yet (an open pull request's builds, or recipes changed since)"
-        if waiting else "")
-
-
-def _job_flush(ctx, _arg) -> str:
-    s = ctx.settings
-    if s.slack_bot_token is None or not s.announce_channel:
-        return "skipped: no Slack token or announce channel"
-    from release.publishing.announce import flush
-
-    out = flush(ctx)
-    return f"{out['sent']} sent, {out['updated']} edited, {out['recovered']} recovered, {out['pending']} pending" + (
-        f" ({out['error']})" if out["error"] else "")
-
-
-def _job_docs(ctx, _arg) -> str:
-    """``release docs --check`` (with the torchvision pairing when configured); drift is posted
-    to the announce channel as one message listing the stale rows."""
-    if ctx.settings.repo_path is None:
-        return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    from release.docs.commands import docs_check
-
-    result = docs_check(ctx)
-    if not result.drift:
-        return f"clean: {len(result.checked)} READMEs match the repository"
-    line = f"{len(result.stale)} stale rows, {len(result.pairing)} torchvision mismatches"
-    s = ctx.settings
-    if s.slack_bot_token is None or not s.announce_channel:
-        return f"{line}; not posted (no Slack token or announce channel)"
-    from release.adapters.slack import make_client
-    from release.docs.commands import drift_message
-
-    make_client(s).chat_postMessage(channel=s.announce_channel, text=drift_message(result))
-    return f"{line}; posted to {s.announce_channel}"
-
-
-def _dashboard():
-    """The dashboard's command layer, registered by name (it reads the schedule's triggers)."""
-    import importlib
-
-    return importlib.import_module("release.dashboard.commands")
-
-
-def _job_dashboard(ctx, _arg) -> str:
-    if ctx.settings.github_token is None:
-        return "skipped: no TORCHBOT_GITHUB_TOKEN"
-    if not ctx.repositories:
-        return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
-    return "; ".join(_dashboard().sync_issues(ctx, acting=True)) or "nothing to do"  # the leader's job
-
-
-JOB_KINDS = {
-    "dashboard-issue": _job_dashboard,
-    "docs-check": _job_docs,
-    "bump": _job_bump,
-    "poll-builds": _job_poll,
-    "publish": _job_publish,
-    "flush-announcements": _job_flush,
-}
 
 
 # ---------------------------------------------------------------------------------------
@@ -331,7 +92,9 @@ def run_job(job_id: str, slot: str | None = None, ctx=None) -> str:
         result = f"error: {type(err).__name__}: {err}"
     st.finish_run(run_id, result)
     if spec.kind in ("bump", "publish"):
-        _dashboard().after_operation(ctx, job_id)
+        from release.dashboard.commands import after_operation
+
+        after_operation(ctx, job_id)
     return result
 
 
@@ -437,17 +200,6 @@ def list_jobs(ctx) -> list[dict]:
         ]
     finally:
         sched.shutdown(wait=False)
-
-
-# What each kind of job would do, as the command that previews it (`schedule run JOB --dry-run`).
-PREVIEWS = {
-    "bump": "torchbot release bump-pins --all --dry-run --diff  (then a build of what moved)",
-    "publish": "torchbot release publish --dry-run",
-    "docs-check": "torchbot release docs --check  (drift is posted to the announce channel)",
-    "poll-builds": "torchbot release status",
-    "dashboard-issue": "torchbot dashboard --issue --dry-run",
-    "flush-announcements": "(sends the pending release announcements; nothing to preview)",
-}
 
 
 def preview(ctx, job_id: str) -> dict:

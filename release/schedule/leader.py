@@ -21,8 +21,10 @@ from datetime import UTC
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from release.timetable import LEADER_KEY
+
 log = logging.getLogger("torchbot.schedule")
-KEY = "leader:scheduler"
+KEY = LEADER_KEY  # the claim (release.timetable: the dashboard reads who leads, never the schedule)
 
 
 class Leader:

@@ -12,13 +12,18 @@ through ``state_for``) bound a PostgreSQL connection (``connect_timeout``), each
 noticed by any of these; the chat front ends add a deadline of their own
 (``bot.frontends.store``).
 
-The package: ``tables`` (the rows), ``owners`` (who runs a build and whether it lives),
-``store`` (``State``, ``open_state``, ``state_for``), ``dashboard_issue`` (the dashboard issue's
-number and its actions claimed once). Import from ``release.state``.
-May import config only; every other package may import it (never the other way).
+The package: ``tables`` (the rows), ``record`` (the release record: one typed row per repository x
+branch x pin group, written by the stage that knows, read by every view; failed publishes),
+``owners`` (who runs a build and whether it lives), ``store`` (``State``, ``open_state``,
+``state_for``), ``dashboard_issue`` (the dashboard issue's number and its actions claimed once).
+Import from ``release.state``. May import config only; every other package may import it (never
+the other way).
 """
 
-from release.state import dashboard_issue  # noqa: F401  (its tables, before any engine creates them)
+from release.state import (
+    dashboard_issue,  # noqa: F401  (its tables, before any engine creates them)
+    record,  # noqa: F401  (its tables are created with the others)
+)
 from release.state.owners import RUNNING, owner_alive, owner_id, process_start
 from release.state.store import DEFAULT_TIMEOUT, State, open_state, state_for
 from release.state.tables import (
@@ -28,7 +33,6 @@ from release.state.tables import (
     Build,
     BuildLock,
     BuildRun,
-    BumpOutcome,
     Claim,
     Delivery,
     GithubRun,
@@ -40,7 +44,7 @@ from release.state.tables import (
     utcnow,
 )
 
-__all__ = ["ACTIVE", "DEFAULT_TIMEOUT", "RUNNING", "STATES", "Base", "Build", "BuildLock", "BuildRun", "BumpOutcome",
+__all__ = ["ACTIVE", "DEFAULT_TIMEOUT", "RUNNING", "STATES", "Base", "Build", "BuildLock", "BuildRun",
            "Claim", "Delivery", "GithubRun", "JobRun", "Outbox", "PendingPlan", "Publish", "Release", "State",
            "open_state",
            "owner_alive", "owner_id", "process_start", "state_for", "utcnow"]

@@ -25,7 +25,6 @@ from release.state.tables import (
     Base,
     Build,
     BuildRun,
-    BumpOutcome,
     Claim,
     Delivery,
     JobRun,
@@ -248,27 +247,6 @@ class State:
         with self.session() as s:
             s.execute(update(Outbox).where(Outbox.id == row_id, Outbox.claimed_by == owner)
                       .values(claimed_by=None, claim_until=None))
-    # -- bump outcomes (the weekly bump's, for the dashboard) ---------------------------
-
-    def record_bump_outcomes(self, repos: list[str], rows: list[dict]) -> None:
-        """Replace the outcomes of ``repos`` with ``rows`` (``PinOutcome.to_dict()`` plus ``pr_url``,
-        ``pr_number``, ``head``), in one transaction."""
-        keys = ("branch", "old_pin", "new_pin", "tracks", "reason", "delivery", "pr_url", "pr_number", "head")
-        with self.session() as s:
-            s.execute(delete(BumpOutcome).where(BumpOutcome.repo.in_(repos)))
-            for r in rows:
-                torch = r.get("torch") or {}
-                s.add(BumpOutcome(repo=r["repo"], grp=r.get("group") or "", kind=r.get("kind") or r["outcome"],
-                                  torch_old=torch.get("old"),
-                                  torch_new=torch.get("new"), **{k: r.get(k) for k in keys if r.get(k) is not None}))
-
-    def bump_outcomes(self, repo: str | None = None) -> list[BumpOutcome]:
-        with self.session() as s:
-            q = select(BumpOutcome).order_by(BumpOutcome.id)
-            if repo:
-                q = q.where(BumpOutcome.repo == repo)
-            return list(s.scalars(q))
-
     # -- Slack deliveries ---------------------------------------------------------------
 
     def claim_delivery(self, key: str, ttl_seconds: float) -> bool:

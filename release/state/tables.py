@@ -1,6 +1,6 @@
 """The state DB's tables (SQLAlchemy 2 models): builds and their runs and locks, the GitHub runs
 being followed, publishes, releases (Slack threads), the announcement outbox, job-run locks,
-pending chat plans, the Slack deliveries already answered and the outcomes of the last bumps.
+pending chat plans and the Slack deliveries already answered (the release record's rows: ``record``).
 May import nothing of torchbot."""
 
 from __future__ import annotations
@@ -267,28 +267,3 @@ class Delivery(Base):
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     seen: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     expires: Mapped[datetime] = mapped_column(DateTime, index=True)
-
-
-class BumpOutcome(Base):
-    """The last scheduled bump's outcome of one pin group of one branch (release.pins.sweep.PinOutcome):
-    a run replaces the rows of the repositories it went through. ``kind``: bumped | kept-promise |
-    current | held | skipped; ``pr_*``/``head``: the pull request it went out as."""
-
-    __tablename__ = "bump_outcomes"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    repo: Mapped[str] = mapped_column(String(500), index=True)
-    branch: Mapped[str] = mapped_column(String(200))
-    grp: Mapped[str] = mapped_column(String(200), default="")
-    kind: Mapped[str] = mapped_column(String(20))
-    old_pin: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    new_pin: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    tracks: Mapped[str] = mapped_column(String(200), default="")
-    torch_old: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    torch_new: Mapped[str | None] = mapped_column(String(40), nullable=True)
-    reason: Mapped[str] = mapped_column(Text, default="")
-    delivery: Mapped[str] = mapped_column(Text, default="")
-    pr_url: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    pr_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    head: Mapped[str | None] = mapped_column(String(300), nullable=True)
-    recorded: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -84,7 +84,7 @@ def test_the_page_shows_every_branch_with_its_grid_and_nothing_secret(served, wo
     for column in ("sm75", "sm90", "cpu", "darwin"):
         assert f"<small>{column}</small>" in html
     assert 'class="tile failed"' in html and 'class="tile built"' in html and 'class="tile running"' in html
-    assert "Needs a human (7)" in html and "aa11aa1</code> 213d" not in html  # ages run to today's date
+    assert "Needs a human (8)" in html and "aa11aa1</code> 213d" not in html  # ages run to today's date
     assert "ghp-test" not in html and "page-secret" not in html and "xoxb" not in html
 
 

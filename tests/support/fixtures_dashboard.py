@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.support.fakes_github import FakeGitHub
@@ -62,9 +62,11 @@ def _nixpkgs(nix: FakeNixpkgs) -> None:
     nix.channels["nixos-unstable"] = HEAD
 
 
-def _state(ctx, pt: RepoFixture) -> list[str]:
+def _state(ctx, pt: RepoFixture, gh=None) -> list[str]:
     """Builds in every state at the heads, a publish, and the bump outcomes. Returns main's failed."""
-    from release.state import Build, JobRun, Publish, state_for
+    from sqlalchemy import select
+
+    from release.state import Build, Publish, state_for
 
     st = state_for(ctx)
     main = pt.branches["main"].packages
@@ -74,21 +76,35 @@ def _state(ctx, pt: RepoFixture) -> list[str]:
     for pkg, state in zip(main, states, strict=False):
         rows.append(Build(package=pkg, branch="main", state=state, commit=pt.tip("main"), pin=PIN_MAIN))
     for pkg in multi[:3]:  # built, but at an older commit: not built at the head
-        rows.append(Build(package=pkg, branch=MULTI, state="succeeded", commit="0" * 40, pin=PIN_13_0))
+        rows.append(Build(package=pkg, branch=MULTI, state="succeeded", commit="e" * 40, pin=PIN_13_0))
     for pkg in multi[3:5]:
         rows.append(Build(package=pkg, branch=MULTI, state="succeeded", commit=pt.tip(MULTI), pin=PIN_13_0))
     for pkg, state in zip(pt.branches[PR_BRANCH].packages[:3], ["succeeded", "succeeded", "failed"], strict=False):
         rows.append(Build(package=pkg, branch=PR_HEAD, state=state, commit="9" * 40, pin=HEAD))
-    finished = NOW.replace(tzinfo=None) - timedelta(days=1)
     with st.session() as s:
         s.add_all(rows)
         s.flush()
         s.add(Publish(package=main[0], branch="main", pin=PIN_MAIN, build_id=rows[0].id))
-        for job, result in ((f"bump:{'main'}", f"error: {HELD}"),
-                            (f"bump:{MULTI}", f"{MULTI}: up to date ({PIN_13_1[:7]})"),
-                            (f"bump:{PR_BRANCH}", f"nixpkgs {HEAD[:7]} (nixos-unstable):")):
-            s.add(JobRun(job_id=job, slot="2026-03-01T06:00:00+00:00", owner="test", started=finished,
-                         finished=finished, result=result))
+    from config.outcomes import BumpKind, ReasonKind
+    from release.state.record import GroupOutcome, write_bump
+
+    pr = pr_sha = None
+    if gh is not None:
+        (pr,) = [x for x in gh.pulls.prs.values() if x["head"]["ref"] == PR_HEAD]
+        pr_sha = pr["head"]["sha"]
+        with st.session() as s:  # the PR's builds ran at its head
+            for b in s.scalars(select(Build).where(Build.branch == PR_HEAD)):
+                b.commit, b.branch = pr_sha, PR_BRANCH
+    write_bump(st, [
+        GroupOutcome(str(pt.path), "build-pytorch", "main", "CUDA 12.8, CPU, darwin", BumpKind.HELD,
+                     ReasonKind.BREAKS_PROMISE, HELD, PIN_MAIN, HEAD, "2.8.0", "2.9.1", "nixos-unstable"),
+        *[GroupOutcome(str(pt.path), "build-pytorch", MULTI, g, BumpKind.CURRENT, old_pin=p, target=p,
+                       tracks="nixos-unstable") for g, p in (("CUDA 13.0", PIN_13_0), ("CUDA 13.1", PIN_13_1),
+                                                             ("CUDA 12.9", PIN_12_X))],
+        GroupOutcome(str(pt.path), "build-pytorch", PR_BRANCH, "", BumpKind.BUMPED, old_pin=PIN_12_X, target=HEAD,
+                     tracks="nixos-unstable", delivery="pr" if pr else "", pr_number=pr and pr["number"],
+                     pr_url=pr and pr["html_url"], head_ref=PR_HEAD if pr else None, head_sha=pr_sha),
+    ])
     return [p for p, st_ in zip(main, states, strict=False) if st_ in ("failed", "interrupted")]
 
 
@@ -100,20 +116,27 @@ def companion_drift(tv: RepoFixture, branch: str = "pytorch-2.9") -> None:
     for f in sorted((tv.path / ".flox" / "pkgs").glob("*.nix")):
         f.write_text(f.read_text().replace(PIN_12_X, PIN_13_0))
     git(tv.path, "commit", "-qam", "pin off the pair")
+    git(tv.path, "push", "-q", "origin", branch)  # the remote has it (the dashboard reads the remote)
     git(tv.path, "checkout", "-q", "main")
 
 
 @contextlib.contextmanager
 def dashboard_world(tmp_path: Path, **over):
     from release.context import Context
+    from tests.support.fixtures_pins import git
 
     pt, tv = make_repos(tmp_path, stale_readme=True)
+    named = tmp_path / "github.com" / "acme" / "build-torchvision.git"  # its remote names its GitHub repository
+    named.parent.mkdir(parents=True)
+    git(tmp_path, "clone", "-q", "--bare", str(tv.origin), str(named))
+    git(tv.path, "remote", "set-url", "origin", str(named))
+    git(tv.path, "fetch", "-q", "origin")
     companion_drift(tv)
     with FakeNixpkgs() as nix, FakeGitHub(repo="acme/build-pytorch", upstream=nix.api_url) as gh:
         _nixpkgs(nix)
         gh.add_pull(PR_HEAD, PR_BRANCH)
         ctx = Context(settings(tmp_path, pt, tv, nix, gh, **over))
-        failed = _state(ctx, pt)
+        failed = _state(ctx, pt, gh)
         yield World(ctx, pt, tv, nix, gh, NOW, failed, tmp_path)
 
 

@@ -9,14 +9,65 @@ Each area registers its own subcommands: ``bot.frontends.cli.ask`` (ask, catalog
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
 from config.errors import TorchbotError
 
-REGISTRARS = ("bot.frontends.cli.ask", "release.cli", "release.schedule.cli", "bot.frontends.cli.serve",
-              "bot.frontends.cli.paths", "bot.frontends.cli.completion", "release.dashboard.cli")
+
+# Each area registers its own subcommands; imported plainly, inside these functions, so a quick
+# command (``ask``) imports only its own registrar.
+def _ask(sub) -> None:
+    from bot.frontends.cli import ask
+
+    ask.register(sub)
+
+
+def _release(sub) -> None:
+    from release.branches import cli as branches
+    from release.builds import cli as builds
+    from release.cli import register
+    from release.docs import cli as docs
+    from release.pins import cli as pins
+    from release.publishing import cli as publishing
+    from release.recipes import cli as recipes
+
+    verbs = register(sub)
+    for area in (recipes, pins, branches, docs, builds, publishing):
+        area.register(verbs)
+
+
+def _schedule(sub) -> None:
+    from release.schedule.cli import register
+
+    register(sub)
+
+
+def _serve(sub) -> None:
+    from bot.frontends.cli import serve
+
+    serve.register(sub)
+
+
+def _paths(sub) -> None:
+    from bot.frontends.cli import paths
+
+    paths.register(sub)
+
+
+def _completion(sub) -> None:
+    from bot.frontends.cli import completion
+
+    completion.register(sub)
+
+
+def _dashboard(sub) -> None:
+    from release.dashboard.cli import register
+
+    register(sub)
+
+
+REGISTRARS = (_ask, _release, _schedule, _serve, _paths, _completion, _dashboard)
 
 
 EXIT_CODES = """exit status:
@@ -84,7 +135,7 @@ class _Version(argparse.Action):
 
 
 # Commands whose registrar is imported alone when the command line names them (a quick `ask`).
-QUICK = {"ask": "bot.frontends.cli.ask", "catalog": "bot.frontends.cli.ask", "paths": "bot.frontends.cli.paths"}
+QUICK = {"ask": _ask, "catalog": _ask, "paths": _paths}
 ANSWER_ONLY = ("ask", "catalog")  # read-only: their start checks are the repositories and the cache
 
 EXAMPLES = """examples:
@@ -105,19 +156,13 @@ in the platform's data, state and cache directories, never the working directory
 `torchbot paths` prints where."""
 
 
-def build_parser(registrars: tuple[str, ...] = REGISTRARS) -> argparse.ArgumentParser:
+def build_parser(registrars: tuple = REGISTRARS) -> argparse.ArgumentParser:
     parser = _Parser(prog="torchbot", description=DESCRIPTION, epilog=EXAMPLES)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debugging detail to stderr")
     parser.add_argument("--version", action=_Version, help="print torchbot's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=_Parser)
-    for name in registrars:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name == name:  # area not present yet
-                continue
-            raise
-        module.register(sub)
+    for register in registrars:
+        register(sub)
     finish(parser)
     return parser
 

@@ -20,6 +20,7 @@ from bot.engine.answer import Answer
 from bot.frontends.chat import JobReply, PlanReply
 from bot.frontends.pending import DiffResult
 from bot.frontends.slack.text import escape, excerpt, quoted
+from config.policy import FAILED, bucket
 from release.dashboard.commands import DashboardResult
 
 MAX_TEXT = 2900  # a section's text limit is 3000 characters
@@ -114,7 +115,7 @@ def summary_of(result: Any) -> tuple[str, list[str]]:
         tally = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to do"
         failed = [f"{r['package']}: {r.get('state')}" + (f" ({r['message']})" if r.get("message") else "")
                   + (f" log: {r['log']}" if r.get("log") and r["log"] not in (r.get("message") or "") else "")
-                  for r in rows if r.get("state") in ("failed", "interrupted")]
+                  for r in rows if bucket(r.get("state")) == FAILED]
         return f"{data['action'].capitalize()}: {tally} ({len(rows)} variant(s)).", failed
     text = result.text()
     first = text.split("\n", 1)[0]

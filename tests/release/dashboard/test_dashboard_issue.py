@@ -93,12 +93,13 @@ def test_after_a_release_operation_the_outcomes_are_kept_and_the_issues_edited(t
 
     with dashboard_world(tmp_path) as w:
         from release.pins.sweep import PinOutcome
+        from release.pins.weekly import record
 
         held = PinOutcome(repo="build-pytorch", branch="main-staging", group="CUDA 12.8, CPU", kind="held",
                           tracks="nixos-unstable", torch_old="2.8.0", torch_new="2.9.1",
                           reason="no commit newer than the pin keeps PyTorch 2.8")
-        plan = SimpleNamespace(plans=[SimpleNamespace(repo_path=w.pt.path, outcomes=[held])])
-        after_operation(w.ctx, "/bump all", SimpleNamespace(plan=plan, delivered=[]), every_branch=True)
+        record([SimpleNamespace(repo_path=w.pt.path, outcomes=[held])], [], w.ctx.settings)  # the bump stage
+        after_operation(w.ctx, "/bump all")
         (number,) = [n for n, i in w.gh.issues.items() if i["repository_url"].endswith("/acme/build-pytorch")]
         body = w.gh.issues[number]["body"]
         assert "approve-bump:main-staging:CUDA-12.8-CPU" in body

@@ -73,7 +73,7 @@ def test_builds_per_platform_at_the_head_and_what_is_published(world):
     assert main["not built"] == main["total"] - 6
     assert sum(p["total"] for p in main["platforms"]) == main["total"]
     assert sorted(main["failed_packages"]) == sorted(world.failed)
-    assert _branch(d, "build-pytorch", "main")["published"] == {"packages": 1, "of": main["total"]}
+    assert _branch(d, "build-pytorch", "main")["published"] == {"packages": 1, "of": main["total"], "failed": []}
     multi = _branch(d, "build-pytorch", MULTI)["builds"]
     assert multi["built"] == 2  # three more were built at an older commit: not at the head
 
@@ -97,7 +97,7 @@ def test_needs_a_human_lists_held_failed_and_drift_with_their_actions(world):
     assert needs[0]["kind"] == "held" and needs[0]["action"]["command"] == f"bump main {HEAD} --pytorch 2.9.1"
     failed = next(n for n in needs if n["kind"] == "failed")
     assert failed["action"]["command"].split()[:2] == ["build", "main"]
-    assert {n["kind"] for n in needs} == {"held", "failed", "readme-drift", "companion-drift"}
+    assert {n["kind"] for n in needs} == {"held", "failed", "pr-failed", "readme-drift", "companion-drift"}
 
 
 def test_the_plain_text_table_says_what_the_model_says(world):
@@ -200,34 +200,44 @@ def test_the_cli_prints_the_json_of_the_configured_repositories(world, tmp_path)
 
 
 def test_recorded_per_group_outcomes_of_a_bump_of_every_branch_are_shown(world):
-    """The outcome objects of a bump of every branch (one per pin group), kept in the state DB,
-    give each group its own state; the latest bump of a repository replaces the one before."""
-    from release.dashboard.commands import record_bump
+    """The bump stage's outcome objects (one per pin group) kept in the release record give each group
+    its own state, its target revision and PyTorch as typed fields (no sentence read back); a later
+    bump of a branch replaces that branch's rows and leaves the other branches' alone."""
     from release.pins.sweep import PinOutcome
+    from release.pins.weekly import record
+    from release.state.record import rows
 
     def bump(*outcomes, delivered=()):
-        plan = SimpleNamespace(plans=[SimpleNamespace(repo_path=world.tv.path, outcomes=list(outcomes))])
-        return SimpleNamespace(plan=plan, delivered=list(delivered))
+        return [SimpleNamespace(repo_path=world.tv.path, outcomes=list(outcomes))], list(delivered)
 
     def outcome(group, kind, reason="", **kw):
         return PinOutcome(repo="build-torchvision", branch="pytorch-2.10", group=group, kind=kind,
                           old_pin=kw.get("old"), new_pin=kw.get("new"), tracks="nixos-unstable", torch_old="2.10.0",
-                          torch_new=kw.get("torch"), reason=reason, delivery=kw.get("delivery", ""))
+                          torch_new=kw.get("torch"), reason=reason, delivery=kw.get("delivery", ""),
+                          reason_kind=kw.get("why", ""), target=kw.get("new"),
+                          cuda=tuple(v.removeprefix("CUDA ") for v in group.split(", ") if v.startswith("CUDA ")))
 
-    assert record_bump(world.ctx, bump(outcome("CUDA 13.1", "current"))) == 1
+    from release.state import state_for
+
+    before = len(rows(state_for(world.ctx)))
+    record(*bump(outcome("CUDA 13.1", "current")), world.ctx.settings)
+    assert len(rows(state_for(world.ctx))) == before + 1
     pr = SimpleNamespace(repo=str(world.tv.path), branch="pytorch-2.10", head="bump/pytorch-2.10-222222222222",
-                         url="https://github.test/acme/build-torchvision/pull/9", number=9)
-    newer = bump(outcome("CUDA 13.1", "held", "nixpkgs ff66ff6 has torch 2.11.0; the branch promises 2.10.0",
-                         new=HEAD, torch="2.11.0"),
+                         url="https://github.test/acme/build-torchvision/pull/9", number=9, commit="2" * 40,
+                         how="pull request opened")
+    record(*bump(outcome("CUDA 13.1", "held", "the head has torch 2.11.0; the branch promises 2.10.0",
+                         new=HEAD, torch="2.11.0", why="breaks-promise"),
                  outcome("CUDA 13.0, CPU", "kept-promise", "moved to the newest commit that keeps torch 2.10.0",
-                         old=PIN_13_0, new="2" * 40, delivery="pull request opened"), delivered=[pr])
-    assert record_bump(world.ctx, newer) == 2
+                         old=PIN_13_0, new="2" * 40, delivery="pull request opened", why="promise-kept"),
+                 delivered=[pr]), world.ctx.settings)
+    assert len(rows(state_for(world.ctx))) == before + 2  # the branch's rows replaced, the others kept
     d = dashboard(world.ctx, now=world.now).to_dict()
     bump_ = _branch(d, "build-torchvision", "pytorch-2.10")["bump"]
     assert [(g["group"], g["state"]) for g in bump_["groups"]] == [("CUDA 13.1", "held"), ("CUDA 13.0, CPU", "bumped")]
     assert bump_["state"] == "held" and bump_["groups"][0]["pytorch"] == "2.11.0" and bump_["groups"][0]["rev"] == HEAD
-    assert "pull request opened" in bump_["groups"][1]["reason"]
+    assert bump_["groups"][0]["reason_kind"] == "breaks-promise"
     assert bump_["pull_request"]["url"].endswith("/pull/9")  # the PR the bump went out as (no GitHub list for it)
+    assert bump_["pull_request"]["state"] == "open" and bump_["pull_request"]["sha"] == "2" * 40
     needs = [n for n in d["needs_a_human"] if n["branch"] == "pytorch-2.10" and n["kind"] == "held"]
     assert needs and needs[0]["action"]["command"] == f"bump pytorch-2.10 {HEAD} --pytorch 2.11.0 --cuda 13.1"
     assert needs[0]["action"]["key"].startswith("approve-bump:pytorch-2.10:CUDA-13.1:")

@@ -241,3 +241,18 @@ def test_in_chat_the_plan_says_the_version_change_first_and_a_confirm_applies_it
     chat.confirm(plan.pending.id, "UADMIN").wait(120)
     load_catalog.cache_clear()
     assert read_repository(repo.path, load_catalog()).branches[B].branch.pytorch == "2.10.0"
+
+
+def test_a_deliberate_move_is_kept_in_the_release_record_as_the_bump_stage_wrote_it(repo, capsys):
+    """The bump stage is the one writer of bump outcomes, whichever pipeline ran: a ``--pytorch``
+    move (what a dashboard Approve runs) writes its group's row, typed: target, PyTorch, kind."""
+    from config.settings import Settings
+    from release.state import open_state
+    from release.state.record import rows
+
+    rc, _out, err = bump(capsys, B, "--rev", PIN_291, "--pytorch", "2.9.1")
+    assert rc == 0, err
+    (row,) = [r for r in rows(open_state(Settings().state_db), repo.path) if r.branch == B]
+    assert (row.bump_kind, row.reason_kind, row.target, row.pytorch, row.torch_old) == (
+        "bumped", "moved-by-hand", PIN_291, "2.9.1", "2.8.0")
+    assert row.delivery == "local" and row.commit == git(repo.path, "rev-parse", B).strip() and row.cuda == "12.9"

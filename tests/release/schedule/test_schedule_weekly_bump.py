@@ -37,12 +37,16 @@ def test_the_weekly_job_bumps_every_branch_as_pull_requests_and_updates_them(tmp
         assert {p["ref"] for _, p in gh.dispatches} == heads
         assert all(p["inputs"]["publish"] == "false" for _, p in gh.dispatches)  # and never published from there
         from release.state import state_for
+        from release.state.record import rows as record_rows
 
-        rows = state_for(ctx).bump_outcomes(str(pt))  # what the dashboard reads
-        assert len(rows) == 7 and {r.kind for r in rows} == {"bumped", "kept-promise", "skipped"}
+        rows = record_rows(state_for(ctx), pt)  # the release record the bump stage wrote, which the views read
+        assert len(rows) == 7 and {r.bump_kind for r in rows} == {"bumped", "kept-promise", "skipped"}
         main = next(r for r in rows if r.branch == "main")
-        assert main.kind == "kept-promise" and main.new_pin == W.K28
-        assert main.pr_url and main.head == "bump/main-1128112"
+        assert (main.bump_kind, main.reason_kind, main.target, main.pytorch) == ("kept-promise", "promise-kept",
+                                                                                 W.K28, "2.8.0")
+        assert main.pr_url and main.head_ref == "bump/main-1128112" and main.pr_state == "open"
+        (main_pr,) = [p for p in gh.pulls.prs.values() if p["base"]["ref"] == "main"]
+        assert (main.pr_number, main.head_sha) == (main_pr["number"], main_pr["head"]["sha"])
         numbers = sorted(gh.pulls.prs)
 
         nix.add_commit("beef" * 10, "git: 2.50 -> 2.51")
