@@ -94,4 +94,8 @@ def _carried_status(ctx, bp) -> list[dict]:
     from release.adapters.github import Actions
     from release.builds import pr_status
 
-    return pr_status.report_head(ctx, Actions(ctx.settings), bp.branch, bp.ref, bp.commit)
+    gh = Actions(ctx.settings, repo=bp.github)
+    try:
+        return pr_status.report_head(ctx, gh, bp.branch, bp.ref, bp.commit)
+    finally:
+        gh.close()

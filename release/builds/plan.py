@@ -83,6 +83,7 @@ class BuildPlan:
     # package -> the earlier head of the same bump PR whose success it carries: unchanged since (changed-only),
     # counted as built at ``commit`` by the PR's status, not built again
     carried: dict[str, str] = field(default_factory=dict)
+    github: str | None = None  # the GitHub repository (owner/name) of a companion repository; None: the first's
 
     @property
     def ref(self) -> str:

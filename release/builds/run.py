@@ -79,6 +79,7 @@ def prepare(
     from release.state import state_for
 
     path = repo_path(ctx, repo)
+    github = companion_github(ctx, path, backend)
     if backend == "github":
         commit = github_commit(path, branch, head, ctx.settings.repo_remote)
     elif head:
@@ -109,10 +110,11 @@ def prepare(
     texts = {p: texts_by_blob.get(recipes[p], "") for p in recipes}
     last, rule, successes = None, None, {}
     if changed_only:
-        successes = st.last_success(branch)
-        last, rule = changed_since_success(path, commit, recipes, successes, selected)
+        successes = st.last_success(branch, github)
+        last, rule = changed_since_success(path, commit, recipes, successes, selected,
+                                           cache=ctx.settings.build_cache)
     items, unchanged = plan_items(recipes, texts, selected, last_success_blobs=last)
-    carried = _carried(st, branch, head, commit, unchanged, successes) if backend == "github" else {}
+    carried = _carried(st, branch, head, commit, unchanged, successes, github) if backend == "github" else {}
     fallback_pin = _catalog_pin(ctx, branch)
     if fallback_pin:
         items = [i if i.pin else BuildItem(i.package, i.blob, fallback_pin, i.after) for i in items]
@@ -129,7 +131,7 @@ def prepare(
         items, held = hold_back(items, _held(st, branch))
         skipped += held
     plan = BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule, order=order,
-                     head=head if head and head != branch else None,
+                     head=head if head and head != branch else None, github=github,
                      cache=checked_cache(ctx.settings) if backend == "github" and items else None)
     plan.carried = carried
     if backend == "github":
@@ -137,8 +139,8 @@ def prepare(
     return plan
 
 
-def _carried(st, branch: str, head: str | None, commit: str, unchanged: list[str], successes: dict
-             ) -> dict[str, str]:
+def _carried(st, branch: str, head: str | None, commit: str, unchanged: list[str], successes: dict,
+             github: str | None = None) -> dict[str, str]:
     """package -> the earlier head of the bump PR ``head`` whose success it carries: the
     unchanged variants whose last success was at an earlier head of the same pull request (a
     rebase, a comment-only commit). Counted as built at ``commit`` by the PR's status."""
@@ -146,9 +148,36 @@ def _carried(st, branch: str, head: str | None, commit: str, unchanged: list[str
 
     if not head or head == branch or not unchanged:
         return {}
-    earlier = carried.earlier_successes(st, branch, head, commit)
+    earlier = carried.earlier_successes(st, branch, head, commit, github)
     return {p: earlier[p] for p in unchanged
             if p in earlier and p in successes and successes[p].commit == earlier[p]}
+
+
+def companion_github(ctx, path: Path, backend: str) -> str | None:
+    """The GitHub repository a build of ``path`` is recorded under and dispatched to: None for the
+    first configured repository (TORCHBOT_GITHUB_REPO), else what its remote names on github.com
+    (a companion build-torchvision, whose package names build-pytorch's ``main`` shares). The
+    github backend refuses, in one line, a companion with no GitHub repository."""
+    from config.policy import github_name
+    from release.adapters.remote import remote_url
+
+    first = ctx.settings.repo_paths[0] if ctx.settings.repo_paths else ctx.settings.repo_path
+    if first is None or _same_path(path, first):
+        return None
+    name = github_name(ctx.settings, first=False, remote_url=remote_url(path, ctx.settings.repo_remote))
+    if name and name.lower() == (ctx.settings.github_repo or "").lower():
+        return None
+    if name is None and backend == "github":
+        raise UsageError(f"{path.name} has no GitHub repository (its remote '{ctx.settings.repo_remote}' is not "
+                         "on github.com), so GitHub cannot build it: build it locally (--backend local).")
+    return name
+
+
+def _same_path(a: Path, b) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
 
 
 def build_seconds(st, packages: list[str]) -> dict[str, float]:
@@ -168,14 +197,14 @@ def build_seconds(st, packages: list[str]) -> dict[str, float]:
     return out
 
 
-def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str]
-                          ) -> tuple[dict[str, str], str]:
+def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str],
+                          cache: str | None = None) -> tuple[dict[str, str], str]:
     """What ``plan_items`` compares (package -> the blob it counts as last built: the current one
     when the variant did not change, by ``release.builds.changes``), and the rule that decided."""
     from release.builds.changes import Last, compare
 
     prior = {p: Last(b.commit, b.recipe_blob) for p, b in last.items() if p in selected and p in recipes}
-    found = compare(path, commit, prior)
+    found = compare(path, commit, prior, cache=cache)
     return {p: recipes[p] if p in found.same else "" for p in prior}, found.rule
 
 

@@ -31,13 +31,15 @@ class CarriedBuild(Base):
     at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
-def earlier_successes(state, branch: str, ref: str, commit: str) -> dict[str, str]:
+def earlier_successes(state, branch: str, ref: str, commit: str, repo: str | None = None) -> dict[str, str]:
     """package -> the commit of its last success at an earlier head of ``ref`` (a PR's head
-    branch, GitHub runs from it), other than ``commit``."""
+    branch, GitHub runs from it), other than ``commit``; ``repo``: a companion's GitHub
+    repository (None: TORCHBOT_GITHUB_REPO's builds, which hold no repository)."""
+    where = Build.repo.is_(None) if repo is None else Build.repo == repo
     with state.session() as s:
         rows = s.execute(select(Build.package, Build.commit).join(GithubRun, GithubRun.request_id == Build.run_key)
                          .where(Build.branch == branch, Build.state == "succeeded", Build.backend == "github",
-                                GithubRun.ref == ref, Build.commit.is_not(None), Build.commit != commit)
+                                GithubRun.ref == ref, Build.commit.is_not(None), Build.commit != commit, where)
                          .order_by(Build.id)).all()
     return dict(rows)
 
