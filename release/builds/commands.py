@@ -96,6 +96,6 @@ def _carried_status(ctx, bp) -> list[dict]:
 
     gh = Actions(ctx.settings, repo=bp.github)
     try:
-        return pr_status.report_head(ctx, gh, bp.branch, bp.ref, bp.commit)
+        return pr_status.report_head(ctx, gh, bp.branch, bp.ref, bp.commit, bp.github)
     finally:
         gh.close()

@@ -73,15 +73,15 @@ def report(ctx, gh, keys: list[str] | None) -> list[dict]:
         for r in runs:
             row = s.query(Build).filter(Build.run_key == r.request_id).first()
             if row is not None and row.commit:
-                heads.setdefault(row.commit, (r.branch, r.ref, r.html_url))
+                heads.setdefault(row.commit, (r.branch, r.ref, r.html_url, getattr(r, "repo", None)))
     return _post(ctx, gh, heads)
 
 
-def report_head(ctx, gh, branch: str, ref: str, sha: str) -> list[dict]:
+def report_head(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = None) -> list[dict]:
     """Post the status of the pull-request head ``ref`` at ``sha`` though no run was dispatched
     for it (every variant unchanged since an earlier head of the PR: ``release.state.carried``),
     and automerge it as :func:`report` would."""
-    return _post(ctx, gh, {sha: (branch, ref, None)})
+    return _post(ctx, gh, {sha: (branch, ref, None, repo)})
 
 
 def _states(ctx, sha: str, branch: str) -> tuple[list[str], dict[str, str]]:
@@ -101,7 +101,7 @@ def _states(ctx, sha: str, branch: str) -> tuple[list[str], dict[str, str]]:
 
 def _post(ctx, gh, heads: dict[str, tuple]) -> list[dict]:
     out = []
-    for sha, (branch, ref, url) in heads.items():
+    for sha, (branch, ref, url, repo) in heads.items():
         states, kept = _states(ctx, sha, branch)
         if not states:
             continue
@@ -116,16 +116,19 @@ def _post(ctx, gh, heads: dict[str, tuple]) -> list[dict]:
             continue
         with _lock:
             _posted[sha] = (f"{state} {text}", now)
-        merged = automerge(ctx, gh, branch, ref, sha) if state == "success" else None
+        merged = automerge(ctx, gh, branch, ref, sha, repo) if state == "success" else None
         out.append({"sha": sha, "ref": ref, "state": state, "description": text, "merged": merged})
     return out
 
 
-def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
+def automerge(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = None) -> str | None:
     """Merge the bump PR ``ref`` -> ``branch`` at ``sha`` when TORCHBOT_BUMP_AUTOMERGE is on;
-    the merge commit, or None (off, not a bump branch, no open PR, its head moved, refused)."""
+    the merge commit, or None (off, not a bump branch, no open PR, its head moved, refused).
+    ``repo``: a companion's GitHub repository (None: TORCHBOT_GITHUB_REPO's); the record's rows
+    of that repository's clone are the ones it changes."""
     if not ctx.settings.bump_automerge or not is_bump_head(ref):
         return None
+    path = _path_of(ctx, repo)
     pr = None
     try:
         pr = gh.find_pull(ref, branch)
@@ -136,27 +139,48 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
     except ExternalError as err:
         log.warning("automerge of %s into %s: %s", ref, branch, err)
         if getattr(err, "status", None) in (405, 409, 422) and pr is not None:  # GitHub will not merge it
-            if _in_conflict(ctx, branch, sha):  # a conflict, not a review missing: the record says so
-                _conflict(ctx, branch, int(pr["number"]), sha)
-            _refused(ctx, gh, branch, int(pr["number"]), ref, sha, err.message)
+            if _in_conflict(ctx, path, branch, sha):  # a conflict, not a review missing: the record says so
+                _conflict(ctx, path, branch, int(pr["number"]), sha)
+            _refused(ctx, gh, path, branch, int(pr["number"]), ref, sha, err.message)
         return None
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
-    _merged(ctx, branch, int(pr["number"]), sha, merged.get("sha"))
+    _merged(ctx, path, branch, int(pr["number"]), sha, merged.get("sha"))
     return merged.get("sha")
 
 
-def _in_conflict(ctx, branch: str, sha: str) -> bool:
+def _path_of(ctx, repo: str | None) -> str | None:
+    """The clone of GitHub repository ``repo`` among the configured ones (None: the first)."""
+    from pathlib import Path
+
+    from config.policy import github_name
+    from release.adapters.remote import remote_url
+
+    repos = ctx.settings.repositories()
+    if not repos:
+        return None
+    if repo is None:
+        return str(repos[0])
+    for p in repos[1:]:
+        try:
+            name = github_name(ctx.settings, first=False, remote_url=remote_url(Path(p), ctx.settings.repo_remote))
+        except ExternalError:
+            continue
+        if name and name.lower() == repo.lower():
+            return str(p)
+    return None
+
+
+def _in_conflict(ctx, path: str | None, branch: str, sha: str) -> bool:
     """Whether the PR's head ``sha`` conflicts with ``branch`` on the remote (git's merge-tree in
-    the configured repository), rather than waiting for a review."""
+    the repository's clone), rather than waiting for a review."""
     from pathlib import Path
 
     from release.adapters.remote import conflicts
 
-    repos = ctx.settings.repositories()
-    return bool(repos) and conflicts(Path(repos[0]), ctx.settings.repo_remote, branch, sha) is True
+    return path is not None and conflicts(Path(path), ctx.settings.repo_remote, branch, sha) is True
 
 
-def _conflict(ctx, branch: str, number: int, head: str) -> None:
+def _conflict(ctx, path: str | None, branch: str, number: int, head: str) -> None:
     """A bump pull request GitHub will not merge, in the release record (it needs a person)."""
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -165,13 +189,15 @@ def _conflict(ctx, branch: str, number: int, head: str) -> None:
     from release.state import state_for
     from release.state.record import set_pr_state
 
+    if path is None:
+        return
     try:
-        set_pr_state(state_for(ctx), ctx.settings.repo_path, branch, number, PrState.CONFLICT, head_sha=head)
+        set_pr_state(state_for(ctx), path, branch, number, PrState.CONFLICT, head_sha=head)
     except (TorchbotError, SQLAlchemyError) as err:
         log.warning("the conflict of #%s not kept: %s", number, getattr(err, "message", err))
 
 
-def _merged(ctx, branch: str, number: int, head: str, merge: str | None) -> None:
+def _merged(ctx, path: str | None, branch: str, number: int, head: str, merge: str | None) -> None:
     """What the merge changed, kept where the views read it: the pull request merged in the release
     record, and the clone's ``<remote>/<branch>`` at the merge commit (the remote's truth, without
     waiting for the next fetch). Best effort: the merge is done."""
@@ -186,15 +212,17 @@ def _merged(ctx, branch: str, number: int, head: str, merge: str | None) -> None
     from release.state.record import set_pr_state
 
     s = ctx.settings
+    if path is None:
+        return
     try:
-        set_pr_state(state_for(ctx), s.repo_path, branch, number, PrState.MERGED, head_sha=head)
-        if merge and s.repo_path is not None:
-            track_remote_branch(Path(s.repo_path), s.repo_remote, branch)
+        set_pr_state(state_for(ctx), path, branch, number, PrState.MERGED, head_sha=head)
+        if merge:
+            track_remote_branch(Path(path), s.repo_remote, branch)
     except (TorchbotError, SQLAlchemyError) as err:
         log.warning("after merging into %s: %s", branch, getattr(err, "message", err))
 
 
-def _refused(ctx, gh, branch: str, number: int, ref: str, sha: str, said: str) -> None:
+def _refused(ctx, gh, path: str | None, branch: str, number: int, ref: str, sha: str, said: str) -> None:
     """GitHub refused the automerge (a conflict, a review missing): kept in the state
     (release.state.decisions ``merge-refused``, which the dashboard lists) and said once on the PR
     and as its ``torchbot/automerge`` status, so the PR does not just show "success"."""
@@ -202,8 +230,7 @@ def _refused(ctx, gh, branch: str, number: int, ref: str, sha: str, said: str) -
 
     from release.state import decisions, state_for
 
-    repos = ctx.settings.repositories()
-    name = Path(repos[0]).name if repos else ""
+    name = Path(path).name if path else ""
     row = decisions.record(state_for(ctx), name, branch, "merge-refused", number=number, head=sha, note=said)
     if not decisions.mark_said(state_for(ctx), row.id):
         return
