@@ -204,6 +204,8 @@ class Chat:
                 return MessageResult(HELP)
             if name in PLANNERS:
                 return self._plan(name, args, user, channel)
+            if name == "bump-pause":
+                return self._pause(args, user, channel)
             return MessageResult(f"Unknown command /{name}. {SHORT_HELP}", ok=False)
         except TorchbotError as err:
             return MessageResult(err.message, ok=False)
@@ -363,6 +365,30 @@ class Chat:
             raise PermissionDenied(f"/{name} changes the repository; only admins may run it.{self.admin_hint}")
         if s.allowed_channels and channel not in s.allowed_channels and channel != APP_HOME:
             raise PermissionDenied(f"/{name} is not allowed in this channel.")
+
+    def _pause(self, args: list[str], user: str, channel: str):
+        """``/bump-pause BRANCH [--resume | --recreate HEAD]`` (the dashboard's Recreate button):
+        admins only, as ``torchbot release bump-pause`` does; a decision kept in the state DB,
+        undone by the opposite one, so no plan to confirm."""
+        from release.pins.commands import pause_bumps
+
+        try:
+            self._authorize(user, channel, "bump-pause")
+        except PermissionDenied:
+            self._audit(user, channel, f"refused /bump-pause {' '.join(args)}")
+            raise
+        usage = "Usage: /bump-pause <branch> [--resume | --recreate <closed PR's head branch>]"
+        if not args or args[0].startswith("-"):
+            raise UsageError(usage)
+        recreate = None
+        if "--recreate" in args:
+            i = args.index("--recreate")
+            if i + 1 >= len(args):
+                raise UsageError(usage)
+            recreate = args[i + 1]
+        result = pause_bumps(self.ctx, args[0], resume="--resume" in args, recreate=recreate, by=user)
+        self._audit(user, channel, f"/bump-pause {' '.join(args)}")
+        return result
 
     def _make_plan(self, name: str, args: list[str]):
         planner = PLANNERS[name]

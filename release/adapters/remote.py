@@ -11,6 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from config.errors import ExternalError
 from release.adapters.git import run_git
 
 _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*(/[A-Za-z0-9][A-Za-z0-9._+-]*)*$")
@@ -52,6 +53,23 @@ def is_ancestor(repo: Path, older: str, newer: str) -> bool:
     proc = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", older, newer],
                           check=False, capture_output=True)
     return proc.returncode == 0
+
+
+def conflicts(repo: Path, remote: str, branch: str, sha: str) -> bool | None:
+    """Whether ``sha`` no longer merges into ``remote``'s ``branch`` as it is now (a conflict),
+    by ``git merge-tree``; None when git cannot say (the remote unread, the commit missing)."""
+    try:
+        base = remote_head(repo, remote, branch)
+        if base is None:
+            return None
+        fetch_commit(repo, remote, branch, base)
+    except ExternalError:
+        return None
+    if not has_commit(repo, sha):
+        return None
+    proc = subprocess.run(["git", "-C", str(repo), "merge-tree", "--write-tree", base, sha],
+                          check=False, capture_output=True)
+    return {0: False, 1: True}.get(proc.returncode)
 
 
 def local_commit(repo: Path, branch: str) -> str | None:

@@ -73,8 +73,29 @@ def plan_build(ctx, branch: str, glob: str | list[str] | None = None, *, repo=No
                         backend=backend or "local", head=head)
 
     def apply(progress=None, notice=None) -> BuildsResult:
+        if bp.carried:  # unchanged since an earlier head of the same PR: counted as built at this one
+            from release.state import carried, state_for
+
+            carried.record(state_for(ctx), bp.branch, bp.ref, bp.commit, bp.carried, bp.rule or "")
         if not bp.items and not bp.skipped:
-            return BuildsResult("build", [], {"message": "Nothing to build: every selected variant is unchanged."})
-        return BuildsResult("build", builds.build(ctx, bp, jobs, progress=progress, notice=notice))
+            extra = {"message": "Nothing to build: every selected variant is unchanged."}
+            if bp.carried:
+                extra["status"] = _carried_status(ctx, bp)
+            return BuildsResult("build", [], extra)
+        rows = builds.build(ctx, bp, jobs, progress=progress, notice=notice)
+        return BuildsResult("build", rows, {"status": _carried_status(ctx, bp)} if bp.carried and not bp.items else {})
 
     return Plan("build", bp.to_dict(), bp.text(), apply)
+
+
+def _carried_status(ctx, bp) -> list[dict]:
+    """Nothing dispatched at a bump PR's head, every variant carried from an earlier head: its
+    status posted (and automerge tried) now, as a dispatching run would have."""
+    from release.adapters.github import Actions
+    from release.builds import pr_status
+
+    gh = Actions(ctx.settings, repo=bp.github)
+    try:
+        return pr_status.report_head(ctx, gh, bp.branch, bp.ref, bp.commit, bp.github)
+    finally:
+        gh.close()

@@ -80,6 +80,9 @@ class BuildPlan:
     rule: str | None = None  # which rule decided what changed (--changed-only): derivation or syntax, and why
     order: str | None = None  # how the items are ordered (longest first from history), when not by name
     adopted: dict[str, str] = field(default_factory=dict)  # package -> the GitHub run (request id) already building it
+    # package -> the earlier head of the same bump PR whose success it carries: unchanged since (changed-only),
+    # counted as built at ``commit`` by the PR's status, not built again
+    carried: dict[str, str] = field(default_factory=dict)
     github: str | None = None  # the GitHub repository (owner/name) of a companion repository; None: the first's
 
     @property
@@ -110,6 +113,7 @@ class BuildPlan:
             **({"publish_only": True} if self.publish_only else {}),
             **({"rule": self.rule} if self.rule else {}),
             **({"order": self.order} if self.order else {}),
+            **({"carried": dict(self.carried)} if self.carried else {}),
         }
 
     @property
@@ -161,6 +165,10 @@ class BuildPlan:
             lines.append(f"  skipped {s.package}: {s.reason}")
         if self.unchanged:
             lines.append(f"{len(self.unchanged)} unchanged since their last successful build: skipped.")
+        if self.carried:
+            lines.append(f"{len(self.carried)} of them unchanged since a success at an earlier head of this pull "
+                         f"request ({', '.join(sorted({c[:12] for c in self.carried.values()}))}): counted as "
+                         f"built at {self.commit[:12]}.")
         return "\n".join(lines)
 
 

@@ -8,7 +8,10 @@ build of each variant at that commit, across every run dispatched for it. It is 
 it changes, a ``pending`` one at most every :data:`MIN_SECONDS` per commit (a 237-variant
 build moves many times a minute), the final one (success or failure) always. Automerge merges
 only a ``bump/`` branch, only while its head is still the commit that was built (GitHub's
-``sha`` check), with the merge method ``merge``; what merges is then published from the
+``sha`` check), with the merge method ``merge``. A variant the changed-only rule finds unchanged
+since its success at an earlier head of the same PR (a rebase, a maintainer's comment-only
+commit) counts as built at the new head (``release.state.carried``), and the description says
+so ("131/131 built (131 unchanged since 1a2b3c4d5e6f)"); what merges is then published from the
 branch (``release.publishing``) without being built again.
 
 May import: config, release.state, release.adapters.
@@ -31,11 +34,15 @@ _posted: dict[str, tuple[str, float]] = {}  # commit -> (state and description p
 _lock = threading.Lock()
 
 
-def summary(states: list[str]) -> tuple[str, str]:
-    """(GitHub status state, description) of the builds' states (pure)."""
+def summary(states: list[str], carried: dict[str, str] | None = None) -> tuple[str, str]:
+    """(GitHub status state, description) of the builds' states (pure). ``carried`` (package ->
+    earlier head) are counted as built, and said: "(N unchanged since <earlier head>)"."""
     counts = Counter(states)
     failed = sum(1 for s in states if bucket(s) == FAILED)
     text = f"{counts['succeeded']}/{len(states)} built" + (f", {failed} failed" if failed else "")
+    if carried:
+        since = sorted({c[:12] for c in carried.values()})
+        text += f" ({len(carried)} unchanged since {since[0] if len(since) == 1 else 'an earlier head'})"
     if counts["queued"] or counts["running"]:
         return "pending", text + (f", {counts['running']} running" if counts["running"] else "")
     return ("failure" if failed else "success"), text
@@ -66,17 +73,39 @@ def report(ctx, gh, keys: list[str] | None) -> list[dict]:
         for r in runs:
             row = s.query(Build).filter(Build.run_key == r.request_id).first()
             if row is not None and row.commit:
-                heads.setdefault(row.commit, (r.branch, r.ref, r.html_url))
-        states: dict[str, list[str]] = {}
-        for sha, (branch, _, _) in heads.items():
-            latest: dict[str, str] = {}
-            for b in s.query(Build).filter(Build.commit == sha, Build.branch == branch,
-                                           Build.backend == "github").order_by(Build.id):
-                latest[b.package] = b.state
-            states[sha] = list(latest.values())
+                heads.setdefault(row.commit, (r.branch, r.ref, r.html_url, getattr(r, "repo", None)))
+    return _post(ctx, gh, heads)
+
+
+def report_head(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = None) -> list[dict]:
+    """Post the status of the pull-request head ``ref`` at ``sha`` though no run was dispatched
+    for it (every variant unchanged since an earlier head of the PR: ``release.state.carried``),
+    and automerge it as :func:`report` would."""
+    return _post(ctx, gh, {sha: (branch, ref, None, repo)})
+
+
+def _states(ctx, sha: str, branch: str) -> tuple[list[str], dict[str, str]]:
+    """The latest build state of each variant at ``sha``, with the variants carried there (counted
+    as succeeded), and the carried ones (package -> earlier head)."""
+    from release.state import Build, carried, state_for
+
+    st = state_for(ctx)
+    latest: dict[str, str] = {}
+    with st.session() as s:
+        for b in s.query(Build).filter(Build.commit == sha, Build.branch == branch,
+                                       Build.backend == "github").order_by(Build.id):
+            latest[b.package] = b.state
+    kept = {p: c for p, c in carried.at(st, branch, sha).items() if p not in latest}
+    return list(latest.values()) + ["succeeded"] * len(kept), kept
+
+
+def _post(ctx, gh, heads: dict[str, tuple]) -> list[dict]:
     out = []
-    for sha, (branch, ref, url) in heads.items():
-        state, text = summary(states[sha])
+    for sha, (branch, ref, url, repo) in heads.items():
+        states, kept = _states(ctx, sha, branch)
+        if not states:
+            continue
+        state, text = summary(states, kept)
         now = time.monotonic()
         if not due(sha, state, text, now):
             continue
@@ -87,16 +116,19 @@ def report(ctx, gh, keys: list[str] | None) -> list[dict]:
             continue
         with _lock:
             _posted[sha] = (f"{state} {text}", now)
-        merged = automerge(ctx, gh, branch, ref, sha) if state == "success" else None
+        merged = automerge(ctx, gh, branch, ref, sha, repo) if state == "success" else None
         out.append({"sha": sha, "ref": ref, "state": state, "description": text, "merged": merged})
     return out
 
 
-def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
+def automerge(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = None) -> str | None:
     """Merge the bump PR ``ref`` -> ``branch`` at ``sha`` when TORCHBOT_BUMP_AUTOMERGE is on;
-    the merge commit, or None (off, not a bump branch, no open PR, its head moved, refused)."""
+    the merge commit, or None (off, not a bump branch, no open PR, its head moved, refused).
+    ``repo``: a companion's GitHub repository (None: TORCHBOT_GITHUB_REPO's); the record's rows
+    of that repository's clone are the ones it changes."""
     if not ctx.settings.bump_automerge or not is_bump_head(ref):
         return None
+    path = _path_of(ctx, repo)
     pr = None
     try:
         pr = gh.find_pull(ref, branch)
@@ -107,15 +139,48 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str) -> str | None:
     except ExternalError as err:
         log.warning("automerge of %s into %s: %s", ref, branch, err)
         if getattr(err, "status", None) in (405, 409, 422) and pr is not None:  # GitHub will not merge it
-            _conflict(ctx, branch, int(pr["number"]), sha)
-            _refused(ctx, gh, branch, int(pr["number"]), ref, sha, err.message)
+            if _in_conflict(ctx, path, branch, sha):  # a conflict, not a review missing: the record says so
+                _conflict(ctx, path, branch, int(pr["number"]), sha)
+            _refused(ctx, gh, path, branch, int(pr["number"]), ref, sha, err.message)
         return None
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
-    _merged(ctx, branch, int(pr["number"]), sha, merged.get("sha"))
+    _merged(ctx, path, branch, int(pr["number"]), sha, merged.get("sha"))
     return merged.get("sha")
 
 
-def _conflict(ctx, branch: str, number: int, head: str) -> None:
+def _path_of(ctx, repo: str | None) -> str | None:
+    """The clone of GitHub repository ``repo`` among the configured ones (None: the first)."""
+    from pathlib import Path
+
+    from config.policy import github_name
+    from release.adapters.remote import remote_url
+
+    repos = ctx.settings.repositories()
+    if not repos:
+        return None
+    if repo is None:
+        return str(repos[0])
+    for p in repos[1:]:
+        try:
+            name = github_name(ctx.settings, first=False, remote_url=remote_url(Path(p), ctx.settings.repo_remote))
+        except ExternalError:
+            continue
+        if name and name.lower() == repo.lower():
+            return str(p)
+    return None
+
+
+def _in_conflict(ctx, path: str | None, branch: str, sha: str) -> bool:
+    """Whether the PR's head ``sha`` conflicts with ``branch`` on the remote (git's merge-tree in
+    the repository's clone), rather than waiting for a review."""
+    from pathlib import Path
+
+    from release.adapters.remote import conflicts
+
+    return path is not None and conflicts(Path(path), ctx.settings.repo_remote, branch, sha) is True
+
+
+def _conflict(ctx, path: str | None, branch: str, number: int, head: str) -> None:
     """A bump pull request GitHub will not merge, in the release record (it needs a person)."""
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -124,13 +189,15 @@ def _conflict(ctx, branch: str, number: int, head: str) -> None:
     from release.state import state_for
     from release.state.record import set_pr_state
 
+    if path is None:
+        return
     try:
-        set_pr_state(state_for(ctx), ctx.settings.repo_path, branch, number, PrState.CONFLICT, head_sha=head)
+        set_pr_state(state_for(ctx), path, branch, number, PrState.CONFLICT, head_sha=head)
     except (TorchbotError, SQLAlchemyError) as err:
         log.warning("the conflict of #%s not kept: %s", number, getattr(err, "message", err))
 
 
-def _merged(ctx, branch: str, number: int, head: str, merge: str | None) -> None:
+def _merged(ctx, path: str | None, branch: str, number: int, head: str, merge: str | None) -> None:
     """What the merge changed, kept where the views read it: the pull request merged in the release
     record, and the clone's ``<remote>/<branch>`` at the merge commit (the remote's truth, without
     waiting for the next fetch). Best effort: the merge is done."""
@@ -145,15 +212,17 @@ def _merged(ctx, branch: str, number: int, head: str, merge: str | None) -> None
     from release.state.record import set_pr_state
 
     s = ctx.settings
+    if path is None:
+        return
     try:
-        set_pr_state(state_for(ctx), s.repo_path, branch, number, PrState.MERGED, head_sha=head)
-        if merge and s.repo_path is not None:
-            track_remote_branch(Path(s.repo_path), s.repo_remote, branch)
+        set_pr_state(state_for(ctx), path, branch, number, PrState.MERGED, head_sha=head)
+        if merge:
+            track_remote_branch(Path(path), s.repo_remote, branch)
     except (TorchbotError, SQLAlchemyError) as err:
         log.warning("after merging into %s: %s", branch, getattr(err, "message", err))
 
 
-def _refused(ctx, gh, branch: str, number: int, ref: str, sha: str, said: str) -> None:
+def _refused(ctx, gh, path: str | None, branch: str, number: int, ref: str, sha: str, said: str) -> None:
     """GitHub refused the automerge (a conflict, a review missing): kept in the state
     (release.state.decisions ``merge-refused``, which the dashboard lists) and said once on the PR
     and as its ``torchbot/automerge`` status, so the PR does not just show "success"."""
@@ -161,8 +230,7 @@ def _refused(ctx, gh, branch: str, number: int, ref: str, sha: str, said: str) -
 
     from release.state import decisions, state_for
 
-    repos = ctx.settings.repositories()
-    name = Path(repos[0]).name if repos else ""
+    name = Path(path).name if path else ""
     row = decisions.record(state_for(ctx), name, branch, "merge-refused", number=number, head=sha, note=said)
     if not decisions.mark_said(state_for(ctx), row.id):
         return

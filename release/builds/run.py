@@ -108,11 +108,13 @@ def prepare(
         selected = [p for p in selected if p in interrupted]
     texts_by_blob = read_blobs(path, (recipes[p] for p in recipes))
     texts = {p: texts_by_blob.get(recipes[p], "") for p in recipes}
-    last, rule = None, None
+    last, rule, successes = None, None, {}
     if changed_only:
-        last, rule = changed_since_success(path, commit, recipes, st.last_success(branch, github), selected,
+        successes = st.last_success(branch, github)
+        last, rule = changed_since_success(path, commit, recipes, successes, selected,
                                            cache=ctx.settings.build_cache)
     items, unchanged = plan_items(recipes, texts, selected, last_success_blobs=last)
+    carried = _carried(st, branch, head, commit, unchanged, successes, github) if backend == "github" else {}
     fallback_pin = _catalog_pin(ctx, branch)
     if fallback_pin:
         items = [i if i.pin else BuildItem(i.package, i.blob, fallback_pin, i.after) for i in items]
@@ -131,9 +133,24 @@ def prepare(
     plan = BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule, order=order,
                      head=head if head and head != branch else None, github=github,
                      cache=checked_cache(ctx.settings) if backend == "github" and items else None)
+    plan.carried = carried
     if backend == "github":
         plan.adopted = {p: key for p, (_, key) in running.items() if p in {s.package for s in adopted}}
     return plan
+
+
+def _carried(st, branch: str, head: str | None, commit: str, unchanged: list[str], successes: dict,
+             github: str | None = None) -> dict[str, str]:
+    """package -> the earlier head of the bump PR ``head`` whose success it carries: the
+    unchanged variants whose last success was at an earlier head of the same pull request (a
+    rebase, a comment-only commit). Counted as built at ``commit`` by the PR's status."""
+    from release.state import carried
+
+    if not head or head == branch or not unchanged:
+        return {}
+    earlier = carried.earlier_successes(st, branch, head, commit, github)
+    return {p: earlier[p] for p in unchanged
+            if p in earlier and p in successes and successes[p].commit == earlier[p]}
 
 
 def companion_github(ctx, path: Path, backend: str) -> str | None:

@@ -227,6 +227,20 @@ def record_rows(st) -> dict[tuple[str, str], list]:
     return out
 
 
+def decision_facts(st) -> dict[tuple[str, str], list[dict]]:
+    """(repository folder name, branch) -> people's decisions about its bump pull requests
+    (``release.state.decisions``: closed unmerged, edited, paused, recreate, merge refused), as
+    the model's facts."""
+    from release.state import decisions
+
+    out: dict[tuple[str, str], list[dict]] = {}
+    for d in decisions.decisions(st):
+        out.setdefault((d.repo, d.branch), []).append(
+            {"kind": d.kind, "number": d.number or None, "head": d.head or None, "by": d.by or None,
+             "at": d.at.isoformat(timespec="seconds") if d.at else None, "note": d.note or ""})
+    return out
+
+
 def bump_facts(rows: list) -> list[dict]:
     """A branch's record rows as the model's bump facts (typed fields only; the reason is shown
     as written, never read back)."""
@@ -264,6 +278,16 @@ def observe_pull(pr: dict, seen: dict | None, merged_into: bool) -> tuple[str, s
     return pr["state"], pr.get("closed_by"), pr.get("sha")
 
 
+def closer_of(settings, repo: str, number: int) -> str:
+    """Who closed pull request ``number`` of ``repo`` (GitHub's ``closed_by`` of the PR as an
+    issue; its PR list lacks it), "" when GitHub does not say."""
+    from release.adapters.github import GitHub
+
+    if settings.github_token is None:
+        return ""
+    return GitHub(settings).closed_by(repo, number)
+
+
 def pulls_of(settings, repo: str, notes: list[str]) -> list[dict]:
     """torchbot's own recent pull requests of ``repo`` (open and closed, one page;
     ``release.adapters.github.own_pull``: a fork's PR named like a bump is never shown, so it gets
@@ -297,11 +321,13 @@ def open_bump_prs(pulls: list[dict]) -> dict[str, dict]:
 
 
 def build_facts(st, branches: set[str], commits: set[str]) -> tuple[dict, dict]:
-    """((commit, package) -> the latest build of that package at that commit, as a dict),
-    ((branch, package) -> published pins)."""
+    """((commit, package) -> the latest build of that package at that commit, as a dict; a
+    variant carried to a bump PR's new head from its success at an earlier head counts as
+    succeeded there, ``release.state.carried``), ((branch, package) -> published pins)."""
     from sqlalchemy import select
 
     from release.state import Build, Publish
+    from release.state.carried import CarriedBuild
 
     latest: dict[tuple[str, str], dict] = {}
     published: dict[tuple[str, str], set[str]] = {}
@@ -309,6 +335,12 @@ def build_facts(st, branches: set[str], commits: set[str]) -> tuple[dict, dict]:
         q = select(Build.branch, Build.package, Build.state, Build.commit, Build.pin).order_by(Build.id)
         for branch, package, state, commit, pin in s.execute(q.where(Build.commit.in_(commits))):
             latest[(commit, package)] = {"state": state, "branch": branch, "pin": pin}
+        for c in s.scalars(select(CarriedBuild).where(CarriedBuild.commit.in_(commits)).order_by(CarriedBuild.id)):
+            if (c.commit, c.package) not in latest:
+                pin = s.scalar(select(Build.pin).where(Build.commit == c.from_commit, Build.package == c.package,
+                                                       Build.state == "succeeded").order_by(Build.id.desc()))
+                latest[(c.commit, c.package)] = {"state": "succeeded", "branch": c.branch, "pin": pin,
+                                                 "carried_from": c.from_commit}
         for branch, package, pin in s.execute(select(Publish.branch, Publish.package, Publish.pin)
                                               .where(Publish.branch.in_(branches))):
             published.setdefault((branch, package), set()).add(pin or "")

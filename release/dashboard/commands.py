@@ -91,7 +91,7 @@ def _built_as(path: str, tip: str, pr: dict | None) -> str | None:
     return pr["sha"] if same_tree(Path(path), tip, pr["sha"], ".flox/pkgs") else None
 
 
-def _deliveries(ctx, rs, recorded, pulls, st, notes) -> dict[tuple[str, str], dict]:
+def _deliveries(ctx, rs, recorded, pulls, st, notes, names_of=None) -> dict[tuple[str, str], dict]:
     """(repository path, branch) -> its bump pull request: the record's, brought up to date with
     what GitHub (or, without it, the remote branch) says of it; else an open bump PR GitHub lists
     that the record does not know (opened by hand)."""
@@ -108,6 +108,9 @@ def _deliveries(ctx, rs, recorded, pulls, st, notes) -> dict[tuple[str, str], di
             if pr is not None and pr["state"] in (PrState.OPEN, PrState.CONFLICT):
                 state, closed_by, sha = collect.observe_pull(pr, pulls[m.path].get(pr["number"]),
                                                              _merged_into(m.path, pr.get("sha"), bm.tip))
+                if state == PrState.CLOSED and not closed_by and (names_of or {}).get(m.path):
+                    # GitHub's PR list has no closer: the PR as an issue has (asked once, when it closes)
+                    closed_by = collect.closer_of(ctx.settings, names_of[m.path], int(pr["number"])) or None
                 if (state, closed_by, sha) != (pr["state"], pr["closed_by"], pr["sha"]) and st is not None:
                     try:
                         set_pr_state(st, m.path, name, pr["number"], PrState(state), closed_by, sha)
@@ -148,6 +151,7 @@ def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> d
         pulls[m.path] = {int(p["number"]): p for p in got if p.get("number") is not None}
     st = None
     recorded: dict[tuple[str, str], list] = {}
+    decided: dict[tuple[str, str], list[dict]] = {}
     latest: dict = {}
     published: dict = {}
     failures: dict = {}
@@ -156,9 +160,10 @@ def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> d
 
         st = state_for(ctx)
         recorded = collect.record_rows(st)
+        decided = collect.decision_facts(st)
     except TorchbotError as err:
         notes.append(f"state DB: {err.message}")
-    prs = _deliveries(ctx, rs, recorded, pulls, st, notes)
+    prs = _deliveries(ctx, rs, recorded, pulls, st, notes, names_of)
     if st is not None:
         try:
             names = {n for m in rs.models for n in m.branches if not is_bump_head(n)}
@@ -206,6 +211,7 @@ def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> d
                     "pairs_with": cat.pairs_with if cat else None, "companion_drift": pairing.get(name, []),
                     "variants": collect.variant_facts(bm, name, latest, published, _built_as(m.path, bm.tip, pr)),
                     "publish_failures": failures.get(name, []),
+                    "decisions": decided.get((Path(m.path).name, name), []),
                     "jobs": [jobs[j] for j in touching if j in jobs],
                 })
             repos.append({"name": m.kind, "path": m.path, "kind": m.kind, "github": names_of[m.path],
@@ -241,6 +247,10 @@ def run_action(ctx, action) -> str:
         # delivered as chat's /bump delivers (TORCHBOT_BUMP_DELIVERY; a bump PR already open is updated)
         result = plan_bump(ctx, words[1], rest[0] if rest else None, delivery="auto", **opts).apply()
         return (result.text().splitlines() or ["bumped"])[0]
+    if action.kind == "recreate-pr":  # as `release bump-pause BRANCH --recreate HEAD` does
+        from release.pins.commands import pause_bumps
+
+        return pause_bumps(ctx, words[1], recreate=words[3], by="the dashboard", repo=action.path or None).text()
     if action.kind == "retry-builds":
         from release.builds.commands import plan_build
 

@@ -31,7 +31,8 @@ _CODE_SAFE = re.compile(r"^[A-Za-z0-9._/:+=@,~^ -]*$")
 _MARKDOWN = re.compile(r"([\\`*_\[\]()|~!#])")
 SECTIONS = (("approve-bump", "Held bumps: approve to bump anyway"),
             ("retry-builds", "Failed builds: retry"),
-            ("rebase-pr", "Open bump pull requests: rebase"))
+            ("rebase-pr", "Open bump pull requests: rebase"),
+            ("recreate-pr", "Closed bump pull requests: recreate"))
 
 
 def marker(repo: str) -> str:
@@ -79,6 +80,10 @@ def _extra(a: Action, b: BranchView) -> str:
     if a.kind == "approve-bump":
         reasons = [x.reason for x in b.bumps if x.state == "held" and x.reason]
         return f": {inline(reasons[0], 300)}" if reasons else ""
+    if a.kind == "recreate-pr":
+        d = next((x for x in b.decisions if x.kind == "closed-unmerged" and a.key.endswith(f":{x.number}:{x.head}")),
+                 None)
+        return f": closed by {inline(d.by or 'someone')} on {inline((d.at or '?')[:10])}" if d else ""
     if a.kind == "rebase-pr" and b.pr is not None:
         url = str(b.pr.url or "")
         if url.startswith("https://") and _CODE_SAFE.match(url) and " " not in url:
@@ -156,6 +161,11 @@ def render(d: Dashboard, repo: RepoView, budget: int = BUDGET) -> str:
     if waiting:
         waiting = _fit(waiting, WAITING_BUDGET, "- … and {n} more branches behind their channel.")
         controls = [*controls, f"## Awaiting schedule ({len(waiting)})", "", *waiting, ""]
+    decided = [f"- {code(b.name)}: {inline(d.text(), 500)}" for b in repo.branches for d in b.decisions
+               if d.kind != "closed-unmerged"]
+    if decided:
+        decided = _fit(decided, WAITING_BUDGET, "- … and {n} more decisions: run `torchbot dashboard`.")
+        controls = [*controls, f"## People's decisions torchbot respects ({len(decided)})", "", *decided, ""]
     drift = [f"- {code(b.name)}: {inline(x, 500)}" for b in repo.branches for x in [*b.readme_drift,
                                                                                     *b.companion_drift]]
     rest = ["## Drift", "", *(drift or ["None: READMEs and companions match."]), ""]

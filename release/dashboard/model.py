@@ -13,6 +13,8 @@ Facts (dicts and lists only)::
             "pr": {"number", "url", "head", "sha", "state": PrState, "closed_by", "builds_here": bool,
                    "builds": {bucket: [package]}} | None,
             "publish_failures": [{"package", "pin", "message"}],
+            "decisions": [{"kind": closed-unmerged | edited | paused | recreate | merge-refused, "number",
+                           "head", "by", "at": ISO, "note"}],
             "readme_drift": [str], "pairs_with": str|None, "companion_drift": [str],
             "variants": [{"package", "platform", "gpu_arch", "build": Build.state|None,
                           "at_head": bool, "published": bool}],
@@ -25,7 +27,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from config.outcomes import BumpKind, PrState
+from config.outcomes import BumpKind, PrState, ReasonKind
 from config.policy import BUCKETS, bucket
 
 BUILD_STATES = BUCKETS
@@ -128,12 +130,40 @@ class PlatformBuilds:
 class Action:
     """What a person can ask for on a row: the chat command that does it (as the CLI would)."""
 
-    kind: str  # approve-bump | retry-builds | rebase-pr
+    kind: str  # approve-bump | retry-builds | rebase-pr | recreate-pr
     repository: str
     branch: str
     label: str
-    command: str  # "bump main <rev> --pytorch 2.9.1", "build main pkg-a pkg-b"
+    command: str  # "bump main <rev> --pytorch 2.9.1", "build main pkg-a pkg-b", "bump-pause main --recreate H"
     key: str  # this action on this row and its target (the revision or head it acts on): claimed once
+    path: str = ""  # the repository's path (the action runs there)
+
+
+@dataclass
+class Decision:
+    """A person's decision about a branch's bump pull requests that torchbot respects
+    (``release.state.decisions``), while it still holds."""
+
+    kind: str  # closed-unmerged | edited | merge-refused | paused
+    number: int | None = None
+    head: str | None = None  # closed-unmerged, edited: the PR's head branch; merge-refused: the head commit
+    by: str | None = None
+    at: str | None = None  # ISO
+    note: str = ""  # merge-refused: GitHub's words; paused: the reason
+
+    def text(self) -> str:
+        who = f" by {self.by}" if self.by else ""
+        when = f" on {self.at[:10]}" if self.at else ""
+        if self.kind == "closed-unmerged":
+            return (f"PR #{self.number} closed{who}{when} without merging: its nixpkgs is not proposed again "
+                    "(a newer one is)")
+        if self.kind == "edited":
+            return (f"PR #{self.number} holds commits torchbot did not make ({self.by or 'someone'}): torchbot no "
+                    "longer updates it; merge or close it")
+        if self.kind == "merge-refused":
+            return (f"GitHub refused to merge PR #{self.number} at {(self.head or '')[:7]}{when}: "
+                    f"{self.note or 'no reason given'}")
+        return f"bumps paused{who}{when}" + (f" ({self.note})" if self.note else "") + "; no new PR until resumed"
 
 
 @dataclass
@@ -174,6 +204,7 @@ class BranchView:
     jobs: list[Job]
     actions: list[Action] = field(default_factory=list)
     publish_failures: list[dict] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)  # people's decisions that still hold
 
     @property
     def bump_state(self) -> str:
@@ -213,6 +244,7 @@ class BranchView:
                           "failed": [dict(f) for f in self.publish_failures]},
             "jobs": [asdict(j) for j in self.jobs],
             "actions": [asdict(a) for a in self.actions],
+            "decisions": [{**asdict(x), "text": x.text()} for x in self.decisions],
         }
 
 
@@ -333,7 +365,12 @@ def _actions(repo: str, b: BranchView) -> list[Action]:
         out.append(Action("retry-builds", repo, b.name,
                           f"Retry {len(b.failed_packages)} failed build(s) of {b.name} at {b.head[:7]}",
                           " ".join(["build", b.name, *b.failed_packages]), f"retry-builds:{b.name}:{b.head[:12]}"))
-    if b.pr is not None and b.pr.open:
+    for d in b.decisions:
+        if d.kind == "closed-unmerged" and d.head:
+            out.append(Action("recreate-pr", repo, b.name, f"Recreate closed bump PR #{d.number} of {b.name}",
+                              f"bump-pause {b.name} --recreate {d.head}",
+                              f"recreate-pr:{b.name}:{d.number}:{d.head}"))
+    if b.pr is not None and b.pr.open and not any(d.kind == "edited" for d in b.decisions):
         out.append(Action("rebase-pr", repo, b.name, f"Rebase bump PR #{b.pr.number} of {b.name}",
                           f"bump {b.name}", f"rebase-pr:{b.name}:{b.pr.number}:{b.head[:12]}"))
     return out
@@ -361,10 +398,18 @@ def _needs(b: BranchView) -> list[Need]:
     if pr is not None and pr.state == PrState.CONFLICT:
         out.append(Need(b.repository, b.name, "conflict", f"PR #{pr.number} has a merge conflict with {b.name}",
                         by_kind.get("rebase-pr")))
-    if pr is not None and pr.state == PrState.CLOSED:
+    recreate = {a.key.split(":")[2]: a for a in b.actions if a.kind == "recreate-pr"}
+    closed = {d.number: d for d in b.decisions if d.kind == "closed-unmerged"}
+    if pr is not None and pr.state == PrState.CLOSED and pr.number not in closed:
         who = f" by {pr.closed_by}" if pr.closed_by else ""
         out.append(Need(b.repository, b.name, "pr-closed",
                         f"PR #{pr.number} was closed{who} without merging: {b.name} keeps its old pin"))
+    for d in b.decisions:
+        if d.kind == "closed-unmerged":
+            out.append(Need(b.repository, b.name, "pr-closed", f"{d.text()}; {b.name} keeps its old pin",
+                            recreate.get(str(d.number))))
+        elif d.kind in ("edited", "merge-refused"):
+            out.append(Need(b.repository, b.name, d.kind, d.text()))
     if pr is not None and pr.open and not pr.builds_here and not pr.builds:
         out.append(Need(b.repository, b.name, "pr-stuck",
                         f"PR #{pr.number}: nothing builds this repository's pull requests, so automerge never "
@@ -379,6 +424,27 @@ def _needs(b: BranchView) -> list[Need]:
                         f"README drift: {len(b.readme_drift)} stale row(s) (`torchbot release docs --write`)"))
     if b.companion_drift:
         out.append(Need(b.repository, b.name, "companion-drift", "companion drift: " + "; ".join(b.companion_drift)))
+    return out
+
+
+def _decisions(raw: list[dict], pr: PullRequest | None) -> list[Decision]:
+    """The decisions that still hold: a closed PR's target not asked for again (and not superseded
+    by a newer PR), an edited or refused PR while it is the branch's open one (refused at its
+    current head), a pause."""
+    recreated = {d.get("head") for d in raw if d.get("kind") == "recreate"}
+    out = []
+    for d in raw:
+        x = Decision(d["kind"], d.get("number"), d.get("head"), d.get("by"), d.get("at"), d.get("note") or "")
+        if x.kind == "closed-unmerged":
+            live = x.head not in recreated and (pr is None or pr.number == x.number)
+        elif x.kind == "edited":
+            live = pr is not None and pr.open and pr.number == x.number
+        elif x.kind == "merge-refused":
+            live = pr is not None and pr.open and pr.number == x.number and (pr.sha or x.head) == x.head
+        else:
+            live = x.kind == "paused"
+        if live:
+            out.append(x)
     return out
 
 
@@ -407,7 +473,10 @@ def branch_view(repo: str, raw: dict, now: datetime) -> BranchView:
         jobs=[Job(j["id"], j.get("description", ""), j.get("next_run")) for j in raw.get("jobs") or []],
         publish_failures=list(raw.get("publish_failures") or []),
     )
-    if b.pr is not None and b.pr.open and all(x.state in ("bumped", "unknown") for x in b.bumps):
+    b.decisions = _decisions(list(raw.get("decisions") or []), b.pr)
+    left_alone = str(ReasonKind.LEFT_ALONE)  # a person's open PR (edited): the branch's bump is that PR
+    if b.pr is not None and b.pr.open and all(x.state in ("bumped", "unknown") or x.reason_kind == left_alone
+                                              for x in b.bumps):
         for x in b.bumps:
             x.state = "pr-open"
     b.actions = _actions(repo, b)
@@ -418,10 +487,14 @@ def build(facts: dict, now: datetime) -> Dashboard:
     repos, needs = [], []
     for r in facts.get("repositories") or []:
         branches = [branch_view(r["name"], raw, now) for raw in r.get("branches") or []]
+        for b in branches:
+            for a in b.actions:
+                a.path = r.get("path", "")
         repos.append(RepoView(r["name"], r.get("path", ""), r.get("kind", ""), r.get("github"), branches))
         for b in branches:
             needs.extend(_needs(b))
-    order = {"held": 0, "failed": 1, "pr-failed": 1, "conflict": 1, "publish-failed": 1, "pr-closed": 2,
+    order = {"held": 0, "failed": 1, "pr-failed": 1, "conflict": 1, "merge-refused": 1, "publish-failed": 1,
+             "edited": 2, "pr-closed": 2,
              "pr-stuck": 2, "companion-drift": 3, "readme-drift": 4}
     needs.sort(key=lambda n: order.get(n.kind, 9))
     return Dashboard(facts.get("generated") or now.isoformat(timespec="seconds"), repos, needs,

@@ -338,14 +338,16 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
 def _known_holds(ctx) -> frozenset:
     """(repo path, branch, group, reason) of every group the last recorded bump held; empty when
     the state DB cannot say (then every hold counts as new)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from config.errors import TorchbotError
-    from release.state import state_for
+    from release.state import record, state_for
 
     try:
-        rows = state_for(ctx).bump_outcomes()
-    except (TorchbotError, Exception):  # noqa: BLE001  no state DB: nothing known
+        rows = record.rows(state_for(ctx))
+    except (TorchbotError, SQLAlchemyError):  # no state DB: nothing known
         return frozenset()
-    return frozenset((r.repo, r.branch, r.grp, r.reason) for r in rows if r.kind == "held")
+    return frozenset((r.repo, r.branch, r.grp, r.reason) for r in rows if r.bump_kind == "held")
 
 
 def _check_selectors(cuda: str | None, from_pin: str | None) -> None:
@@ -392,13 +394,21 @@ def pause_bumps(ctx, branch: str, *, resume: bool = False, reason: str = "", by:
 
     if not branch or branch.startswith("-"):
         raise ValidationError("Name the branch: release bump-pause BRANCH.")
-    name = Path(repo_arg(ctx, repo)).name
     state = state_for(ctx)
     who = by or getpass.getuser()
     if recreate:
+        closed = [d for d in decisions.decisions(state, branch=branch, kind="closed-unmerged") if d.head == recreate
+                  and (repo is None or d.repo == Path(repo).name)]
+        if not closed:
+            from config.errors import RefusedError
+
+            raise RefusedError(f"{branch} has no bump pull request closed unmerged with head '{recreate}' that "
+                               "torchbot knows of; nothing to recreate.")
+        name = closed[-1].repo
         decisions.record(state, name, branch, "recreate", head=recreate, by=who, note=reason)
         return MessageResult(f"{branch} ({name}): the closed pull request's target ({recreate}) may be proposed "
                              "again at the next bump.", data={"branch": branch, "recreate": recreate})
+    name = Path(repo_arg(ctx, repo)).name
     if resume:
         n = decisions.forget(state, name, branch, "paused")
         return MessageResult(f"{branch} ({name}): bumps resumed." if n else f"{branch} ({name}) was not paused.",

@@ -23,6 +23,7 @@ May import: config, release.adapters, release.state, release.pins.
 
 from __future__ import annotations
 
+import logging
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +39,7 @@ from release.adapters import gitcheckouts
 from release.adapters.gitrefs import all_branches, make_local
 from release.pins.sweep import BranchWork, SweepPlan
 
+log = logging.getLogger("torchbot.pins.deliver")
 MODES = ("pr", "push", "local")
 
 
@@ -66,6 +68,20 @@ class Delivered:
         if self.url or self.number:
             return f"{self.how}: {self.url or '#' + str(self.number)} (head {self.head})"
         return f"{self.how} ({short(self.commit)})"
+
+
+def _closed(state, repo, branch: str, number: int, by: str) -> None:
+    """The release record's pull request ``number`` of ``branch``, seen closed unmerged, and by whom
+    (GitHub's issue ``closed_by``: its PR list lacks it); the week's outcome rows carry it on."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from config.outcomes import PrState
+    from release.state.record import set_pr_state
+
+    try:
+        set_pr_state(state, repo, branch, number, PrState.CLOSED, closed_by=by or None)
+    except (TorchbotError, SQLAlchemyError) as err:
+        log.warning("#%s closed unmerged, not kept in the release record: %s", number, getattr(err, "message", err))
 
 
 def bump_head(branch: str, work: BranchWork) -> str:
@@ -274,6 +290,7 @@ def _decided(repo, plan: SweepPlan, w: BranchWork, settings, gh, where: str, min
                                by=gh.closed_by(where, int(p["number"])) if not _known(state, name, w.branch, p)
                                else "", at=_when(p.get("closed_at")),
                                note=",".join(sorted(_pins_at(repo, p.get("sha")))))
+        _closed(state, plan.repo_path, w.branch, int(p["number"]), row.by)
         same = (set(row.note.split(",")) == target) if row.note else p["head"] == bump_head(w.branch, w)
         if same and p["head"] not in recreate and not existing:
             who = f" by {row.by}" if row.by else ""

@@ -69,12 +69,13 @@ def build_after_bump(ctx, delivered, backend: str) -> list[str]:
             continue
         where = f" at {t.head}" if t.head else ""
         try:
-            built = plan_build(ctx, t.branch, None, repo=t.repo or None, backend=backend, changed_only=True,
-                               head=t.head).apply()
+            plan = plan_build(ctx, t.branch, None, repo=t.repo or None, backend=backend, changed_only=True,
+                              head=t.head)
+            built = plan.apply()
         except TorchbotError as err:
             lines.append(f"{t.branch}{where}: not started ({err.message})")
             continue
-        line = f"{t.branch}{where}: {_counts(built.rows)}"
+        line = f"{t.branch}{where}: {_counts(built.rows, plan.to_dict().get('carried'))}"
         again = _rebased(ctx, t, built.rows) if t.how == "pull request" and backend == "github" else None
         if again is not None:  # its own bump over a moved base: rebased, built and merged in this run
             line += f"; merge refused (the branch moved): rebased onto it and built again: {again}"
@@ -104,13 +105,14 @@ def _rebased(ctx, t: Target, rows: list[dict]) -> str | None:
         moved = [d for d in result.delivered if d.branch == t.branch and d.head]
         if not moved or moved[0].how == "pull request already up to date":
             return None
-        # every variant again: a build the change-detection calls unchanged would leave nothing to report,
-        # and automerge acts on what was built at the new head
-        built = plan_build(ctx, t.branch, None, repo=t.repo or None, backend="github", changed_only=False,
-                           head=moved[0].head).apply()
+        # only what changed: a variant unchanged since its success at the earlier head counts as built at
+        # the new one (release.state.carried), so the PR's status and automerge proceed
+        plan = plan_build(ctx, t.branch, None, repo=t.repo or None, backend="github", changed_only=True,
+                          head=moved[0].head)
+        built = plan.apply()
     except TorchbotError as err:
         return f"not retried ({err.message})"
-    return _counts(built.rows)
+    return _counts(built.rows, plan.to_dict().get("carried"))
 
 
 def _conflicts(ctx, t: Target, head: str) -> bool:
@@ -126,7 +128,7 @@ def _conflicts(ctx, t: Target, head: str) -> bool:
     return merged.returncode == 1
 
 
-def _counts(rows: list[dict]) -> str:
+def _counts(rows: list[dict], carried: dict | None = None) -> str:
     skipped = sum(1 for r in rows if r.get("state") == "skipped")
     failed = sum(1 for r in rows if bucket(r.get("state")) == FAILED)
     ok = sum(1 for r in rows if r.get("state") == "succeeded")
@@ -135,4 +137,7 @@ def _counts(rows: list[dict]) -> str:
         text += f", {failed} failed"
     if skipped:
         text += f", {skipped} skipped (other platforms)"
+    if carried:
+        text += (f", {len(carried)} unchanged since an earlier head of the pull request "
+                 "(counted as built at the new head)")
     return text

@@ -17,11 +17,13 @@ branch x pin group, written by the stage that knows, read by every view; failed 
 ``owners`` (who runs a build and whether it lives), ``store`` (``State``, ``open_state``,
 ``state_for``), ``dashboard_issue`` (the dashboard issue's number and its actions claimed once),
 ``decisions`` (what people decided about bump pull requests: closed unmerged, edited, paused,
-merge refused), ``liveness`` (a dead owner's claim is taken over). Import from ``release.state``.
+merge refused), ``carried`` (variants unchanged since an earlier head of the same bump PR,
+counted as built at its new head), ``liveness`` (a dead owner's claim is taken over). Import from ``release.state``.
 May import config only; every other package may import it (never the other way).
 """
 
 from release.state import (
+    carried,  # noqa: F401  (its table: variants counted as built at a PR's new head)
     dashboard_issue,  # noqa: F401  (its tables, before any engine creates them)
     decisions,  # noqa: F401  (its table: people's decisions about bump PRs)
     record,  # noqa: F401  (its tables are created with the others)

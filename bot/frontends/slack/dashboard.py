@@ -22,7 +22,8 @@ MAX_TEXT = 2900
 ACTION_ID = "dashboard_act"
 ICON = {"held": ":red_circle:", "pr-open": ":large_yellow_circle:", "bumped": ":large_blue_circle:",
         "current": ":white_check_mark:", "unknown": ":white_circle:"}
-BUTTON = {"approve-bump": "Approve bump", "retry-builds": "Retry failed", "rebase-pr": "Rebase PR"}
+BUTTON = {"approve-bump": "Approve bump", "retry-builds": "Retry failed", "rebase-pr": "Rebase PR",
+          "recreate-pr": "Recreate PR"}
 
 
 def branch_line(b: BranchView) -> str:

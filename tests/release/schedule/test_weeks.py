@@ -24,11 +24,16 @@ from pathlib import Path
 
 import pytest
 
+from release.context import Context
+from release.dashboard import issue as dashboard_issue
+from release.dashboard import text as dashboard_text
+from release.dashboard.commands import dashboard, run_action
 from release.pins.commands import plan_bump
 from release.schedule import jobs as schedule
-from release.state import decisions, state_for
+from release.state import decisions, record, state_for
 from tests.support import fixtures_builds as fx
 from tests.support import fixtures_weekly as W
+from tests.support.dashboard_truth import branches, differences
 from tests.support.fakes_github import FakeGitHub
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 from tests.support.fakes_slack import FakeSlack
@@ -81,10 +86,15 @@ def world(tmp_path: Path):
         yield ctx, nix, gh, gh_tv, ptf.origin, tv_origin, tmp_path
 
 
-def week(ctx) -> tuple[dict, int, str]:
+def week(ctx, truth: dict | None = None) -> tuple[dict, int, str]:
     """One scheduled week: the bump job (its line), then the exit status a `bump-pins --all` run
-    would give right after it (a dry run of the same plan), and the outcome of each group."""
+    would give right after it (a dry run of the same plan), and the outcome of each group. With
+    ``truth``, every dashboard row (JSON) is compared with the stand-ins' and the remote's: none differs."""
     line = schedule.run_now(ctx, "bump")["result"]
+    if truth is not None:
+        d = dashboard(Context(ctx.settings, use_repo=True)).to_dict()
+        assert differences(d, truth) == [], line
+        assert sum(len(r["branches"]) for r in d["repositories"]) == sum(len(branches(o)) for o, _ in truth.values())
     again = plan_bump(ctx, "all", None, dry_run=True).apply()
     by = {(o.repo, o.branch, o.group): o for o in again.outcomes}
     return by, again.exit_code, line
@@ -96,6 +106,7 @@ def kinds(by: dict, branch: str, repo: str = "build-pytorch") -> set[str]:
 
 def test_five_weeks_with_people_and_faults(world) -> None:
     ctx, nix, gh, gh_tv, origin, tv_origin, tmp = world
+    truth = {"build-pytorch": (origin, gh), "build-torchvision": (tv_origin, gh_tv)}
 
     # --- week 1: automerge on; the maintainers require a review on three branches -------------------
     ctx.settings.bump_automerge = True
@@ -103,7 +114,7 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     gh.pulls.refuse_merge(1)  # PR numbers follow the plan's order: main first
     for n in (2, 3, 4):
         gh.pulls.refuse_merge(n)
-    by, rc, line = week(ctx)
+    by, rc, line = week(ctx, truth)
     assert line.startswith("7 bumped, 3 kept-promise, 1 skipped; 7 pull request(s)"), line
     prs = {p["base"]["ref"]: p for p in gh.pulls.prs.values()}
     tv_prs = {p["base"]["ref"]: p for p in gh_tv.pulls.prs.values()}
@@ -138,46 +149,86 @@ def test_five_weeks_with_people_and_faults(world) -> None:
 
     # --- week 2: nothing new in nixpkgs ------------------------------------------------------------
     numbers = sorted(gh.pulls.prs)
-    comments = len(gh.comments)
-    by, rc, line = week(ctx)
+    comments, dispatches_1 = len(gh.comments), len(gh.dispatches)
+    by, rc, line = week(ctx, truth)
     assert sorted(gh.pulls.prs) == numbers, line  # no PR reopened, none duplicated
     assert gh.pulls.prs[prs[CLOSED]["number"]]["state"] == "closed"
     closed = [o for (r, b, _), o in by.items() if b == CLOSED and r == "build-pytorch"]
     # the week's delivery left the closed one and the edited one alone, saying why
-    rows = {(r.branch, r.grp): r for r in state_for(ctx).bump_outcomes() if r.repo.endswith("build-pytorch")}
-    assert all(rows[(CLOSED, o.group)].kind == "skipped" for o in closed), line
+    rows = {(r.branch, r.grp): r for r in record.rows(state_for(ctx)) if r.repo.endswith("build-pytorch")}
+    assert all(rows[(CLOSED, o.group)].bump_kind == "skipped" for o in closed), line
     assert "closed unmerged by alice" in rows[(CLOSED, closed[0].group)].reason
-    edited = [(r.kind, r.reason) for (b, _), r in rows.items() if b == EDITED]
+    # the record says who closed it (GitHub's issue closed_by; its PR list lacks it)
+    assert {(r.pr_state, r.closed_by) for (b, _), r in rows.items() if b == CLOSED} == {("closed", "alice")}
+    edited = [(r.bump_kind, r.reason) for (b, _), r in rows.items() if b == EDITED]
     assert edited and all(k == "skipped" and "holds commits by Alice Maintainer" in why for k, why in edited), edited
     (said,) = gh.comments[comments:]  # the edited PR is told, once; nothing else is said again
     assert said[1] == prs[EDITED]["number"] and "no longer updates this pull request" in said[2]
     assert "Alice's notes" in git(origin, "show", f"{prs[EDITED]['head']['ref']}:NOTES.md")  # not force-pushed away
     # the conflicting PR: its own bump, rebased onto the moved branch, built and merged
     staging = gh.pulls.prs[prs[CONFLICT]["number"]]
-    head = staging["head"]["ref"]  # rebased: torchbot's bump on top of the maintainer's commit, no conflict
-    assert git(origin, "merge-base", "--is-ancestor", staging_before, head, check=False) == ""
-    assert "CONFLICT" not in git(origin, "merge-tree", "--write-tree", CONFLICT, head, check=False)
-    assert "(alice)" in git(origin, "show", f"{head}:{recipe}") and _pins(origin, head) == {W.K28}
-    # (since the change detection calls the comment-only move unchanged, nothing is built again at the
-    # rebased head, so automerge has nothing to act on: the PR waits; see the report)
+    assert staging["state"] == "closed" and staging["merged_at"], line
+    assert git(origin, "merge-base", "--is-ancestor", staging_before, CONFLICT, check=False) == ""
+    assert "(alice)" in git(origin, "show", f"{CONFLICT}:{recipe}") and _pins(origin, CONFLICT) == {W.K28}
+    # the comment-only move changed no variant: nothing built again, each counted as built at the new
+    # head from its success at the earlier one, and the status says so
+    (status,) = list(gh.statuses.of(staging["head"]["sha"], "torchbot/builds"))[-1:]
+    assert status["state"] == "success" and "unchanged since" in status["description"], status
+    assert not [p for _, p in gh.dispatches[dispatches_1:] if p["ref"] == staging["head"]["ref"]]
     assert gh.pulls.prs[prs["main"]["number"]]["state"] == "open"  # still waiting for its review
     assert "held" not in line and rc == 0, line
+    # the dashboard lists what people decided: the closed PR (by whom, when, a box to recreate it), the
+    # edited one and the refused merge, with why; in the JSON, the text, Slack's blocks and the issue
+    model = dashboard(Context(ctx.settings, use_repo=True)).model
+    rows_of = {b.name: b for r in model.repositories if r.name == "build-pytorch" for b in r.branches}
+    (closed_d,) = rows_of[CLOSED].decisions
+    assert (closed_d.kind, closed_d.number, closed_d.by) == ("closed-unmerged", prs[CLOSED]["number"], "alice")
+    (recreate,) = [a for a in rows_of[CLOSED].actions if a.kind == "recreate-pr"]
+    assert recreate.key == f"recreate-pr:{CLOSED}:{prs[CLOSED]['number']}:{prs[CLOSED]['head']['ref']}"
+    assert recreate.command == f"bump-pause {CLOSED} --recreate {prs[CLOSED]['head']['ref']}"
+    assert [d.kind for d in rows_of[EDITED].decisions] == ["edited"]
+    assert [d.kind for d in rows_of["main"].decisions] == ["merge-refused"]
+    needs = {(n.branch, n.kind): n for n in model.needs}
+    closed_need = needs[(CLOSED, "pr-closed")]
+    assert closed_need.action == recreate and "closed by alice on 20" in closed_need.text
+    assert "approving review" in needs[("main", "merge-refused")].text
+    assert "Alice Maintainer" in needs[(EDITED, "edited")].text
+    said = "\n".join(dashboard_text.needs_lines(model))
+    assert "closed by alice" in said and "refused to merge" in said and "no longer updates it" in said
+    body = dashboard_issue.render(model, next(r for r in model.repositories if r.name == "build-pytorch"))
+    assert f"<!-- torchbot:act:{dashboard_issue.box_key(recreate.key)} -->" in body and "closed by alice on" in body
+    assert "People's decisions torchbot respects" in body
+    from bot.frontends.slack import dashboard as slack_dashboard
+
+    buttons = [b["accessory"] for b in slack_dashboard.blocks(model) if "accessory" in b]
+    assert any(b["text"]["text"] == "Recreate PR" and recreate.key in b["value"] for b in buttons)
+    # the box does what `release bump-pause B --recreate HEAD` does: the closed target may be proposed again
+    assert "may be proposed again" in run_action(ctx, recreate)
+    assert [d.head for d in decisions.decisions(state_for(ctx), branch=CLOSED, kind="recreate")] == \
+        [prs[CLOSED]["head"]["ref"]]
+    again = dashboard(Context(ctx.settings, use_repo=True)).model
+    assert not [a for b in again.branches if b.name == CLOSED for a in b.actions if a.kind == "recreate-pr"]
 
     # --- week 3: the channel moves on ---------------------------------------------------------------
     nix.add_commit(NEW, "git: 2.50 -> 2.51")
     nix.channels["nixos-unstable"] = NEW
     tv_numbers = sorted(gh_tv.pulls.prs)
     comments = len(gh.comments)
-    by, rc, line = week(ctx)
+    by, rc, line = week(ctx, truth)
     assert rc == 0 and "held" not in line, line
     new = [p for n, p in gh.pulls.prs.items() if n not in numbers]
     assert [p["base"]["ref"] for p in new] == [CLOSED], line  # a newer target: a new PR, built and merged
     assert new[0]["merged_at"] and _pins(origin, CLOSED) == {NEW}
     assert "Alice's notes" in git(origin, "show", f"{prs[EDITED]['head']['ref']}:NOTES.md")  # still left alone
-    assert sorted(gh_tv.pulls.prs) == tv_numbers  # build-torchvision's open PRs updated, not duplicated
-    assert {p["base"]["ref"] for p in gh_tv.pulls.prs.values() if p["state"] == "open"} == set(tv_prs)
-    for p in gh_tv.pulls.prs.values():
-        assert _pins(tv_origin, p["head"]["ref"]) <= {NEW, W.K28}, p["base"]["ref"]
+    # build-torchvision's PRs are built in its own repository and merged in week 1: at most one new PR per
+    # branch for the newer target, never two open at once
+    tv_new = [p["base"]["ref"] for n, p in gh_tv.pulls.prs.items() if n not in tv_numbers]
+    assert tv_new and set(tv_new) <= set(tv_prs) and len(tv_new) == len(set(tv_new)), tv_new
+    for base in tv_prs:
+        assert sum(p["state"] == "open" and p["base"]["ref"] == base for p in gh_tv.pulls.prs.values()) <= 1, base
+    for n, p in gh_tv.pulls.prs.items():
+        if n not in tv_numbers:  # week 3's: the newer target (or the promise's)
+            assert _pins(tv_origin, p["head"]["ref"]) <= {NEW, W.K28}, p["base"]["ref"]
     assert len(gh.comments) == comments  # nothing said again
     numbers = sorted(gh.pulls.prs)
 
@@ -185,9 +236,10 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     nix.channels["nixos-unstable"] = W.HEAD
     pins_before = {b: _pins(origin, b) for b in ("main", CONFLICT, CLOSED, EDITED)}
     dispatches, tv_edits = len(gh.dispatches), len(gh_tv.pulls.edits)
-    by, rc, line = week(ctx)
+    by, rc, line = week(ctx, truth)
     assert len(gh_tv.pulls.edits) == tv_edits  # an open PR proposing the newer nixpkgs is not moved back
-    assert all(_pins(tv_origin, p["head"]["ref"]) <= {NEW, W.K28} for p in gh_tv.pulls.prs.values())
+    assert all(_pins(tv_origin, p["head"]["ref"]) <= {NEW, W.K28} for n, p in gh_tv.pulls.prs.items()
+               if n not in tv_numbers)
     assert rc == 0 and "held" not in line, line
     assert {b: _pins(origin, b) for b in pins_before} == pins_before  # nothing downgraded
     assert kinds(by, CLOSED) == {"current"}
@@ -196,7 +248,7 @@ def test_five_weeks_with_people_and_faults(world) -> None:
 
     # --- week 5: nothing new ----------------------------------------------------------------------------
     comments = len(gh.comments)
-    by, rc, line = week(ctx)
+    by, rc, line = week(ctx, truth)
     assert rc == 0 and "held" not in line, line
     assert sorted(gh.pulls.prs) == numbers and len(gh.comments) == comments  # said once, not every week
     assert len(gh.dispatches) == dispatches
@@ -249,7 +301,10 @@ def test_a_conflict_under_its_own_bump_is_rebased_and_merged_in_the_same_run(wor
     assert pr["merged_at"], pr["state"]
     assert git(origin, "merge-base", "--is-ancestor", moved, CONFLICT, check=False) == ""
     assert "(alice)" in git(origin, "show", f"{CONFLICT}:{recipe}") and _pins(origin, CONFLICT) == {W.K28}
-    assert [p["ref"] for _, p in gh.dispatches].count(pr["head"]["ref"]) == 2  # built again after the rebase
+    # only what changed is built after the rebase (a comment: nothing); the rest counts as built at the new head
+    assert [p["ref"] for _, p in gh.dispatches].count(pr["head"]["ref"]) == 1
+    (status,) = gh.statuses.of(pr["head"]["sha"], "torchbot/builds")[-1:]
+    assert status["state"] == "success" and "unchanged since" in status["description"], status
 
 
 def test_a_group_held_for_the_same_reason_is_no_new_failure(world) -> None:
