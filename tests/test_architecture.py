@@ -71,7 +71,8 @@ FRONTENDS_ALLOWED: dict[str, set[str]] = {
 # Modules that may import nothing of torchbot: adapters to the machine itself.
 IMPORT_NOTHING = ("bot.engine.host",)
 # Pure modules: config and themselves only (no git, HTTP, database, Slack).
-PURE = {"release.dashboard.model": {"config", "release.dashboard.model"},
+PURE = {"release.dashboard.model": {"config", "release.dashboard.model", "release.dashboard.decisions"},
+        "release.dashboard.decisions": {"config"},
         "release.dashboard.issue": {"config", "release.dashboard.model", "release.dashboard.issue"},
         "release.dashboard.page": {"config", "release.dashboard.model", "release.dashboard.page"},
         "release.dashboard.words": {"config", "release.dashboard.model", "release.dashboard.words"}}

@@ -370,23 +370,14 @@ class Chat:
         """``/bump-pause BRANCH [--resume | --recreate HEAD]`` (the dashboard's Recreate button):
         admins only, as ``torchbot release bump-pause`` does; a decision kept in the state DB,
         undone by the opposite one, so no plan to confirm."""
-        from release.pins.commands import pause_bumps
+        from bot.frontends.commands import bump_pause
 
         try:
             self._authorize(user, channel, "bump-pause")
         except PermissionDenied:
             self._audit(user, channel, f"refused /bump-pause {' '.join(args)}")
             raise
-        usage = "Usage: /bump-pause <branch> [--resume | --recreate <closed PR's head branch>]"
-        if not args or args[0].startswith("-"):
-            raise UsageError(usage)
-        recreate = None
-        if "--recreate" in args:
-            i = args.index("--recreate")
-            if i + 1 >= len(args):
-                raise UsageError(usage)
-            recreate = args[i + 1]
-        result = pause_bumps(self.ctx, args[0], resume="--resume" in args, recreate=recreate, by=user)
+        result = bump_pause(self.ctx, args, by=user)
         self._audit(user, channel, f"/bump-pause {' '.join(args)}")
         return result
 

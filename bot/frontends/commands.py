@@ -244,3 +244,20 @@ def changes(ctx: Context, days: int = 7, now: datetime | None = None):
     model = dashboard(ctx, now=now).model
     return MessageResult(words(model, since, now, builds, published),
                          data={"since": since.isoformat(timespec="seconds"), "builds": builds, "published": published})
+
+
+def bump_pause(ctx: Context, args: list[str], by: str):
+    """``/bump-pause BRANCH [--resume | --recreate HEAD]`` read from chat's words, then the same
+    ``pause_bumps`` as ``torchbot release bump-pause``."""
+    from release.pins.commands import pause_bumps
+
+    usage = "Usage: /bump-pause <branch> [--resume | --recreate <closed PR's head branch>]"
+    if not args or args[0].startswith("-"):
+        raise UsageError(usage)
+    recreate = None
+    if "--recreate" in args:
+        i = args.index("--recreate")
+        if i + 1 >= len(args):
+            raise UsageError(usage)
+        recreate = args[i + 1]
+    return pause_bumps(ctx, args[0], resume="--resume" in args, recreate=recreate, by=by)

@@ -29,6 +29,7 @@ from datetime import datetime
 
 from config.outcomes import BumpKind, PrState, ReasonKind
 from config.policy import BUCKETS, bucket
+from release.dashboard.decisions import Decision
 
 BUILD_STATES = BUCKETS
 BUMP_STATES = ("held", "pr-open", "bumped", "current", "skipped", "unknown")  # most urgent first
@@ -137,33 +138,6 @@ class Action:
     command: str  # "bump main <rev> --pytorch 2.9.1", "build main pkg-a pkg-b", "bump-pause main --recreate H"
     key: str  # this action on this row and its target (the revision or head it acts on): claimed once
     path: str = ""  # the repository's path (the action runs there)
-
-
-@dataclass
-class Decision:
-    """A person's decision about a branch's bump pull requests that torchbot respects
-    (``release.state.decisions``), while it still holds."""
-
-    kind: str  # closed-unmerged | edited | merge-refused | paused
-    number: int | None = None
-    head: str | None = None  # closed-unmerged, edited: the PR's head branch; merge-refused: the head commit
-    by: str | None = None
-    at: str | None = None  # ISO
-    note: str = ""  # merge-refused: GitHub's words; paused: the reason
-
-    def text(self) -> str:
-        who = f" by {self.by}" if self.by else ""
-        when = f" on {self.at[:10]}" if self.at else ""
-        if self.kind == "closed-unmerged":
-            return (f"PR #{self.number} closed{who}{when} without merging: its nixpkgs is not proposed again "
-                    "(a newer one is)")
-        if self.kind == "edited":
-            return (f"PR #{self.number} holds commits torchbot did not make ({self.by or 'someone'}): torchbot no "
-                    "longer updates it; merge or close it")
-        if self.kind == "merge-refused":
-            return (f"GitHub refused to merge PR #{self.number} at {(self.head or '')[:7]}{when}: "
-                    f"{self.note or 'no reason given'}")
-        return f"bumps paused{who}{when}" + (f" ({self.note})" if self.note else "") + "; no new PR until resumed"
 
 
 @dataclass
