@@ -155,7 +155,7 @@ def group_outcomes(plans: list[SweepPlan], delivered: list[Delivered]) -> list:
 
 
 def record_move(data, outcome, settings) -> None:
-    """A bump of named branches to one revision (``release.pins.bump.apply_bump``: a deliberate
+    """A bump of named branches to one revision (``release.pins.deliver.apply_named``: a deliberate
     move, a dashboard Approve) keeps its groups' rows in the release record too: the bump stage is
     the one writer of bump outcomes, whichever way it ran."""
     from release.state.record import GroupOutcome
