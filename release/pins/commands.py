@@ -334,14 +334,17 @@ def plan_every_branch(ctx, *, delivery=None, rev=None, repo=None, progress=None,
 def _known_holds(ctx) -> frozenset:
     """(repo path, branch, group, reason) of every group the last recorded bump held; empty when
     the state DB cannot say (then every hold counts as new)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from config.errors import TorchbotError
     from release.state import state_for
+    from release.state.record import rows
 
     try:
-        rows = state_for(ctx).bump_outcomes()
-    except (TorchbotError, Exception):  # noqa: BLE001  no state DB: nothing known
+        held = [r for r in rows(state_for(ctx)) if r.bump_kind == "held"]
+    except (TorchbotError, SQLAlchemyError):  # no state DB: nothing known
         return frozenset()
-    return frozenset((r.repo, r.branch, r.grp, r.reason) for r in rows if r.kind == "held")
+    return frozenset((r.repo, r.branch, r.grp, r.reason) for r in held)
 
 
 def _check_selectors(cuda: str | None, from_pin: str | None) -> None:

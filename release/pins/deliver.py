@@ -370,9 +370,9 @@ def apply_named(plan, settings, progress: Progress | None = None):
     :class:`SweepPlan` through :func:`deliver` in the plan's mode (``pr`` with ``--open-pr``,
     ``push`` with ``--push``, else ``local``). Named branches move together: every branch (and
     every README row about a moved PyTorch) is checked, committed, pushed and moved as one, or
-    none is. The bump stage then writes one typed row per bumped group (release.pins.weekly)."""
+    none is. The bump stage then writes one typed row per bumped group (release.pins.recorded)."""
     from release.pins.bump import BumpOutcome
-    from release.pins.weekly import record_move
+    from release.pins.recorded import record_move
 
     opts = plan.options
     if opts.dry_run or not plan.to_commit:
