@@ -34,6 +34,7 @@ from config.outcomes import ReasonKind
 from config.policy import bump_head_prefix, github_name
 from config.progress import Progress
 from release.adapters import git as gitops
+from release.adapters import gitcheckouts
 from release.adapters.gitrefs import all_branches, make_local
 from release.pins.sweep import BranchWork, SweepPlan
 
@@ -86,7 +87,7 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
     gh = nix = None
     try:
         if mode == "push":  # a killed run's push that landed: its local branches follow now
-            gitops.catch_up(repo, settings.repo_remote, plan.tips)
+            gitcheckouts.catch_up(repo, settings.repo_remote, plan.tips)
         if mode == "pr" and plan.work:
             from release.adapters.github import GitHub
             from release.adapters.nixpkgs import NixpkgsClient
@@ -148,14 +149,14 @@ def _deliver(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, sha: str
     remote = settings.repo_remote
     if mode == "local":
         make_local(repo, {w.branch: w.tip}, remote)  # (planned on local tips: prefer_remote is off)
-        gitops.advance_branches(repo, {w.branch: (sha, w.tip)})
+        gitcheckouts.advance_branches(repo, {w.branch: (sha, w.tip)})
         return Delivered(w.branch, sha, "committed locally")
     if mode == "push":
         gitops.push(repo, remote, [f"{sha}:refs/heads/{w.branch}"])
         gitops.track_pushed(repo, remote, {w.branch: sha})
         if not w.remote_only:
             with suppress(TorchbotError):  # pushed; a local branch that cannot follow catches up at the next pull
-                gitops.advance_branches(repo, {w.branch: (sha, w.tip)})
+                gitcheckouts.advance_branches(repo, {w.branch: (sha, w.tip)})
         return Delivered(w.branch, sha, "pushed")
     return _pull_request(repo, plan, w, settings, sha, gh, nix)
 
@@ -438,11 +439,11 @@ def _together(repo, plan: SweepPlan, settings, mode: str, progress: Progress) ->
         shas[name] = sha
         made.setdefault(name, []).append((sha, message))
     make_local(repo, {b: heads[b] for b in shas}, remote)  # a branch only on <remote>/* gets its local branch
-    checked = gitops.check_checkouts(repo, {b: (sha, heads[b]) for b, sha in shas.items()})  # before any push
+    checked = gitcheckouts.check_checkouts(repo, {b: (sha, heads[b]) for b, sha in shas.items()})  # before any push
     if mode == "push":  # an earlier run killed after its push reached the remote: its commits are adopted
         shas = push_or_adopt(repo, remote, {b: (heads[b], sha) for b, sha in shas.items()})
     try:
-        notes = gitops.advance_branches(repo, {b: (sha, heads[b]) for b, sha in shas.items()}, checked=checked)
+        notes = gitcheckouts.advance_branches(repo, {b: (sha, heads[b]) for b, sha in shas.items()}, checked=checked)
     except ExternalError as err:
         if mode != "push":
             raise
