@@ -232,7 +232,10 @@ def dashboard(ctx, repo=None, now: datetime | None = None, fetch: bool = False) 
 
 
 def run_action(ctx, action) -> str:
-    """Do what a row's action says, through the same plans the CLI applies; one line back."""
+    """Do what a row's action says through the plan chat's ``/bump`` and ``/build`` build (the
+    same planners, options and delivery), after the check chat makes at Confirm: what the
+    action's key names (the branch tip, or the revision to approve) is still what the plan was
+    made from; else it refuses in one line and nothing is done. One line back."""
     words = action.command.split()
     if action.kind in ("approve-bump", "rebase-pr"):
         from release.pins.commands import plan_bump
@@ -245,7 +248,9 @@ def run_action(ctx, action) -> str:
                 opts[flag[2:]] = rest[i + 1]
                 rest = rest[:i] + rest[i + 2:]
         # delivered as chat's /bump delivers (TORCHBOT_BUMP_DELIVERY; a bump PR already open is updated)
-        result = plan_bump(ctx, words[1], rest[0] if rest else None, delivery="auto", **opts).apply()
+        plan = plan_bump(ctx, words[1], rest[0] if rest else None, delivery="auto", **opts)
+        _still_there(action, plan.to_dict(), rev=rest[0] if rest else None)
+        result = plan.apply()
         return (result.text().splitlines() or ["bumped"])[0]
     if action.kind == "recreate-pr":  # as `release bump-pause BRANCH --recreate HEAD` does
         from release.pins.commands import pause_bumps
@@ -258,12 +263,41 @@ def run_action(ctx, action) -> str:
         if backend == "none":
             raise UsageError("no build backend: set TORCHBOT_SCHEDULE_BUILD_BACKEND (github or local) to retry builds "
                              "from the dashboard issue.")
-        result = plan_build(ctx, words[1], words[2:], backend=backend).apply()
+        plan = plan_build(ctx, words[1], words[2:], backend=backend)
+        _still_there(action, plan.to_dict())
+        result = plan.apply()
         states: dict[str, int] = {}
         for r in result.rows:
             states[r.get("state", "?")] = states.get(r.get("state", "?"), 0) + 1
         return "retried: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
     raise UsageError(f"Unknown dashboard action {action.kind}.")
+
+
+def _still_there(action, plan: dict, rev: str | None = None) -> None:
+    """Refuse (``RefusedError``, nothing done) when what the action's key names moved since the
+    dashboard showed it: the branch tip (``approve-bump`` of a channel head, ``rebase-pr``,
+    ``retry-builds``), or the revision an approval moves to (the plan's target)."""
+    from config.errors import RefusedError
+
+    named = action.key.rsplit(":", 1)[-1]
+    if not named:
+        return
+    if action.kind == "approve-bump" and rev:
+        targets = {plan.get("new_rev") or ""} | {b.get("new_pin") or "" for b in plan.get("branches") or []}
+        targets |= {o.get(k) or "" for o in plan.get("outcomes") or [] for k in ("target", "new_pin")}
+        targets.discard("")
+        if targets and not any(t.startswith(named) for t in targets):  # (nothing to move: nothing is done)
+            raise RefusedError(f"{action.branch}: the approved bump to {named[:7]} is no longer what the plan "
+                               "would do; nothing was done (the dashboard shows it as it is now).")
+        return
+    if action.kind == "retry-builds":
+        now = plan.get("commit") or ""
+    else:
+        tips = plan.get("tips") or {b.get("branch"): b.get("tip") for b in plan.get("branches") or []}
+        now = tips.get(action.branch) or ""
+    if now and not now.startswith(named):
+        raise RefusedError(f"{action.branch} moved from {named[:7]} to {now[:7]} since the dashboard showed it; "
+                           "nothing was done (the dashboard shows it as it is now).")
 
 
 def sync_issues(ctx, model: Dashboard | None = None, acting: bool | None = None) -> list[str]:

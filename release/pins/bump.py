@@ -1,9 +1,10 @@
 """Orchestration of a nixpkgs pin bump over a git repository.
 
 ``plan_bump`` reads the branches (git, read-only) and asks nixpkgs (HTTP) for the facts the
-guards need; it writes nothing. ``apply_bump`` then creates one commit per branch without
-touching the user's checkout, pushes when asked, and only then moves the local refs in one
-transaction, so every failure leaves every ref as it was.
+guards need; it writes nothing. The plan is delivered the one way every bump is
+(``release.pins.deliver.apply_named`` -> ``deliver(mode)``): one commit per pin group without
+touching the user's checkout, a push when asked, and only then the local refs in one transaction,
+so every failure leaves every ref as it was (or, after a push, says so).
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.errors import ExternalError, NotFoundError, RefusedError, ValidationError
+from config.errors import NotFoundError, RefusedError, ValidationError
 from config.policy import BUMP_HEADS, is_bump_head, is_vllm_branch
 from config.progress import Progress
 from release.adapters import git as gitops
-from release.adapters import gitcheckouts
-from release.adapters.gitrefs import all_branches, make_local
+from release.adapters.gitrefs import all_branches
 from release.pins.guards import guard_branch, read_model
 from release.pins.moves import DocsEdit, parse_move
 from release.pins.rules import (
@@ -28,7 +28,6 @@ from release.pins.rules import (
     find_groups,
     plan_edit,
     select_group,
-    short,
     validate_rev,
 )
 
@@ -224,64 +223,6 @@ def _choose_groups(repo, heads, targets, opts: BumpOptions, catalog, skipped) ->
             group = select_group(name, groups, cuda=opts.cuda, from_pin=opts.from_pin)
         chosen.append((name, files, recipes, group))
     return chosen
-
-
-def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -> BumpOutcome:
-    """Commit the plan (and push it); ``progress`` hears of each branch as it is done. As pull
-    requests it is delivered by ``release.pins.deliver.apply_named``, as the weekly bump is."""
-    opts = plan.options
-    progress = progress or Progress(verb="bumped")
-    outcome = BumpOutcome()
-    if opts.dry_run:
-        return outcome
-    repo = gitops.open_repo(plan.repo_path)
-    work = plan.to_commit
-    if not work:
-        return outcome
-    if opts.open_pr:  # pull requests: release.pins.deliver.apply_named (the weekly bump's delivery)
-        raise ValueError("apply_bump commits and pushes; a bump as pull requests goes through "
-                         "release.pins.deliver.apply_named")
-    remote = settings.repo_remote
-    heads = all_branches(repo, remote)
-    docs = plan.docs
-    for name, tip in [(bp.branch, bp.tip) for bp in work] + [(d.branch, d.tip) for d in docs]:
-        if heads.get(name) != tip:
-            raise ExternalError(f"Branch '{name}' moved since the plan was made; nothing was changed. "
-                                "Run the bump again.")
-    shas = gitops.make_commits(
-        repo,
-        [(bp.tip, bp.edit.changes, bp.message) for bp in work] + [(d.tip, d.changes, d.message) for d in docs],
-        settings.git_author_name,
-        settings.git_author_email,
-    )
-    new: dict[str, str] = {bp.branch: sha for bp, sha in zip(work, shas[: len(work)], strict=True)}
-    docs_new = {d.branch: sha for d, sha in zip(docs, shas[len(work):], strict=True)}
-    new.update(docs_new)
-    make_local(repo, {b: heads[b] for b in new}, remote)  # a branch only on origin/* gets its local branch
-    checked = gitcheckouts.check_checkouts(repo, {b: (sha, heads[b]) for b, sha in new.items()})  # before any push
-    if opts.push:  # an earlier run killed after its push reached the remote: its commits are adopted
-        from release.adapters.gitpush import push_or_adopt
-
-        new = push_or_adopt(repo, remote, {b: (heads[b], sha) for b, sha in new.items()})
-        outcome.pushed = list(new)
-    moves = {b: (sha, heads[b]) for b, sha in new.items()}
-    try:
-        outcome.notes.extend(gitcheckouts.advance_branches(repo, moves, checked=checked))
-    except ExternalError as err:
-        if not opts.push:
-            raise
-        raise ExternalError(
-            f"The bump was pushed to '{remote}' ({', '.join(new)}), but a local branch moved meanwhile, so local "
-            f"branches were left as they were; run `git fetch {remote}` and reconcile. ({err.message})"
-        ) from None
-    if opts.push:
-        gitops.track_pushed(repo, remote, new)
-    outcome.commits = new
-    progress.begin(len(new))
-    for b in new:
-        progress.finished(b, "pushed" if opts.push else "committed", short(new[b]))
-    progress.end()
-    return outcome
 
 
 def pr_body(bp: BranchPlan, plan: BumpPlanData, settings, client, head: str = "") -> str:

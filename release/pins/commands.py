@@ -187,18 +187,14 @@ class Plan:
 
     def apply(self, progress=None, notice=None) -> BumpResult:
         """Write the bump; ``progress`` (``config.progress.Progress``) hears of each branch."""
-        from release.pins.deliver import apply_named as apply_bump
+        from release.pins.deliver import apply_named  # plan -> deliver(mode); it writes the release record
 
         if self.data.companions:
             from release.pins.companions import apply_with_companions
 
             outcome, companions = apply_with_companions(self.data, self.settings)
             return BumpResult(self, outcome, companions)
-        from release.pins.weekly import record_move
-
-        outcome = apply_bump(self.data, self.settings, progress)
-        record_move(self.data, outcome, self.settings)  # the bump stage keeps what it did in the release record
-        return BumpResult(self, outcome)
+        return BumpResult(self, apply_named(self.data, self.settings, progress))
 
 
 def plan_bump(ctx, target: str | list[str], rev: str | None = None, **opts) -> Plan:

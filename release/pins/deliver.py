@@ -56,6 +56,7 @@ class Delivered:
     repo: str = ""  # the repository's path
     commits: list[tuple[str, str]] = field(default_factory=list)  # (sha, subject), one per moved pin group
     decision: str = ""  # a person's decision left it alone: closed-unmerged | edited | paused (release.state.decisions)
+    notes: list[str] = field(default_factory=list)  # what the local move wants said (a checkout left as it was)
 
     def to_dict(self) -> dict:
         return {"repo": self.repo, "branch": self.branch, "commit": self.commit, "how": self.how, "url": self.url,
@@ -94,6 +95,8 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
     branches that could not be delivered become held."""
     repo = gitops.open_repo(plan.repo_path)
     progress = progress or Progress(verb="bumped")
+    if plan.together and mode in ("push", "local"):
+        return _together(repo, plan, settings, mode, progress)
     if not counted:  # else the caller counted every repository's branches
         progress.begin(len(plan.work))
     out: list[Delivered] = []
@@ -380,15 +383,102 @@ def _foreign_authors(repo, base: str, head: str | None, settings) -> list[str]:
 
 
 def apply_named(plan, settings, progress: Progress | None = None):
-    """Deliver a bump of named branches (``release.pins.bump.BumpPlanData``: a revision, a
-    PyTorch move, the dashboard's Approve): as pull requests the way the weekly bump delivers
-    them, else committed and pushed by ``release.pins.bump.apply_bump``. One pipeline for every
-    front end: plan, then deliver."""
-    from release.pins.bump import apply_bump
+    """Deliver a bump of named branches (``release.pins.bump.BumpPlanData``: a revision, a PyTorch
+    move, companions, the dashboard's Approve) the one way every bump is delivered: as a
+    :class:`SweepPlan` through :func:`deliver` in the plan's mode (``pr`` with ``--open-pr``,
+    ``push`` with ``--push``, else ``local``). Named branches move together: every branch (and
+    every README row about a moved PyTorch) is checked, committed, pushed and moved as one, or
+    none is. The bump stage then writes one typed row per bumped group (release.pins.recorded)."""
+    from release.pins.bump import BumpOutcome
+    from release.pins.recorded import record_move
 
-    if plan.options.open_pr and not plan.options.dry_run and plan.to_commit:
-        return _as_pull_requests(plan, settings, progress)
-    return apply_bump(plan, settings, progress)
+    opts = plan.options
+    if opts.dry_run or not plan.to_commit:
+        return BumpOutcome()
+    if opts.open_pr:
+        outcome = _as_pull_requests(plan, settings, progress)
+    else:
+        outcome = _together_outcome(plan, settings, "push" if opts.push else "local", progress)
+    record_move(plan, outcome, settings)  # the bump stage keeps what it did in the release record
+    return outcome
+
+
+def _named_sweep(plan, settings, only_remote=()) -> SweepPlan:
+    """The named bump as the sweep's plan: one BranchWork per branch, one outcome per group."""
+    from release.pins.sweep import PinOutcome
+
+    sweep = SweepPlan(Path(plan.repo_path))
+    for bp in plan.to_commit:
+        sweep.outcomes.append(PinOutcome(Path(plan.repo_path).name, bp.branch, ", ".join(bp.edit.group.labels),
+                                         "bumped", bp.edit.group.pin, plan.new_rev, torch_old=bp.torch_old,
+                                         torch_new=bp.torch_new))
+        sweep.work.append(BranchWork(bp.branch, bp.tip, bp.branch in only_remote, "=" + plan.source, [bp],
+                                     [len(sweep.outcomes) - 1]))
+        sweep.tips[bp.branch] = bp.tip
+    return sweep
+
+
+def _together_outcome(plan, settings, mode: str, progress: Progress | None):
+    from release.pins.bump import BumpOutcome
+
+    sweep = _named_sweep(plan, settings)
+    sweep.together, sweep.docs = True, list(plan.docs)
+    delivered = deliver(sweep, settings, mode, progress)
+    outcome = BumpOutcome(commits={d.branch: d.commit for d in delivered})
+    if mode == "push":
+        outcome.pushed = [d.branch for d in delivered]
+    for d in delivered:
+        outcome.notes.extend(d.notes)
+    return outcome
+
+
+def _together(repo, plan: SweepPlan, settings, mode: str, progress: Progress) -> list[Delivered]:
+    """``push``/``local`` of named branches, as one: every tip (and checkout) is checked before
+    anything is written; the commits are made without touching a checkout; the push is one atomic
+    push (an earlier killed run's landed push is adopted); then the local refs move in one
+    transaction. Any failure before the push leaves every ref as it was; after it, it says so."""
+    from config.errors import ExternalError
+    from release.adapters.gitpush import push_or_adopt
+
+    remote = settings.repo_remote
+    work = [(w.branch, w.tip, p.edit.changes, p.message) for w in plan.work for p in w.plans]
+    work += [(d.branch, d.tip, d.changes, d.message) for d in plan.docs]
+    heads = all_branches(repo, remote)
+    for name, tip, _, _ in work:
+        if heads.get(name) != tip:
+            raise ExternalError(f"Branch '{name}' moved since the plan was made; nothing was changed. "
+                                "Run the bump again.")
+    shas: dict[str, str] = {}
+    made: dict[str, list[tuple[str, str]]] = {}
+    for name, tip, changes, message in work:  # a branch's groups commit one on another
+        sha = gitops.make_commit(repo, shas.get(name, tip), changes, message, settings.git_author_name,
+                                 settings.git_author_email)
+        shas[name] = sha
+        made.setdefault(name, []).append((sha, message))
+    make_local(repo, {b: heads[b] for b in shas}, remote)  # a branch only on <remote>/* gets its local branch
+    checked = gitcheckouts.check_checkouts(repo, {b: (sha, heads[b]) for b, sha in shas.items()})  # before any push
+    if mode == "push":  # an earlier run killed after its push reached the remote: its commits are adopted
+        shas = push_or_adopt(repo, remote, {b: (heads[b], sha) for b, sha in shas.items()})
+    try:
+        notes = gitcheckouts.advance_branches(repo, {b: (sha, heads[b]) for b, sha in shas.items()}, checked=checked)
+    except ExternalError as err:
+        if mode != "push":
+            raise
+        raise ExternalError(
+            f"The bump was pushed to '{remote}' ({', '.join(shas)}), but a local branch moved meanwhile, so local "
+            f"branches were left as they were; run `git fetch {remote}` and reconcile. ({err.message})"
+        ) from None
+    if mode == "push":
+        gitops.track_pushed(repo, remote, shas)
+    how = "pushed" if mode == "push" else "committed locally"
+    out = [Delivered(b, sha, how, repo=str(plan.repo_path), commits=made[b]) for b, sha in shas.items()]
+    if out:
+        out[0].notes = notes
+    progress.begin(len(shas))
+    for b, sha in shas.items():
+        progress.finished(b, "pushed" if mode == "push" else "committed", short(sha))
+    progress.end()
+    return out
 
 
 def _as_pull_requests(plan, settings, progress: Progress | None = None):
@@ -398,19 +488,10 @@ def _as_pull_requests(plan, settings, progress: Progress | None = None):
     from config.errors import ExternalError
     from release.adapters.gitrefs import remote_only
     from release.pins.bump import BumpOutcome
-    from release.pins.sweep import PinOutcome
 
     repo = gitops.open_repo(plan.repo_path)
-    work = plan.to_commit
-    only_remote = remote_only(repo, [bp.branch for bp in work], settings.repo_remote)
-    sweep = SweepPlan(Path(plan.repo_path))
-    for bp in work:
-        sweep.outcomes.append(PinOutcome(Path(plan.repo_path).name, bp.branch, ", ".join(bp.edit.group.labels),
-                                         "bumped", bp.edit.group.pin, plan.new_rev, torch_old=bp.torch_old,
-                                         torch_new=bp.torch_new))
-        sweep.work.append(BranchWork(bp.branch, bp.tip, bp.branch in only_remote, "=" + plan.source, [bp],
-                                     [len(sweep.outcomes) - 1]))
-        sweep.tips[bp.branch] = bp.tip
+    only_remote = remote_only(repo, [bp.branch for bp in plan.to_commit], settings.repo_remote)
+    sweep = _named_sweep(plan, settings, only_remote)
     delivered = deliver(sweep, settings, "pr", progress)
     left = [o for o in sweep.outcomes if o.kind != "bumped"]
     if left and not delivered:

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from config.outcomes import BumpKind, ReasonKind
+from config.outcomes import BumpKind
 from release.pins.deliver import Delivered, deliver
+from release.pins.recorded import write_rows as _write
 from release.pins.sweep import KINDS, SweepPlan
 
 WHY_LOCAL = {
@@ -46,7 +44,9 @@ class SweepBump:
         self.known_holds = known_holds  # (repo path, branch, group, reason) held at the last recorded run
 
     def still_held(self, plan: SweepPlan, o) -> bool:
-        return (str(plan.repo_path), o.branch, o.group, o.reason) in self.known_holds
+        from release.state.record import repo_key
+
+        return (repo_key(plan.repo_path), o.branch, o.group, o.reason) in self.known_holds
 
     def new_holds(self) -> list:
         return [o for p in self.plans for o in p.outcomes if o.kind == "held" and not self.still_held(p, o)]
@@ -154,47 +154,10 @@ def group_outcomes(plans: list[SweepPlan], delivered: list[Delivered]) -> list:
     return out
 
 
-def record_move(data, outcome, settings) -> None:
-    """A bump of named branches to one revision (``release.pins.bump.apply_bump``: a deliberate
-    move, a dashboard Approve) keeps its groups' rows in the release record too: the bump stage is
-    the one writer of bump outcomes, whichever way it ran."""
-    from release.state.record import GroupOutcome
-
-    if data.options.dry_run:
-        return
-    prs = {p.get("branch"): p for p in outcome.pull_requests}
-    how = "pr" if data.options.open_pr else "push" if data.options.push else "local"
-    rows = []
-    for bp in data.to_commit:
-        g, pr = bp.edit.group, prs.get(bp.branch) or {}
-        by_hand = bool(bp.pytorch_new) or data.source == "--rev"
-        rows.append(GroupOutcome(
-            repo=str(data.repo_path), repo_name=Path(data.repo_path).name, branch=bp.branch, group=", ".join(g.labels),
-            kind=BumpKind.BUMPED, reason_kind=ReasonKind.MOVED_BY_HAND if by_hand else ReasonKind.NONE,
-            reason=f"moved by hand to PyTorch {bp.pytorch_new}" if bp.pytorch_new else "", old_pin=g.pin,
-            target=data.new_rev, torch_old=bp.torch_old, pytorch=bp.torch_new, tracks=data.source, delivery=how,
-            commit=outcome.commits.get(bp.branch), pr_number=pr.get("number"), pr_url=pr.get("url"),
-            head_ref=pr.get("head"), head_sha=outcome.commits.get(bp.branch) if pr else None,
-            cuda=tuple(g.cuda_versions)))
-    _write(rows, settings, groups_only=True)
-
-
 def record(plans: list[SweepPlan], delivered: list[Delivered], settings) -> None:
     """The bump stage keeps its outcomes in the release record (the one writer of bump outcomes).
     The bump is done whatever happens here: a state DB that cannot be written is logged."""
     _write(group_outcomes(plans, delivered), settings)
-
-
-def _write(rows: list, settings, groups_only: bool = False) -> None:
-    from config.errors import TorchbotError
-    from release.state import open_state
-    from release.state.record import write_bump
-
-    try:
-        write_bump(open_state(settings.state_db, getattr(settings, "state_timeout_seconds", None)), rows,
-                   groups_only=groups_only)
-    except (TorchbotError, SQLAlchemyError) as err:
-        log.warning("the bump's outcomes were not kept in the release record: %s", getattr(err, "message", err))
 
 
 class SweepResult:
