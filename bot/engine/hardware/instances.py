@@ -23,7 +23,7 @@ INSTANCE_LIKE_RE = rx(
 _FAMILY_TOKEN_RE = rx(r"(?<![a-z0-9.\-_])[a-z][a-z0-9]*\d[a-z0-9]*(?:-[a-z0-9]+)?(?![a-z0-9.])")
 _INSTANCE_GATE_RE = rx(
     r"\.\d*[a-z]|[a-z]\d[a-z]?-[a-z]|standard_|[a-z _]v\d|hx\d|gpu_\d|_nvlink_|coreweave"
-    r"|gpu-[a-z]|\d-\d+g\b|runpod"
+    r"|gpu-[a-z]|\d-\d+g|runpod"
 )
 
 
