@@ -190,10 +190,12 @@ def test_a_hosted_shape_has_its_sources_cpu_or_says_it_is_unknown(drawn):
     hw = parse(CAT, text)
     assert hw.instance_provider == inst.provider, (text, hw.instance)
     assert hw.gpu_arch == parse(CAT, inst.gpu).gpu_arch or hw.gpu_foreign == inst.gpu, (text, hw.gpus)
-    r = ask(text).recommendation
+    ans = ask(text)
+    r = ans.recommendation
     if inst.cpu is not None:
         assert hw.cpu_uarch == parse(CAT, inst.cpu).cpu_uarch, (text, hw.cpu)
     else:  # never silently assumed: said, and no instruction set beyond the x86-64 baseline
         assert hw.cpu_uarch is None and any("publish" in n and "CPU" in n for n in hw.notes), (text, hw.notes)
         assert r is None or r.cpu_isa in {None, "avx2"}, (text, r.package)
+        assert any(x.startswith("CPU unknown") for x in ans.read), (text, ans.read)
     safe(text)
