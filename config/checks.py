@@ -1,5 +1,5 @@
-"""Checks of setting values shared by the settings model (``config.settings``) and ``ask``'s light
-settings (``config.light_settings``), so both give the same verdict, and the start-up checks of
+"""Checks of setting values (the Flox org, command placeholders, URLs, database URLs) used by the
+settings' rules (``config.settings_answer``, ``config.settings``), and the start-up checks of
 what the settings name on disk (:func:`check_files`). Each problem is one line naming its
 ``TORCHBOT_`` variable. Imports nothing of torchbot but config.errors and config.paths, and no
 pydantic.

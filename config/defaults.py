@@ -1,4 +1,4 @@
-"""Setting defaults shared by config.settings (pydantic-settings) and config.light_settings.
+"""Setting defaults shared by config.settings_answer and the catalog.
 Imports nothing."""
 
 FLOX_ORG = "your-org"

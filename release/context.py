@@ -33,7 +33,7 @@ class Context:
 
     @property
     def repositories(self) -> list[Path]:
-        """Every configured repository (build-pytorch first); none with ask's light settings."""
+        """Every configured repository (build-pytorch first)."""
         s = self.settings
         repo_path = getattr(s, "repo_path", None)
         repo_paths = tuple(getattr(s, "repo_paths", ()) or ())

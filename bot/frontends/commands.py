@@ -3,8 +3,7 @@ Each function takes a Context and returns a result object (config/results.py).""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.engine.answer import Answer
 from bot.engine.companions import answer_companion, companion_kind
@@ -13,6 +12,9 @@ from bot.engine.select import recommend
 from config.errors import TorchbotError, UsageError
 from config.policy import is_vllm_branch
 from release.context import Context
+
+if TYPE_CHECKING:
+    from datetime import datetime  # imported where a clock is read: `ask` imports this module and reads none
 
 
 def not_text(text: str) -> bool:
@@ -160,6 +162,8 @@ class PinsResult:
                 raise UsageError(f"No branch {', '.join(unknown)}. Branches: {', '.join(dict.fromkeys(names))}.")
             self.data["branches"] = [b for b in self.data["branches"] if b["branch"] in only]
         try:
+            from datetime import UTC, datetime
+
             from release.timetable import crontab_trigger, job_specs
 
             nxt = crontab_trigger(self.cron).get_next_fire_time(None, datetime.now(UTC))
@@ -217,7 +221,7 @@ def why_held(ctx: Context, names: list[str] | None = None, now: datetime | None 
 def changes(ctx: Context, days: int = 7, now: datetime | None = None):
     """"What changed since last week?": the bumps of the last ``days`` days (the dashboard's model),
     the builds that finished and the variants published since (the state DB's rows)."""
-    from datetime import timedelta
+    from datetime import UTC, datetime, timedelta
 
     from sqlalchemy import select
 

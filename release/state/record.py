@@ -112,15 +112,16 @@ class GroupOutcome:
 _CARRIED = ("delivery", "commit", "pr_number", "pr_url", "head_ref", "head_sha", "pr_state", "closed_by", "pr_seen")
 
 
-def write_bump(st, outcomes: Iterable[GroupOutcome], groups_only: bool = False) -> int:
+def write_bump(st, outcomes: Iterable[GroupOutcome], groups_only: bool = False, at: datetime | None = None) -> int:
     """The bump stage's rows: each (repository, branch) it went through gets its groups' rows, in
     one transaction (``groups_only``: only the rows of the groups given are replaced, as a move of
     one pin group by hand does). A branch with nothing delivered this time keeps its last delivery
-    (the pull request of a week before, merged or still open)."""
+    (the pull request of a week before, merged or still open). ``at``: when the bump ran (UTC without
+    a zone, as the DB keeps it; now by default)."""
     outcomes = list(outcomes)
     branches = {(repo_key(o.repo), o.branch) for o in outcomes}
     groups = {(repo_key(o.repo), o.branch, o.group) for o in outcomes}
-    now = utcnow()
+    now = at or utcnow()
     with st.session() as s:
         before: dict[tuple[str, str], ReleaseRow] = {}
         for repo, branch in branches:

@@ -1,7 +1,7 @@
 """Every setting is checked when torchbot starts (issue 18 item 4): each mistake below, given to
 the real CLI in a subprocess through the environment, exits 2 with one line on stderr naming its
 TORCHBOT_ variable and what is wrong, no traceback, no secret, and nothing written where it runs.
-``ask``'s light settings (no pydantic) give the same verdict as the full settings where both apply.
+``ask``'s answer group (no pydantic) gives the same verdict as the full settings where both apply.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def test_paths_says_where_each_file_lives(run, tmp_path):
     assert "torchbot paths" in run(["--help"]).stdout
 
 
-# ask's light settings (no pydantic) and the full settings (here forced by a second variable) agree
+# ask's answer group (no pydantic) and the full settings (`catalog` loads them) agree
 ASK_MISTAKES = [
     ({"TORCHBOT_FLOX_ORG": "my org; rm -rf ~"},
      "TORCHBOT_FLOX_ORG: 'my org; rm -rf ~' is not a Flox organisation name"),
@@ -149,9 +149,9 @@ ASK_MISTAKES = [
 
 
 @pytest.mark.parametrize("env, expect", ASK_MISTAKES, ids=[next(iter(e)) for e, _ in ASK_MISTAKES])
-def test_ask_gives_the_same_verdict_with_light_and_full_settings(run, tmp_path, env, expect):
+def test_ask_gives_the_same_verdict_as_the_full_settings(run, tmp_path, env, expect):
     light = one_line(run(["ask", "H100"], **env))
-    full = one_line(run(["ask", "H100"], **env, TORCHBOT_GIT_AUTHOR_NAME="forces the full settings"))
+    full = one_line(run(["catalog"], **env))
     assert light == full and light.startswith("torchbot: " + expect.format(tmp=tmp_path))
 
 
@@ -168,14 +168,14 @@ def test_a_blank_path_setting_means_its_default_never_the_working_directory(run,
     default = where(run(["paths"]))
     for blank in ("", "  "):
         assert where(run(["paths"], **{variable: blank})) == default
-        for forced in ({}, {"TORCHBOT_GIT_AUTHOR_NAME": "forces the full settings"}):  # ask's light path, and not
-            r = run(["ask", "H100 with Graviton3"], TORCHBOT_FLOX_ORG="acme", **{variable: blank}, **forced)
-            assert r.returncode == 0 and "flox install acme/" in r.stdout, r.stderr
+        r = run(["ask", "H100 with Graviton3"], TORCHBOT_FLOX_ORG="acme", **{variable: blank})  # the answer group
+        assert r.returncode == 0 and "flox install acme/" in r.stdout, r.stderr
+        assert run(["catalog"], **{variable: blank}).returncode == 0  # the full settings
         r = run(["release", "status"], **{variable: blank})
         assert r.returncode == 0, r.stderr
 
 
-def test_ask_answers_with_the_light_settings_and_writes_nothing(run):
+def test_ask_answers_with_the_answer_group_and_writes_nothing(run):
     r = run(["ask", "H100 with Graviton3"], TORCHBOT_FLOX_ORG="acme", TORCHBOT_CACHE_DIR="off")
     assert r.returncode == 0 and "flox install acme/" in r.stdout, r.stderr
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.support.fakes_github import FakeGitHub
@@ -104,7 +104,7 @@ def _state(ctx, pt: RepoFixture, gh=None) -> list[str]:
         GroupOutcome(str(pt.path), "build-pytorch", PR_BRANCH, "", BumpKind.BUMPED, old_pin=PIN_12_X, target=HEAD,
                      tracks="nixos-unstable", delivery="pr" if pr else "", pr_number=pr and pr["number"],
                      pr_url=pr and pr["html_url"], head_ref=PR_HEAD if pr else None, head_sha=pr_sha),
-    ])
+    ], at=(NOW - timedelta(days=1, hours=6)).replace(tzinfo=None))  # the week's bump ran the day before NOW
     return [p for p, st_ in zip(main, states, strict=False) if st_ in ("failed", "interrupted")]
 
 

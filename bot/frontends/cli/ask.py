@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.add_argument("--no-nvml", action="store_true", help="with --here: skip NVML and run nvidia-smi")
     p.add_argument("--cpuinfo", default="/proc/cpuinfo", metavar="PATH", help="with --here: where to read the CPU from")
     p.add_argument("question", nargs="*", help="e.g. 'H100 with Graviton3', 'p5.48xlarge', or - for stdin")
-    p.set_defaults(func=_ask, parser=p, light_settings=True)
+    p.set_defaults(func=_ask, parser=p, answer_settings=True)
 
     c = sub.add_parser("catalog", help="branches, pins and variant counts", epilog=CATALOG_EXAMPLES)
     c.add_argument("--json", action="store_true", help="print one JSON object")

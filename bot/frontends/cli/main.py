@@ -238,10 +238,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         settings = None
-        if getattr(args, "light_settings", False):  # `ask`: skip pydantic-settings when nothing but the env sets it
-            from config.light_settings import light_settings
+        if getattr(args, "answer_settings", False):  # `ask`: only the answer group, without pydantic-settings
+            from config.settings_answer import answer_settings
 
-            settings = light_settings()
+            settings = answer_settings()
         if getattr(args, "no_settings", False):  # `completion`: prints a script, needs no settings
             return int(args.func(args, None) or 0)
         if settings is None:

@@ -4,7 +4,8 @@ hardware's word on ISA code, and the runner labels each platform maps to."""
 from __future__ import annotations
 
 from config.catalog_data import load_catalog
-from config.settings import DEFAULT_RUNNERS, Settings
+from config.setting_values import DEFAULT_RUNNERS
+from config.settings import Settings
 from release.builds.plan import BuildItem, place_github, place_local, runner_labels
 from release.recipes.platforms import recipe_target
 
