@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
 from config.checks import placeholder_problem, shown_url, url_problem
@@ -476,7 +476,8 @@ class Schedule(BaseModel):
     bump_delivery: Literal["pr", "push", "local"] | None = Field(None, description="how scheduled and chat bumps leave this machine: pr (a pull request per branch from `bump/<branch>-<rev>`, an open one updated), push (to the branch) or local (local commits only). Unset: pr when TORCHBOT_GITHUB_TOKEN and TORCHBOT_GITHUB_REPO are set, else local")  # noqa: E501
     bump_tracks: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict, description="the nixpkgs channel or branch a branch's bumps follow: `pattern=channel`, comma separated (fnmatch patterns, first match wins: `pytorch-2.9-*=nixos-25.05`); others follow TORCHBOT_DEFAULT_CHANNEL")  # noqa: E501
     bump_automerge: bool = Field(False, description="merge a bump pull request once every build at its head passed (like Renovate's automerge); off: the builds' result is shown on the pull request and a maintainer merges")  # noqa: E501
-    bump_ignored_authors: Annotated[list[str], NoDecode] = Field(default_factory=list, description=(
+    bump_ignored_authors: Annotated[list[str], NoDecode, BeforeValidator(csv_list)] = Field(
+        default_factory=list, description=(
         "authors (emails or names, comma separated) whose commits on a bump pull request's branch torchbot "
         "may still rewrite, like Renovate's gitIgnoredAuthors; a commit by anyone else stops torchbot updating "
         "that pull request"))
@@ -493,11 +494,5 @@ class Schedule(BaseModel):
     @classmethod
     def _bump_words(cls, value: object, info) -> object:
         return tracks(value) if info.field_name == "bump_tracks" else lower_word(value)
-
-    @field_validator("bump_ignored_authors", mode="before")
-    @classmethod
-    def _schedule_lists(cls, value: object) -> object:
-        return csv_list(value)
-
 
 GROUPS = (Chat, Answer, Git, Upstream, State, Builds, Serve, Schedule)  # in the order docs/settings.md lists them

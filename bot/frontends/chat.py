@@ -26,6 +26,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from importlib.resources import files
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -41,30 +42,7 @@ from release.context import Context
 
 log = logging.getLogger("torchbot.chat")
 
-HELP = """\
-/variant <anything>          which variant for this hardware (names, nvidia-smi or lscpu output, instance types)
-                             for exact facts paste the output of
-                             `nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv` and `lscpu`
-                             (what `torchbot ask --here` reads on the machine itself)
-/pins [branch]               branches with PyTorch / CUDA / Python and their nixpkgs pins (or one branch's)
-/bump <branch|all> [rev] [--cuda A.B] [--from-pin OLD] [--channel C] [--force]  move every pin group of
-                                              the branch (all: every branch of both repositories) as far as
-                                              its PyTorch promise allows; delivered as TORCHBOT_BUMP_DELIVERY
-                                              says (a pull request with GitHub) (admins; plan first)
-/bump <branch> [rev] --with-companions        ... and its torchvision pairs
-/bump <branch> <rev> --pytorch X.Y.Z          ... a deliberate PyTorch move: X.Y.Z is what that nixpkgs holds
-/bump <branch> [rev] --torch-src REV,HASH     ... PyTorch from source (a source override; the pin stays without rev)
-/bump <branch> [rev] --cuda A.B | --from-pin OLD  ... one pin group of a branch with several pins
-/build <branch> [glob] [--resume]  build variants of a branch (admins; plan first); --resume: the interrupted
-/publish <branch>            publish built variants (admins; shows the plan first)
-/torchbot help | status      this help; the bot's settings and recent builds
-/torchbot dashboard          where the release stands on every branch (held bumps, failed builds, drift)
-/torchbot why-held [branch]  why a branch's bump is held (every held branch without one), and how to move it
-/torchbot changes [days]     what changed in the last days (7): bumps, finished builds, publishes
-@torchbot <words>            in words: help, "what pin is main on?", "how are the builds going", "bump main",
-                             "why is pytorch-2.10 held?", "what changed since last week?", "show me the dashboard",
-                             "build <branch>", "release pytorch 2.9" (the same commands, plan first);
-                             a question naming hardware is a /variant question, answered in the thread"""
+HELP = (files("config") / "data" / "chat_help.txt").read_text().rstrip("\n")  # /torchbot help, as data
 
 # Mutating commands -> (module, function) of the planner that returns a Plan.
 def _plan_bump(*args, **opts):

@@ -267,11 +267,13 @@ def github_time(value: str | None) -> datetime | None:
 class Actions:
     """The few GitHub Actions endpoints torchbot uses."""
 
-    def __init__(self, settings: Settings, client: httpx.Client | None = None):
+    def __init__(self, settings: Settings, client: httpx.Client | None = None, repo: str | None = None):
+        """``repo``: another repository of the same token (a companion build-torchvision);
+        None: TORCHBOT_GITHUB_REPO."""
         if settings.github_token is None:
             raise UsageError("The github backend needs TORCHBOT_GITHUB_TOKEN.")
         self.s = settings
-        self.repo = settings.github_repo
+        self.repo = repo or settings.github_repo
         self.base = f"{settings.github_api_url}repos/{self.repo}/actions/"
         self.http = HttpClient(settings, client=client, headers=github_headers(settings))
 

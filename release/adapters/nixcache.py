@@ -56,3 +56,39 @@ def check(url: str, timeout: float = 10.0) -> str:
         raise ExternalError(f"The build cache {shown(url)} is not a Nix binary cache (nix-cache-info: HTTP "
                             f"{resp.status_code}); nothing was dispatched.")
     return f"{shown(url)}: answers"
+
+
+def narinfo_name(store_path: str) -> str:
+    """The file a binary cache serves for a store path: ``<hash>.narinfo`` (pure)."""
+    return store_path.rsplit("/", 1)[-1].split("-", 1)[0] + ".narinfo"
+
+
+def missing(url: str, store_paths: dict[str, str], timeout: float = 10.0) -> tuple[set[str] | None, str]:
+    """Which of ``store_paths`` (key -> output path) the cache lacks, as ``nix path-info --store``
+    asks it: its ``<hash>.narinfo``, on disk (``file://``) or over HTTP (a 200 has it, a 404 or
+    403 lacks it, as Nix's HTTP store reads them). (None, why) when it cannot be asked: an
+    ``s3://`` cache (the runners hold its credentials) or a cache that does not answer; the
+    caller then decides without it."""
+    if not store_paths:
+        return set(), ""
+    parts = urlsplit(url)
+    if parts.scheme == "s3":
+        return None, f"{shown(url)} is an S3 cache, not asked from here (the runners hold its credentials)"
+    if parts.scheme == "file":
+        root = Path(parts.path)
+        return {k for k, p in store_paths.items() if not (root / narinfo_name(p)).is_file()}, ""
+    if parts.scheme not in ("http", "https"):
+        return None, f"{shown(url)} is not a binary cache torchbot can ask"
+    base = url.split("?", 1)[0].rstrip("/")
+    lacks: set[str] = set()
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+            for key, path in sorted(store_paths.items()):
+                resp = client.head(f"{base}/{narinfo_name(path)}")
+                if resp.status_code in (404, 403):
+                    lacks.add(key)
+                elif resp.status_code != 200:
+                    return None, f"{shown(url)} answered HTTP {resp.status_code} for a narinfo"
+    except httpx.HTTPError as err:
+        return None, f"{shown(url)} does not answer ({type(err).__name__})"
+    return lacks, ""

@@ -1,7 +1,7 @@
 """What each recipe would build: its derivation path, evaluated by ``nix-instantiate``.
 
 ``drv_paths`` extracts the repository's ``.flox`` at a commit into a temporary directory and
-evaluates every asked recipe's ``drvPath`` in one ``nix-instantiate --eval --strict --json``
+evaluates every asked recipe's ``drvPath`` and ``outPath`` in one ``nix-instantiate --eval --strict --json``
 (read-only: nothing is written to the store, nothing is built). A recipe that is a function is
 called with its defaults (``{ pkgs ? import <nixpkgs> {} }:``). Evaluation fetches what the
 recipes pin (their nixpkgs tarball), so without Nix, or without the network for a pin not
@@ -18,12 +18,13 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from config.errors import ExternalError
 
 TOOL = "nix-instantiate"
-_EXPR = ("builtins.mapAttrs (n: f: let r = import f; in (if builtins.isFunction r then r { } else r).drvPath) "
-         "(builtins.fromJSON (builtins.readFile FILES))")
+_EXPR = ("builtins.mapAttrs (n: f: let r = import f; d = (if builtins.isFunction r then r { } else r); "
+         "in { drv = d.drvPath; out = d.outPath; }) (builtins.fromJSON (builtins.readFile FILES))")
 
 
 def available() -> bool:
@@ -33,6 +34,22 @@ def available() -> bool:
 def drv_paths(repo: Path, commit: str, packages: list[str],
               timeout: float = 120.0) -> tuple[dict[str, str] | None, str]:
     """(package -> drv path, "") or (None, why evaluation is impossible), at ``commit``."""
+    found, why = evaluate(repo, commit, packages, timeout)
+    return (None if found is None else {p: v.drv for p, v in found.items()}), why
+
+
+class Paths(NamedTuple):
+    """What a recipe would build (``drv``) and the store path of its output (``out``: the path a
+    binary cache serves as ``<hash>.narinfo``)."""
+
+    drv: str
+    out: str
+
+
+def evaluate(repo: Path, commit: str, packages: list[str],
+             timeout: float = 120.0) -> tuple[dict[str, Paths] | None, str]:
+    """(package -> its derivation and output paths, "") or (None, why evaluation is impossible),
+    at ``commit``, in one evaluation."""
     if not packages:
         return {}, ""
     if not available():
@@ -62,6 +79,6 @@ def drv_paths(repo: Path, commit: str, packages: list[str],
         why = (errors[-1] if errors else (proc.stderr.strip().splitlines() or ["failed"])[-1])[:200]
         return None, f"{TOOL}: {why}"
     try:
-        return {str(k): str(v) for k, v in json.loads(proc.stdout).items()}, ""
-    except (ValueError, AttributeError):
+        return {str(k): Paths(str(v["drv"]), str(v["out"])) for k, v in json.loads(proc.stdout).items()}, ""
+    except (ValueError, AttributeError, KeyError, TypeError):
         return None, f"{TOOL} answered something other than derivation paths"

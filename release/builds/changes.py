@@ -16,6 +16,12 @@ Two rules, the first that can decide:
    environment's nixpkgs). So a comment-only edit builds nothing, and a ``manifest.lock`` change
    rebuilds exactly the recipes that take their packages from it.
 
+3. **The cache,** after the derivation rule: a variant whose derivation did not change is still
+   built when the team's binary cache (``TORCHBOT_BUILD_CACHE``) lacks its output (its
+   ``<hash>.narinfo``, ``release.adapters.nixcache.missing``), as ``--skip-cached`` does. Only
+   evaluation gives output paths, so under the syntax rule the cache is not asked (said so);
+   an ``s3://`` cache or one that does not answer is not asked either, saying why.
+
 The plan says which rule decided, and why evaluation was impossible when it was.
 ``decide`` is pure; ``compare`` reads git and runs the evaluator.
 
@@ -31,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from release.adapters import nixeval
+from release.adapters import nixcache, nixeval
 from release.adapters.git import read_paths
 from release.recipes.nixshape import local_paths, shape, uses_arguments
 
@@ -52,6 +58,19 @@ class Changes:
     changed: set[str] = field(default_factory=set)
     same: set[str] = field(default_factory=set)
     rule: str = ""
+    uncached: set[str] = field(default_factory=set)  # unchanged, but missing from the cache: built again
+
+
+def with_cache(found: Changes, outs: Mapping[str, str], lacks: set[str] | None, cache: str, why: str) -> Changes:
+    """The derivation rule's answer after asking the cache for the unchanged variants' outputs
+    (pure): an unchanged variant the cache lacks is built again (nix-fast-build's
+    ``--skip-cached``); a cache that could not be asked leaves the answer as it was, saying why."""
+    if lacks is None:
+        return Changes(found.changed, found.same, f"{found.rule}; the cache was not asked: {why}")
+    uncached = {p for p in found.same if p in lacks or p not in outs}
+    return Changes(found.changed | uncached, found.same - uncached,
+                   f"{found.rule}; cache {cache}: {len(uncached)} unchanged but missing, built again",
+                   uncached)
 
 
 def decide(now: Mapping[str, str | None], before: Mapping[str, str | None]) -> tuple[set[str], set[str]]:
@@ -63,24 +82,32 @@ def decide(now: Mapping[str, str | None], before: Mapping[str, str | None]) -> t
     return changed, same
 
 
-def compare(repo: Path, commit: str, last: Mapping[str, Last], *, evaluate: bool = True) -> Changes:
-    """Which of ``last``'s packages changed between their last success and ``commit``."""
+def compare(repo: Path, commit: str, last: Mapping[str, Last], *, evaluate: bool = True,
+            cache: str | None = None) -> Changes:
+    """Which of ``last``'s packages changed between their last success and ``commit``; with a
+    ``cache`` (TORCHBOT_BUILD_CACHE), an unchanged one whose output the cache lacks counts as
+    changed (asked only where evaluation gave the output paths)."""
     if not last:
         return Changes(rule="nothing built before")
     why = "evaluation off"
     if evaluate:
-        drvs, why = _by_drv(repo, commit, last)
+        drvs, why, outs = _by_drv(repo, commit, last)
         if drvs is not None:
             changed, same = decide(*drvs)
-            return Changes(changed, same, f"derivation paths ({nixeval.TOOL}): {len(changed)} changed, "
-                                          f"{len(same)} unchanged")
+            found = Changes(changed, same, f"derivation paths ({nixeval.TOOL}): {len(changed)} changed, "
+                                           f"{len(same)} unchanged")
+            if cache and same:
+                lacks, why = nixcache.missing(cache, {p: outs[p] for p in same if p in outs})
+                found = with_cache(found, outs, lacks, nixcache.shown(cache), why)
+            return found
     now = syntax(repo, commit, list(last))
     before: dict[str, str | None] = {}
     for old, pkgs in _by_commit(last).items():
         before.update(syntax(repo, old, pkgs) if old else dict.fromkeys(pkgs))
     changed, same = decide(now, before)
+    unasked = "; the cache was not asked (without evaluation there are no output paths)" if cache and same else ""
     return Changes(changed, same, f"syntax trees without comments and layout, with the files they import "
-                                  f"({why}): {len(changed)} changed, {len(same)} unchanged")
+                                  f"({why}): {len(changed)} changed, {len(same)} unchanged{unasked}")
 
 
 def _by_commit(last: Mapping[str, Last]) -> dict[str | None, list[str]]:
@@ -91,9 +118,11 @@ def _by_commit(last: Mapping[str, Last]) -> dict[str | None, list[str]]:
 
 
 def _by_drv(repo: Path, commit: str, last: Mapping[str, Last]):
-    now, why = nixeval.drv_paths(repo, commit, sorted(last))
-    if now is None:
-        return None, f"evaluation impossible: {why}"
+    found, why = nixeval.evaluate(repo, commit, sorted(last))
+    if found is None:
+        return None, f"evaluation impossible: {why}", {}
+    now = {p: v.drv for p, v in found.items()}
+    outs = {p: v.out for p, v in found.items()}
     before: dict[str, str | None] = {}
     for old, pkgs in _by_commit(last).items():
         if old is None:
@@ -104,9 +133,9 @@ def _by_drv(repo: Path, commit: str, last: Mapping[str, Last]):
         except Exception:  # noqa: BLE001  the old commit is gone from this clone: those variants build
             then = None
         if then is None:
-            return None, f"evaluation impossible at {old[:12]}: {why}"
+            return None, f"evaluation impossible at {old[:12]}: {why}", {}
         before.update(then)
-    return (now, before), ""
+    return (now, before), "", outs
 
 
 def syntax(repo: Path, commit: str, packages: list[str]) -> dict[str, str | None]:

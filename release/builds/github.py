@@ -124,7 +124,7 @@ def dispatch_build(ctx, plan, wait: bool = True, actions: Actions | None = None,
 
     if not plan.items:
         return []
-    gh = actions or Actions(ctx.settings)
+    gh = actions or Actions(ctx.settings, repo=plan.github)
     st = state_for(ctx)
     keys: list[str] = []
     try:
@@ -153,11 +153,11 @@ def _dispatch_one(ctx, st, gh: Actions, plan, torch: list[dict], comps: list[dic
     by_name = {i.package: i for i in plan.items}
     request_id = uuid.uuid4().hex[:16]
     with st.session() as s:
-        s.add(GithubRun(request_id=request_id, branch=plan.branch, ref=plan.ref,
+        s.add(GithubRun(request_id=request_id, branch=plan.branch, ref=plan.ref, repo=plan.github,
                         workflow=ctx.settings.github_workflow_file, jobs=len(torch) + len(comps),
                         notice=json.dumps(notice) if notice else None, follower=owner_id()))
         s.add_all(Build(package=i.package, branch=plan.branch, state="queued", backend="github", recipe_blob=i.blob,
-                        pin=i.pin, commit=plan.commit, owner=owner_id(), run_key=request_id)
+                        pin=i.pin, commit=plan.commit, owner=owner_id(), run_key=request_id, repo=plan.github)
                   for i in (by_name[e["package"]] for e in torch + comps))
     _follow([request_id])
     try:
@@ -303,8 +303,9 @@ def follow(ctx, keys: list[str], gh: Actions, progress: Progress | None = None, 
 
 def poll_active(ctx, actions: Actions | None = None) -> int:
     """One polling pass over every followed GitHub run that is due (the scheduler's
-    ``poll-builds`` job and a restarted torchbot); returns how many builds it moved."""
-    from release.state import state_for
+    ``poll-builds`` job and a restarted torchbot), each repository's runs (build-pytorch's, a
+    companion build-torchvision's) through that repository; returns how many builds it moved."""
+    from release.state import GithubRun, state_for
 
     st = state_for(ctx)
     gh = actions or Actions(ctx.settings)
@@ -314,9 +315,14 @@ def poll_active(ctx, actions: Actions | None = None) -> int:
         log.warning("GitHub runs still wait on credentials: %s", err.message)
         return 0
     with st.session() as s:
-        if not followed(s, None).count():
-            return 0
-    return poll_once(ctx, gh, None).changed
+        by_repo: dict[str | None, list[str]] = {}
+        for rid, repo in s.query(GithubRun.request_id, GithubRun.repo).filter(
+                GithubRun.request_id.in_(followed(s, None).with_entities(GithubRun.request_id))):
+            by_repo.setdefault(repo, []).append(rid)
+    changed = 0
+    for repo, keys in sorted(by_repo.items(), key=lambda kv: kv[0] or ""):  # each repository with its own client
+        changed += poll_once(ctx, gh if repo is None else Actions(ctx.settings, repo=repo), keys).changed
+    return changed
 
 
 def runs(ctx, branch: str | None = None) -> list[dict]:

@@ -140,7 +140,8 @@ class LocalRun:
                              repo=str(plan.repo), worktree=str(home), spool=str(spool),
                              notice=json.dumps(self.notice) if self.notice else None))
             rows = [Build(package=i.package, branch=plan.branch, state="queued", backend="local", recipe_blob=i.blob,
-                          pin=i.pin, commit=plan.commit, owner=owner, run_key=self.run_key) for i in items]
+                          pin=i.pin, commit=plan.commit, owner=owner, run_key=self.run_key, repo=plan.github)
+                    for i in items]
             ses.add_all(rows)
             ses.flush()
             for r in rows:

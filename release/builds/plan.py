@@ -80,6 +80,7 @@ class BuildPlan:
     rule: str | None = None  # which rule decided what changed (--changed-only): derivation or syntax, and why
     order: str | None = None  # how the items are ordered (longest first from history), when not by name
     adopted: dict[str, str] = field(default_factory=dict)  # package -> the GitHub run (request id) already building it
+    github: str | None = None  # the GitHub repository (owner/name) of a companion repository; None: the first's
 
     @property
     def ref(self) -> str:

@@ -79,6 +79,7 @@ def prepare(
     from release.state import state_for
 
     path = repo_path(ctx, repo)
+    github = companion_github(ctx, path, backend)
     if backend == "github":
         commit = github_commit(path, branch, head, ctx.settings.repo_remote)
     elif head:
@@ -109,7 +110,8 @@ def prepare(
     texts = {p: texts_by_blob.get(recipes[p], "") for p in recipes}
     last, rule = None, None
     if changed_only:
-        last, rule = changed_since_success(path, commit, recipes, st.last_success(branch), selected)
+        last, rule = changed_since_success(path, commit, recipes, st.last_success(branch, github), selected,
+                                           cache=ctx.settings.build_cache)
     items, unchanged = plan_items(recipes, texts, selected, last_success_blobs=last)
     fallback_pin = _catalog_pin(ctx, branch)
     if fallback_pin:
@@ -127,11 +129,38 @@ def prepare(
         items, held = hold_back(items, _held(st, branch))
         skipped += held
     plan = BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule, order=order,
-                     head=head if head and head != branch else None,
+                     head=head if head and head != branch else None, github=github,
                      cache=checked_cache(ctx.settings) if backend == "github" and items else None)
     if backend == "github":
         plan.adopted = {p: key for p, (_, key) in running.items() if p in {s.package for s in adopted}}
     return plan
+
+
+def companion_github(ctx, path: Path, backend: str) -> str | None:
+    """The GitHub repository a build of ``path`` is recorded under and dispatched to: None for the
+    first configured repository (TORCHBOT_GITHUB_REPO), else what its remote names on github.com
+    (a companion build-torchvision, whose package names build-pytorch's ``main`` shares). The
+    github backend refuses, in one line, a companion with no GitHub repository."""
+    from config.policy import github_name
+    from release.adapters.remote import remote_url
+
+    first = ctx.settings.repo_paths[0] if ctx.settings.repo_paths else ctx.settings.repo_path
+    if first is None or _same_path(path, first):
+        return None
+    name = github_name(ctx.settings, first=False, remote_url=remote_url(path, ctx.settings.repo_remote))
+    if name and name.lower() == (ctx.settings.github_repo or "").lower():
+        return None
+    if name is None and backend == "github":
+        raise UsageError(f"{path.name} has no GitHub repository (its remote '{ctx.settings.repo_remote}' is not "
+                         "on github.com), so GitHub cannot build it: build it locally (--backend local).")
+    return name
+
+
+def _same_path(a: Path, b) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
 
 
 def build_seconds(st, packages: list[str]) -> dict[str, float]:
@@ -151,14 +180,14 @@ def build_seconds(st, packages: list[str]) -> dict[str, float]:
     return out
 
 
-def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str]
-                          ) -> tuple[dict[str, str], str]:
+def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str],
+                          cache: str | None = None) -> tuple[dict[str, str], str]:
     """What ``plan_items`` compares (package -> the blob it counts as last built: the current one
     when the variant did not change, by ``release.builds.changes``), and the rule that decided."""
     from release.builds.changes import Last, compare
 
     prior = {p: Last(b.commit, b.recipe_blob) for p, b in last.items() if p in selected and p in recipes}
-    found = compare(path, commit, prior)
+    found = compare(path, commit, prior, cache=cache)
     return {p: recipes[p] if p in found.same else "" for p in prior}, found.rule
 
 

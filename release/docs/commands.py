@@ -193,6 +193,7 @@ def docs_write(ctx, repo=None, torchvision=None, dry_run: bool = False) -> DocsR
 
 def _write(ctx, path: Path, dry_run: bool = False) -> DocsResult:
     from release.adapters import git as gitops
+    from release.adapters import gitcheckouts
     from release.adapters.gitrefs import make_local
 
     model, checked = plan_docs(ctx, path)
@@ -232,6 +233,6 @@ def _write(ctx, path: Path, dry_run: bool = False) -> DocsResult:
         sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
         changed = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal")
         result.lines_changed[name] = (changed, len(b))
-    result.notes.extend(gitops.advance_branches(repo_obj, moves))
+    result.notes.extend(gitcheckouts.advance_branches(repo_obj, moves))
     result.commits = dict(zip(names, shas, strict=True))
     return result

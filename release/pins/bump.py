@@ -16,6 +16,7 @@ from config.errors import ExternalError, NotFoundError, RefusedError, Validation
 from config.policy import BUMP_HEADS, is_bump_head, is_vllm_branch
 from config.progress import Progress
 from release.adapters import git as gitops
+from release.adapters import gitcheckouts
 from release.adapters.gitrefs import all_branches, make_local
 from release.pins.guards import guard_branch, read_model
 from release.pins.moves import DocsEdit, parse_move
@@ -257,7 +258,7 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
     docs_new = {d.branch: sha for d, sha in zip(docs, shas[len(work):], strict=True)}
     new.update(docs_new)
     make_local(repo, {b: heads[b] for b in new}, remote)  # a branch only on origin/* gets its local branch
-    checked = gitops.check_checkouts(repo, {b: (sha, heads[b]) for b, sha in new.items()})  # before any push
+    checked = gitcheckouts.check_checkouts(repo, {b: (sha, heads[b]) for b, sha in new.items()})  # before any push
     if opts.push:  # an earlier run killed after its push reached the remote: its commits are adopted
         from release.adapters.gitpush import push_or_adopt
 
@@ -265,7 +266,7 @@ def apply_bump(plan: BumpPlanData, settings, progress: Progress | None = None) -
         outcome.pushed = list(new)
     moves = {b: (sha, heads[b]) for b, sha in new.items()}
     try:
-        outcome.notes.extend(gitops.advance_branches(repo, moves, checked=checked))
+        outcome.notes.extend(gitcheckouts.advance_branches(repo, moves, checked=checked))
     except ExternalError as err:
         if not opts.push:
             raise

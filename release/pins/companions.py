@@ -21,6 +21,7 @@ from pathlib import Path
 
 from config.errors import ExternalError, RefusedError, UsageError
 from release.adapters import git as gitops
+from release.adapters import gitcheckouts
 from release.pins.rules import README, RECIPES_DIR, find_groups
 
 
@@ -109,7 +110,7 @@ def apply_with_companions(data, settings):
     # refuse dirty checkouts in every repository before anything moves
     for plan in [data, *data.companions]:
         repo = gitops.open_repo(plan.repo_path)
-        gitops.check_checkouts(repo, {bp.branch: (bp.tip, bp.tip) for bp in plan.to_commit})
+        gitcheckouts.check_checkouts(repo, {bp.branch: (bp.tip, bp.tip) for bp in plan.to_commit})
     outcome = apply_bump(data, settings)
     done = []
     try:
@@ -122,7 +123,7 @@ def apply_with_companions(data, settings):
         if moved and not opts.open_pr:
             repo = gitops.open_repo(data.repo_path)
             try:
-                gitops.advance_branches(repo, moved)
+                gitcheckouts.advance_branches(repo, moved)
                 note = " The build-pytorch branches were put back where they were."
             except ExternalError as back:
                 note = f" The build-pytorch branches could not be put back ({back.message})."

@@ -34,6 +34,7 @@ from config.outcomes import ReasonKind
 from config.policy import bump_head_prefix, github_name
 from config.progress import Progress
 from release.adapters import git as gitops
+from release.adapters import gitcheckouts
 from release.adapters.gitrefs import all_branches, make_local
 from release.pins.sweep import BranchWork, SweepPlan
 
@@ -83,7 +84,7 @@ def deliver(plan: SweepPlan, settings, mode: str, progress: Progress | None = No
     gh = nix = None
     try:
         if mode == "push":  # a killed run's push that landed: its local branches follow now
-            gitops.catch_up(repo, settings.repo_remote, plan.tips)
+            gitcheckouts.catch_up(repo, settings.repo_remote, plan.tips)
         if mode == "pr" and plan.work:
             from release.adapters.github import GitHub
             from release.adapters.nixpkgs import NixpkgsClient
@@ -145,14 +146,14 @@ def _deliver(repo, plan: SweepPlan, w: BranchWork, settings, mode: str, sha: str
     remote = settings.repo_remote
     if mode == "local":
         make_local(repo, {w.branch: w.tip}, remote)  # (planned on local tips: prefer_remote is off)
-        gitops.advance_branches(repo, {w.branch: (sha, w.tip)})
+        gitcheckouts.advance_branches(repo, {w.branch: (sha, w.tip)})
         return Delivered(w.branch, sha, "committed locally")
     if mode == "push":
         gitops.push(repo, remote, [f"{sha}:refs/heads/{w.branch}"])
         gitops.track_pushed(repo, remote, {w.branch: sha})
         if not w.remote_only:
             with suppress(TorchbotError):  # pushed; a local branch that cannot follow catches up at the next pull
-                gitops.advance_branches(repo, {w.branch: (sha, w.tip)})
+                gitcheckouts.advance_branches(repo, {w.branch: (sha, w.tip)})
         return Delivered(w.branch, sha, "pushed")
     return _pull_request(repo, plan, w, settings, sha, gh, nix)
 

@@ -39,7 +39,7 @@ from config.progress import Progress
 from release.adapters.git import list_recipes, read_blobs
 from release.adapters.worktrees import worktree
 from release.builds.plan import recipe_pin
-from release.builds.run import format_command
+from release.builds.run import companion_github, format_command
 from release.context import repo_path
 from release.publishing import eligible
 from release.state import Build, Outbox, Publish, Release, owner_id, state_for
@@ -63,7 +63,7 @@ def held(ctx, branch: str | None = None, repo=None) -> list[tuple[Build, str]]:
 
 def _candidates(ctx, branch: str | None, repo) -> tuple[list[Build], list[tuple[Build, str]], dict, set[int]]:
     st = state_for(ctx)
-    latest = [b for b in st.builds(branch) if b.state == "succeeded"]
+    latest = [b for b in st.builds(branch) if b.state == "succeeded" and b.repo == _github_of(ctx, repo)]
     with st.session() as s:
         done = {(p.package, p.branch, p.pin) for p in s.scalars(select(Publish))}
     todo = [b for b in latest if (b.package, b.branch, b.pin) not in done]
@@ -75,6 +75,15 @@ def _candidates(ctx, branch: str | None, repo) -> tuple[list[Build], list[tuple[
             heads[name] = eligible.branch_head(path, name, ctx.settings.repo_remote)
     ok, kept = eligible.split(todo, heads, by_workflow)
     return ok, kept, heads, by_workflow
+
+
+def _github_of(ctx, repo) -> str | None:
+    """The repository whose builds these are (``Build.repo``): None for the first configured one,
+    so a companion's builds of a branch and package build-pytorch also has are never judged
+    against, or published from, build-pytorch's branch."""
+    if not (repo or ctx.settings.repo_path):
+        return None
+    return companion_github(ctx, repo_path(ctx, repo), "local")
 
 
 def release_info(ctx, branch: str, packages: list[str]) -> dict:

@@ -7,9 +7,10 @@ code (``release.pins.deliver.Delivered``, one per bumped branch).
 - left on this machine (committed locally): a local build when the schedule builds locally;
   with GitHub, nothing (GitHub would build the old pin) and the line says why.
 
-GitHub builds run in ``TORCHBOT_GITHUB_REPO``'s workflow, so only bumps of the configured
-repository (``TORCHBOT_REPO_PATH``) are built there; a companion repository's bump is reported
-and left to its own CI.
+GitHub builds of build-pytorch run in ``TORCHBOT_GITHUB_REPO``'s workflow; a companion
+build-torchvision's bumps run in its own repository's workflow (the GitHub repository its remote
+names, ``release.builds.run.companion_github``), recorded under that repository, so its pull
+requests are built at their heads and show their builds like build-pytorch's.
 
 ``targets`` sorts the deliveries (pure); ``build_after_bump`` runs the builds and returns one
 line per delivery for the job's result.
@@ -24,7 +25,6 @@ May import: config, release.state, release.pins, release.builds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from config.errors import TorchbotError
 from config.policy import FAILED, bucket
@@ -53,25 +53,12 @@ def targets(delivered) -> list[Target]:
     return out
 
 
-def _same(a: str, b) -> bool:
-    if not a or b is None:
-        return True
-    try:
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return False
-
-
 def build_after_bump(ctx, delivered, backend: str) -> list[str]:
     """Run the build each delivery asks for with ``backend`` (github | local); one line each."""
     from release.builds.commands import plan_build
 
     lines = []
     for t in targets(delivered):
-        if backend == "github" and not _same(t.repo, ctx.settings.repo_path):
-            lines.append(f"{t.branch} ({Path(t.repo).name}): none (GitHub builds run in "
-                         f"{ctx.settings.github_repo}'s workflow)")
-            continue
         if t.how == "pull request" and backend == "local":
             lines.append(f"{t.branch}: none (the bump is on {t.head}, a pull request; local builds "
                          "build local branches)")

@@ -82,16 +82,18 @@ class State:
             rows = list(s.scalars(q))
         if not latest_only:
             return rows
-        latest: dict[tuple[str, str], Build] = {}
+        latest: dict[tuple[str, str, str], Build] = {}  # a branch and package of each repository
         for row in rows:
-            latest[(row.branch, row.package)] = row
-        return sorted(latest.values(), key=lambda b: (b.branch, b.package))
+            latest[(row.repo or "", row.branch, row.package)] = row
+        return sorted(latest.values(), key=lambda b: (b.repo or "", b.branch, b.package))
 
-    def last_success(self, branch: str) -> dict[str, Build]:
-        """package -> its last succeeded build on the branch."""
+    def last_success(self, branch: str, repo: str | None = None) -> dict[str, Build]:
+        """package -> its last succeeded build on the branch of ``repo`` (a GitHub owner/name;
+        None: TORCHBOT_GITHUB_REPO's, whose rows hold no repository)."""
         with self.session() as s:
+            where = Build.repo.is_(None) if repo is None else Build.repo == repo
             rows = s.scalars(
-                select(Build).where(Build.branch == branch, Build.state == "succeeded").order_by(Build.id)
+                select(Build).where(Build.branch == branch, Build.state == "succeeded", where).order_by(Build.id)
             )
             return {b.package: b for b in rows}
 

@@ -42,6 +42,9 @@ class Build(Base):
     owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
     run_key: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)  # one build invocation
     external_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # GitHub run id
+    # the GitHub repository (owner/name) of a build of a companion repository (build-torchvision);
+    # None: TORCHBOT_GITHUB_REPO's (and every row written before repositories were recorded)
+    repo: Mapped[str | None] = mapped_column(String(200), nullable=True, index=True)
 
     def to_dict(self) -> dict:
         iso = lambda d: d.isoformat(timespec="seconds") + "Z" if d else None  # noqa: E731
@@ -59,6 +62,7 @@ class Build(Base):
             "pin": self.pin,
             "message": self.message,
             "external_id": self.external_id,
+            "repo": self.repo,
         }
 
 
@@ -142,10 +146,12 @@ class GithubRun(Base):
     follower: Mapped[str | None] = mapped_column(String(200), nullable=True)
     outcome: Mapped[str | None] = mapped_column(Text, nullable=True)
     notified: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    repo: Mapped[str | None] = mapped_column(String(200), nullable=True)  # owner/name; None: TORCHBOT_GITHUB_REPO
 
     def to_dict(self) -> dict:
         iso = lambda d: d.isoformat(timespec="seconds") + "Z" if d else None  # noqa: E731
-        return {"request_id": self.request_id, "branch": self.branch, "ref": self.ref, "run_id": self.run_id,
+        return {"request_id": self.request_id, "branch": self.branch, "repo": self.repo, "ref": self.ref,
+                "run_id": self.run_id,
                 "html_url": self.html_url, "status": self.status, "conclusion": self.conclusion,
                 "jobs": self.jobs, "dispatched": iso(self.dispatched), "last_poll": iso(self.last_poll),
                 "polls": self.polls, "requests": self.requests, "last_error": self.last_error}

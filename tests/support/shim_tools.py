@@ -16,7 +16,8 @@ runner, the branch dispatched and the platform the plan meant the job for (``tar
 - ``flox build P…``: realise each, write ``result-P`` (the closure's keys);
 - ``flox publish -o ORG P``: realise (``flox publish`` builds in a clean checkout), then
   ``publish``; refused (exit 1) when ``SHIM_CATALOG_REFUSES`` (a glob) matches P;
-- ``nix copy --to URL ./result-P``: ``copy``, the closure's ``<key>.narinfo`` into a file:// cache;
+- ``nix copy --to URL ./result-P``: ``copy``, the closure's ``<key>.narinfo`` into a file:// cache,
+  and, when Nix is installed, P's real output path's ``<hash>.narinfo`` (what torchbot asks for);
 - ``nix store sign …``: ``sign``. Anything else: logged and exit 0.
 
 Standard library only: it runs as ``python3 -S``.
@@ -130,6 +131,25 @@ def flox(args: list[str]) -> int:
     return 0
 
 
+def _out_path(name: str) -> str | None:
+    """The real output path of recipe ``name`` at ``SHIM_SHA`` (``nix-instantiate``, read-only),
+    when Nix is installed: the store path a real cache would hold after ``nix copy``."""
+    import shutil
+    import tempfile
+
+    git_dir, sha, tool = os.environ.get("SHIM_GIT_DIR"), os.environ.get("SHIM_SHA"), shutil.which("nix-instantiate")
+    if not (git_dir and sha and tool):
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        tar = subprocess.run(["git", f"--git-dir={git_dir}", "archive", sha, ".flox"], capture_output=True, check=False)
+        subprocess.run(["tar", "-x", "-C", d], input=tar.stdout, capture_output=True, check=False)
+        recipe = f"{d}/.flox/pkgs/{name}.nix"
+        expr = f"let r = import {recipe}; in (if builtins.isFunction r then r {{ }} else r).outPath"
+        proc = subprocess.run([tool, "--readonly-mode", "--eval", "--json", "-E", expr], capture_output=True,
+                              text=True, check=False, stdin=subprocess.DEVNULL)
+    return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
 def nix(args: list[str]) -> int:
     if args[:1] == ["copy"] and "--to" in args:
         url = args[args.index("--to") + 1]
@@ -140,6 +160,9 @@ def nix(args: list[str]) -> int:
             (cache / "nix-cache-info").write_text("StoreDir: /nix/store\n")
             for k in keys:
                 (cache / f"{k}.narinfo").write_text(f"StorePath: /nix/store/{k}\n")
+            out = _out_path(Path(args[-1]).name.removeprefix("result-"))
+            if out:  # what a real ``nix copy`` writes: the output path's narinfo, which torchbot asks for
+                (cache / (out.rsplit("/", 1)[-1].split("-", 1)[0] + ".narinfo")).write_text(f"StorePath: {out}\n")
         _log("copy", Path(args[-1]).name.removeprefix("result-"), keys[-1] if keys else None, to=url)
         return 0
     _log(" ".join(args[:2]) or "nix")

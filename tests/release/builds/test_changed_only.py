@@ -113,3 +113,76 @@ def test_a_manifest_lock_change_rebuilds_exactly_the_recipes_that_use_it(tmp_pat
     plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
     assert [i.package for i in plan.items] == ["pytorch-python313-flox-args"]  # the pinned recipes stay
     assert "syntax trees" in plan.rule and "1 changed" in plan.rule
+
+
+def _seed_cache(cache: Path, repo: Path, packages: list[str], monkeypatch) -> None:
+    """``cache`` holds ``packages``' outputs at the branch's head, as ``nix copy --to`` leaves
+    them (the shims' own evaluation of the real output path)."""
+    from tests.support import shim_tools
+
+    cache.mkdir(exist_ok=True)
+    (cache / "nix-cache-info").write_text("StoreDir: /nix/store\n")
+    monkeypatch.setenv("SHIM_GIT_DIR", str(repo / ".git"))
+    monkeypatch.setenv("SHIM_SHA", fx.sh(repo, "git", "rev-parse", fx.BRANCH).strip())
+    for p in packages:
+        out = shim_tools._out_path(p)
+        assert out and out.startswith("/nix/store/")
+        (cache / (out.rsplit("/", 1)[-1].split("-", 1)[0] + ".narinfo")).write_text(f"StorePath: {out}\n")
+
+
+@pytest.mark.parametrize("served", ["file", "http"])
+def test_an_unchanged_variant_missing_from_the_cache_is_built_again(tmp_path: Path, monkeypatch, served) -> None:
+    if shutil.which("nix-instantiate") is None:
+        ci.skip("nix-instantiate is not installed")
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    _ctx, repo = _built(tmp_path)
+    cache = tmp_path / "cache"
+    lost = next(p for p in fx.OK if p != TORCH)  # no companion imports it
+    present = [p for p in PKGS if p != lost]
+    _seed_cache(cache, repo, present, monkeypatch)
+    _edit(repo, {_recipe(p): _comments_and_layout for p in PKGS})  # same derivations
+    server = None
+    url = f"file://{cache}"
+    if served == "http":  # a real HTTP cache on 127.0.0.1 (HEAD <hash>.narinfo: 200 or 404)
+        handler = functools.partial(SimpleHTTPRequestHandler, directory=str(cache))
+        handler.log_message = lambda *a: None
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        ctx = fx.context(tmp_path, build_cache=url)
+        plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+    assert [i.package for i in plan.items] == [lost]  # unchanged, but the cache lacks it
+    assert sorted(plan.unchanged) == sorted(present)
+    assert "0 changed" in plan.rule and "1 unchanged but missing, built again" in plan.rule
+    assert f"Changed: {plan.rule}." in plan.text()
+
+
+def test_a_cache_that_cannot_be_asked_leaves_the_derivation_rule_and_says_why(tmp_path: Path) -> None:
+    if shutil.which("nix-instantiate") is None:
+        ci.skip("nix-instantiate is not installed")
+    _ctx, repo = _built(tmp_path)
+    ctx = fx.context(tmp_path, build_cache="s3://team-cache?region=eu-west-1")
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
+    assert plan.items == [] and "the cache was not asked: s3://team-cache is an S3 cache" in plan.rule
+    assert "region" not in plan.rule  # the URL is said without its query
+
+
+def test_under_the_syntax_rule_the_cache_is_not_asked_and_the_plan_says_so(tmp_path: Path, monkeypatch) -> None:
+    _ctx, repo = _built(tmp_path)
+    bare = tmp_path / "bin-without-nix"
+    bare.mkdir()
+    for tool in ("git", "tar", "sh"):
+        os.symlink(shutil.which(tool), bare / tool)
+    monkeypatch.setenv("PATH", str(bare))
+    (tmp_path / "cache").mkdir()
+    ctx = fx.context(tmp_path, build_cache=f"file://{tmp_path / 'cache'}")
+    plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
+    assert plan.items == [] and "the cache was not asked (without evaluation there are no output paths)" in plan.rule

@@ -54,3 +54,34 @@ def test_a_missing_column_that_must_hold_a_value_is_one_line_naming_the_setting(
     _older_db(url, ("branch",))
     with pytest.raises(ConfigError, match=r"^TORCHBOT_STATE_DB: its table github_runs lacks the column branch"):
         open_state(url)
+
+
+def test_rows_written_before_repositories_were_recorded_stay_build_pytorchs(tmp_path):
+    """An older DB's builds and runs (no ``repo`` column) gain it, empty: TORCHBOT_GITHUB_REPO's
+    rows, still found as the last success of their branch; a companion's rows are apart."""
+    from release.state import Build
+
+    url = f"sqlite:///{tmp_path / 'before-repos.sqlite'}"
+    engine = create_engine(url)
+    Base.metadata.create_all(engine)
+    with engine.begin() as conn:
+        for name in ("builds", "github_runs"):
+            conn.execute(text(f"DROP TABLE {name}"))
+    for name in ("builds", "github_runs"):
+        table = Base.metadata.tables[name]
+        Table(table.name, MetaData(), *(c._copy() for c in table.columns if c.name != "repo")).create(engine)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO builds (package, branch, state, backend, created) "
+                          "VALUES ('torchvision-python313-cuda12_8-sm61-avx', 'main', 'succeeded', 'github', "
+                          "'2026-01-01 00:00:00')"))
+    engine.dispose()
+    st = open_state(url)
+    assert "repo" in {c["name"] for c in inspect(st.engine).get_columns("builds")}
+    assert "repo" in {c["name"] for c in inspect(st.engine).get_columns("github_runs")}
+    assert list(st.last_success("main")) == ["torchvision-python313-cuda12_8-sm61-avx"]
+    assert st.last_success("main", "acme/build-torchvision") == {}
+    with st.session() as s:
+        s.add(Build(package="torchvision-python313-cuda12_8-sm61-avx", branch="main", state="failed",
+                    backend="github", repo="acme/build-torchvision"))
+    assert sorted((b.repo or "", b.state) for b in st.builds("main")) == [
+        ("", "succeeded"), ("acme/build-torchvision", "failed")]  # the same branch and name, two rows
