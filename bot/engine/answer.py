@@ -65,6 +65,8 @@ def read_as(hw: Hardware) -> list[str]:
         out.append(f"{hw.cpu} → CPU")
     elif hw.cpu_flags is not None and hw.flags_source == "pasted":
         out.append("pasted flags → CPU")
+    elif hw.instance and not hw.instance_gpu_less:  # a shape whose provider does not publish its CPU
+        out.append(f"CPU unknown ({hw.instance_provider} does not publish it)")
     for value, what in ((hw.python, "Python"), (hw.cuda, "CUDA"), (hw.pytorch, "PyTorch"), (hw.driver, "driver"),
                         (hw.os, "OS"), (hw.workload, "workload")):
         if value:

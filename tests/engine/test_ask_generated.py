@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from bot.engine.hardware import parse
 from bot.engine.select import recommend
 from config.catalog_data import load_catalog
-from tests.support.ask_messages import answerable, canonical, message, parts, right
+from tests.support.ask_messages import ASKS, FILLER, GREETINGS, answerable, canonical, message, parts, right
 
 CAT = load_catalog()
 SETTINGS = settings(max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "120")), deadline=None,
@@ -162,3 +162,40 @@ def test_no_generated_question_gets_an_answer_that_cannot_run(seed):
 def test_no_corpus_question_gets_an_answer_that_cannot_run():
     for q in CORPUS:
         safe(q)
+
+
+# --- hosted GPU clouds: a shape's CPU is its source's, or said to be unknown -----------------
+
+BIG_THREE = {"AWS", "GCP", "Azure"}
+HOSTED = [i for i in CAT.instances if i.provider not in BIG_THREE and i.gpu is not None]
+NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789 ._-/"
+
+
+@st.composite
+def hosted_question(draw):
+    """A hosted GPU cloud's shape, its name drawn from the data's own pattern, dressed as in chat."""
+    inst = draw(st.sampled_from(HOSTED))
+    name = draw(st.from_regex(inst.pattern, fullmatch=True, alphabet=NAME_CHARS).filter(lambda s: len(s) < 60))
+    rnd = random.Random(draw(SEEDS))
+    words = [w for w in (name, f"on {inst.provider}" if inst.provider.lower() not in name else "") if w]
+    text = rnd.choice(GREETINGS) + rnd.choice(["we rent ", "a ", "our ", ""]) + " ".join(words)
+    text += ". " + rnd.choice(ASKS) + rnd.choice(FILLER)
+    return inst, rnd.choice([str, str.lower, str.upper, str.title])(text)
+
+
+@SETTINGS
+@given(hosted_question())
+def test_a_hosted_shape_has_its_sources_cpu_or_says_it_is_unknown(drawn):
+    inst, text = drawn
+    hw = parse(CAT, text)
+    assert hw.instance_provider == inst.provider, (text, hw.instance)
+    assert hw.gpu_arch == parse(CAT, inst.gpu).gpu_arch or hw.gpu_foreign == inst.gpu, (text, hw.gpus)
+    ans = ask(text)
+    r = ans.recommendation
+    if inst.cpu is not None:
+        assert hw.cpu_uarch == parse(CAT, inst.cpu).cpu_uarch, (text, hw.cpu)
+    else:  # never silently assumed: said, and no instruction set beyond the x86-64 baseline
+        assert hw.cpu_uarch is None and any("publish" in n and "CPU" in n for n in hw.notes), (text, hw.notes)
+        assert r is None or r.cpu_isa in {None, "avx2"}, (text, r.package)
+        assert any(x.startswith("CPU unknown") for x in ans.read), (text, ans.read)
+    safe(text)

@@ -47,6 +47,24 @@ SHAPES = {
     # Hetzner
     "GEX44": ("sm89", "alderlake"),
     "GEX130": ("sm89", "sapphirerapids"),
+    # Scaleway (the CPU Type rows of its GPU Instances tables)
+    "H100-1-80G": ("sm90", "zen4"),  # AMD EPYC 9334
+    "H100-2-80G": ("sm90", "zen4"),
+    "H100-SXM-8-80G": ("sm90", "sapphirerapids"),  # Xeon Platinum 8452Y
+    "L40S-4-48G": ("sm89", "zen3"),  # AMD EPYC 7413
+    "L4-1-24G": ("sm89", "zen3"),
+    # Nebius (platforms named "GPU with CPU generation")
+    "gpu-h100-sxm 8gpu-128vcpu-1600gb": ("sm90", "sapphirerapids"),
+    "gpu-h200-sxm": ("sm90", "sapphirerapids"),
+    "gpu-b200-sxm": ("sm100", "emeraldrapids"),
+    "gpu-l40s-a": ("sm89", "icelake"),
+    "gpu-l40s-d": ("sm89", "zen4"),
+    # RunPod (GPU types published, the CPU drawn from a pool: unknown)
+    "RunPod H100 SXM": ("sm90", None),
+    "RunPod H200 SXM": ("sm90", None),
+    "RunPod B200": ("sm100", None),
+    "RunPod A100 PCIe": ("sm80", None),
+    "RunPod L40S": ("sm89", None),
 }
 SYSTEMS = {
     "DGX-1": ("sm70", "broadwell"),
@@ -90,6 +108,7 @@ HAS = {
     "skylake_sp": ({"avx512f"}, {"avx512_vnni", "avx512_bf16"}),
     "zen2": ({"avx2"}, {"avx512f"}),
     "zen3": ({"avx2"}, {"avx512f"}),
+    "zen4": ({"avx512f", "avx512_vnni", "avx512_bf16"}, set()),
     "broadwell": ({"avx2"}, {"avx512f"}),
     "alderlake": ({"avx2"}, {"avx512f"}),
     "neoverse_v2": ({"sve2"}, set()),

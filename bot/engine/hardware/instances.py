@@ -18,9 +18,13 @@ INSTANCE_LIKE_RE = rx(
 )
 # Every instance name has one of these shapes: AWS "<family>.<size>", GCP "<family>-<kind>",
 # Azure "standard_..." or a "v<generation>" series, OCI "BM.GPU...", Lambda "gpu_8x_...",
-# CoreWeave's GPU class or name. Text without any skips the big search.
+# CoreWeave's GPU class or name, Nebius "gpu-h100-sxm", Scaleway "H100-2-80G", RunPod by name.
+# Text without any skips the big search.
 _FAMILY_TOKEN_RE = rx(r"(?<![a-z0-9.\-_])[a-z][a-z0-9]*\d[a-z0-9]*(?:-[a-z0-9]+)?(?![a-z0-9.])")
-_INSTANCE_GATE_RE = rx(r"\.\d*[a-z]|[a-z]\d[a-z]?-[a-z]|standard_|[a-z _]v\d|hx\d|gpu_\d|_nvlink_|coreweave")
+_INSTANCE_GATE_RE = rx(
+    r"\.\d*[a-z]|[a-z]\d[a-z]?-[a-z]|standard_|[a-z _]v\d|hx\d|gpu_\d|_nvlink_|coreweave"
+    r"|gpu-[a-z]|\d-\d+g|runpod"
+)
 
 
 def find_instance(cat: Catalog, m: Matchers, low: str) -> tuple[int, int, int] | None:
