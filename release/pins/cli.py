@@ -61,7 +61,7 @@ def register(verbs) -> None:
                                 "  torchbot release bump-pause main --resume\n"
                                 "  torchbot release bump-pause main --recreate bump/main-1128112   propose a closed "
                                 "PR's target again")
-    q.add_argument("branch")
+    q.add_argument("branch", help="the branch whose bump pull requests to pause, resume or recreate")
     q.add_argument("--repo", help="the repository (default: TORCHBOT_REPO_PATH's first)")
     q.add_argument("--resume", action="store_true", help="resume the branch's bumps")
     q.add_argument("--reason", default="", help="why (shown on the dashboard)")

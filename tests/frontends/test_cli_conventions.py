@@ -222,7 +222,7 @@ def _complete(*words: str) -> list[str]:
 
 def test_completion_walks_the_parser_tree():
     assert _complete("rel") == ["release"]
-    assert _complete("release", "bu") == ["bump-pins", "build"]
+    assert _complete("release", "bu") == ["bump-pins", "bump-pause", "build"]
     assert {"bump-pins", "build", "publish", "branch"} <= set(_complete("release", ""))  # after a space
     assert "--dry-run" in _complete("release", "build", "--") and "--bogus" not in _complete("release", "build", "--")
     assert _complete("release", "build", "--backend", "") == ["local", "github"]
@@ -270,4 +270,4 @@ def test_bash_completion_completes_through_the_real_script(tmp_path):
              "printf '%s\\n' \"${COMPREPLY[@]}\"")
     r = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=False, timeout=60,
                        env={"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)})
-    assert r.stdout.split() == ["bump-pins", "build"], r.stderr
+    assert r.stdout.split() == ["bump-pins", "bump-pause", "build"], r.stderr
