@@ -6,6 +6,7 @@
 - ``bump``      plan a bump of named branches (git + nixpkgs facts); it writes nothing
 - ``sweep``     plan every branch's bump against its tracked channel (the weekly bump)
 - ``deliver``   the one delivery of every bump: plan -> deliver(mode) (pr, push, local)
+- ``named``     a bump of named branches (a revision, a PyTorch move, companions) through ``deliver``, all or none
 - ``recorded``  the bump stage's rows in the release record, one per bumped pin group
 - ``override``  a PyTorch source override written the way the real 2.10 recipes carry one (pure)
 - ``moves``     deliberate PyTorch moves: --pytorch X.Y.Z and --torch-src REV,HASH, the declared

@@ -2,7 +2,7 @@
 
 ``plan_bump`` reads the branches (git, read-only) and asks nixpkgs (HTTP) for the facts the
 guards need; it writes nothing. The plan is delivered the one way every bump is
-(``release.pins.deliver.apply_named`` -> ``deliver(mode)``): one commit per pin group without
+(``release.pins.named.apply_named`` -> ``deliver(mode)``): one commit per pin group without
 touching the user's checkout, a push when asked, and only then the local refs in one transaction,
 so every failure leaves every ref as it was (or, after a push, says so).
 """

@@ -187,7 +187,7 @@ class Plan:
 
     def apply(self, progress=None, notice=None) -> BumpResult:
         """Write the bump; ``progress`` (``config.progress.Progress``) hears of each branch."""
-        from release.pins.deliver import apply_named  # plan -> deliver(mode); it writes the release record
+        from release.pins.named import apply_named  # plan -> deliver(mode); it writes the release record
 
         if self.data.companions:
             from release.pins.companions import apply_with_companions

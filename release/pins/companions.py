@@ -102,7 +102,7 @@ def plan_companions(data, client, ctx, default_channel: str) -> list:
 
 def apply_with_companions(data, settings):
     """Apply the build-pytorch plan and its companions' (see the module docstring)."""
-    from release.pins.deliver import apply_named as apply_bump  # each repository writes its own record rows
+    from release.pins.named import apply_named as apply_bump  # each repository writes its own record rows
 
     opts = data.options
     if opts.dry_run:

@@ -1,6 +1,6 @@
 """The bump stage's writes to the release record (release.state.record): the weekly sweep's
 outcomes (``release.pins.weekly.record``) and a bump of named branches (``record_move``, from
-``release.pins.deliver.apply_named``) alike, one typed row per bumped pin group. The bump is done
+``release.pins.named.apply_named``) alike, one typed row per bumped pin group. The bump is done
 whatever happens here: a state DB that cannot be written is logged.
 
 May import: config, release.state.
@@ -19,7 +19,7 @@ log = logging.getLogger("torchbot.pins")
 
 
 def record_move(data, outcome, settings) -> None:
-    """A bump of named branches to one revision (``release.pins.deliver.apply_named``: a deliberate
+    """A bump of named branches to one revision (``release.pins.named.apply_named``: a deliberate
     move, a dashboard Approve) keeps its groups' rows in the release record too: the bump stage is
     the one writer of bump outcomes, whichever way it ran."""
     from release.state.record import GroupOutcome

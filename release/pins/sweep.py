@@ -117,7 +117,7 @@ class SweepPlan:
     prefer_remote: bool = False  # planned on the remote-tracking tips (pr and push deliveries)
     first: bool = True  # the first configured repository (its pull requests go to TORCHBOT_GITHUB_REPO)
     allow_older: str = ""  # the maintainer's reason to let pins (and open bump PRs) move back
-    together: bool = False  # named branches (release.pins.deliver.apply_named): all move, or none does
+    together: bool = False  # named branches (release.pins.named.apply_named): all move, or none does
     docs: list = field(default_factory=list)  # with ``together``: other branches' README rows (moves.DocsEdit)
 
     @property
