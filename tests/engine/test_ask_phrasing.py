@@ -66,6 +66,25 @@ def test_plural_gpu_names(cat, q, plural):
     assert parse(cat, f"we have {q}").gpu == plural
 
 
+def test_every_catalog_gpu_in_the_plural_with_a_count_is_that_many_of_it(cat):
+    """"8 Thors", "2 H100s": any model of the data, in the plural after a count, reads as that
+    many of it (a short name without digits like Thor or Orin too)."""
+    from bot.engine.hardware.matchers import matchers, token_spans
+
+    m = matchers(cat)
+    tried = 0
+    for name in cat.gpu_models:
+        key = "".join(t for t, _, _ in token_spans(name.lower()))
+        if name.lower().endswith("s") or key + "s" in m.gpu:
+            continue  # its plural is another name ("L40" + "s" is the L40S)
+        if key in m.system:
+            continue  # a system (a GH200, a Jetson): its count is of systems, not said as GPUs
+        tried += 1
+        hw = parse(cat, f"a box with 8 {name}s")
+        assert (hw.gpu, hw.gpu_count) == (name, 8), (name, hw.gpu, hw.gpu_count)
+    assert tried > 100
+
+
 def test_flag_names_are_not_workloads(cat):
     for text in ("avx512_bf16 avx512f avx2", "Flags: avx avx2 fma f16c avx512f avx512_bf16 amx_int8",
                  "pytorch-python313-cpu-avx512bf16", "-mavx512bf16", "amx_int8", "svebf16 sve2"):

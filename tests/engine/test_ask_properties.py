@@ -29,14 +29,15 @@ TEXT = st.one_of(
 
 
 def check(text):
-    start = time.perf_counter()
+    # CPU time of this thread: what the reading costs, not what a loaded machine's other work adds
+    start = time.thread_time()
     try:
         answer = ask(CTX, text)
     except UsageError as err:  # control bytes, not text: one line, never a recommendation
         assert not_text(text) and "not text I can read" in str(err), (text[:80], err)
-        assert time.perf_counter() - start < 1.0
+        assert time.thread_time() - start < 1.0
         return
-    elapsed = time.perf_counter() - start
+    elapsed = time.thread_time() - start
     d = json.loads(json.dumps(answer.to_dict()))
     assert set(d) == {"query", "hardware", "recommendation", "alternatives", "reasons", "warnings", "missing", "read"}
     assert isinstance(answer.text(), str) and answer.text()

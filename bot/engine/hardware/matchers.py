@@ -79,7 +79,7 @@ def lookup(table: dict[str, str], spans: list[tuple[str, int, int]], m: Matchers
         for n in range(min(m.max_tokens, n_spans - i)):
             key += spans[i + n][0]
             hit = table.get(key)
-            if hit is None and len(key) > 2 and key[-1] == "s" and (len(key) >= 6 or any(c.isdigit() for c in key)):
+            if hit is None and len(key) > 2 and key[-1] == "s" and (len(key) >= 5 or any(c.isdigit() for c in key)):
                 hit = table.get(key[:-1])
             if hit is not None:
                 best = (hit, n + 1)
