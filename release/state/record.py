@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import DateTime, Integer, String, Text, UniqueConstraint, delete, select, update
+from sqlalchemy import DateTime, Index, Integer, String, Text, UniqueConstraint, delete, func, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from config.outcomes import BumpKind, PrState, ReasonKind
-from release.state.tables import Base, utcnow
+from release.state.tables import Base, same_repo, utcnow
 
 
 class ReleaseRow(Base):
@@ -65,10 +65,10 @@ class ReleaseRow(Base):
 
 
 class PublishFailure(Base):
-    """A package of a branch at a pin whose publish failed, until it publishes."""
+    """A package of a branch at a pin whose publish failed, until it publishes; ``repo`` as
+    ``release.state.Publish.repo`` (None: the first repository)."""
 
     __tablename__ = "publish_failures"
-    __table_args__ = (UniqueConstraint("branch", "package", "pin", name="uq_publish_failure"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     branch: Mapped[str] = mapped_column(String(200), index=True)
@@ -77,6 +77,11 @@ class PublishFailure(Base):
     commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
     when: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    repo: Mapped[str | None] = mapped_column(String(200), nullable=True)
+
+
+Index("uq_publish_failure_repo", func.coalesce(PublishFailure.repo, ""), PublishFailure.branch,
+      PublishFailure.package, PublishFailure.pin, unique=True)
 
 
 def repo_key(path: str | Path) -> str:
@@ -172,23 +177,30 @@ def set_pr_state(st, repo: str | Path, branch: str, number: int, state: PrState,
                                            ReleaseRow.pr_number == number).values(**values))
 
 
-def publish_failed(st, branch: str, package: str, pin: str | None, commit: str | None, message: str) -> None:
+def publish_failed(st, branch: str, package: str, pin: str | None, commit: str | None, message: str,
+                   repo: str | None = None) -> None:
     with st.session() as s:
         row = s.scalars(select(PublishFailure).where(PublishFailure.branch == branch, PublishFailure.package == package,
-                                                     PublishFailure.pin == (pin or ""))).first()
+                                                     PublishFailure.pin == (pin or ""),
+                                                     same_repo(PublishFailure.repo, repo))).first()
         if row is None:
-            s.add(PublishFailure(branch=branch, package=package, pin=pin or "", commit=commit, message=message))
+            s.add(PublishFailure(branch=branch, package=package, pin=pin or "", commit=commit, message=message,
+                                 repo=repo))
         else:
             row.commit, row.message, row.when = commit, message, utcnow()
 
 
-def publish_succeeded(st, branch: str, package: str, pin: str | None) -> None:
+def publish_succeeded(st, branch: str, package: str, pin: str | None, repo: str | None = None) -> None:
     with st.session() as s:
         s.execute(delete(PublishFailure).where(PublishFailure.branch == branch, PublishFailure.package == package,
-                                               PublishFailure.pin == (pin or "")))
+                                               PublishFailure.pin == (pin or ""), same_repo(PublishFailure.repo, repo)))
 
 
-def publish_failures(st, branches: Iterable[str]) -> list[PublishFailure]:
+def publish_failures(st, branches: Iterable[str], repo: str | bool | None = False) -> list[PublishFailure]:
+    """The failed publishes of ``branches`` (``repo``: only that repository's, None the first's;
+    False: every repository's)."""
     with st.session() as s:
-        return list(s.scalars(select(PublishFailure).where(PublishFailure.branch.in_(list(branches)))
-                              .order_by(PublishFailure.id)))
+        q = select(PublishFailure).where(PublishFailure.branch.in_(list(branches)))
+        if repo is not False:
+            q = q.where(same_repo(PublishFailure.repo, repo))
+        return list(s.scalars(q.order_by(PublishFailure.id)))
