@@ -256,7 +256,8 @@ def delivery_of(rows: list) -> dict | None:
     if r is None:
         return None
     return {"number": r.pr_number, "url": r.pr_url, "head": r.head_ref, "sha": r.head_sha,
-            "state": r.pr_state or "open", "closed_by": r.closed_by}
+            "state": r.pr_state or "open", "closed_by": r.closed_by,
+            "waits_for": getattr(r, "waits_for", None) or "", "pair_pr": getattr(r, "pair_pr", None)}
 
 
 def observe_pull(pr: dict, seen: dict | None, merged_into: bool) -> tuple[str, str | None, str | None]:

@@ -289,3 +289,27 @@ def test_a_whole_release_of_both_repositories_builds_each_changed_variant_once_a
     assert read_log(release.logs["host"]) == []  # the torchbot host builds and publishes nothing
     assert any(e["platform"] == "aarch64-linux" and e["package"] == fx.ARM
                for e in read_log(release.logs["tv"]) if e["action"] == "build")
+
+
+def test_a_torchvision_pr_whose_pytorch_pair_was_closed_waits_and_the_dashboard_says_why(release) -> None:
+    from config.outcomes import PairWait, PrState
+    from release.dashboard.commands import dashboard
+    from release.state.record import set_pr_state
+
+    numbers = release.bump()
+    release.gh.pulls.close(numbers["pt"], by="maintainer")  # a person closed build-pytorch's PR
+    set_pr_state(state_for(release.ctx), release.pt, fx.BRANCH, numbers["pt"], PrState.CLOSED, "maintainer")
+    assert release.build(release.tv) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
+    assert release.gh_tv.pulls.merges == []  # every build passed, and it still waits
+    row = release.row(release.tv)
+    assert (row.pr_state, row.waits_for, row.pair_pr) == (PrState.OPEN, PairWait.CLOSED, numbers["pt"])
+    from release.context import Context
+
+    model = dashboard(Context(release.ctx.settings)).model  # as it reads the repositories
+    (need,) = [n for n in model.needs if n.kind == "pair-waits"]
+    assert need.text == (f"PR #{numbers['tv']} waits for build-pytorch's #{numbers['pt']}, which was closed "
+                         "without merging: it merges only with its pair")
+    from release.publishing.publish import held, publish_pending
+
+    assert publish_pending(release.ctx, None) == []  # nothing of it merged, nothing published
+    assert held(release.ctx, None) != []
