@@ -23,6 +23,11 @@ commit, the channel going back to week 1's head, nothing new, then a new commit 
 line per week: outcomes, exit status, PRs opened/updated, dispatches/variant builds, merges,
 variants published, release threads announced.
 
+Each repository's figures are its own: build-torchvision's pull requests are built in its own
+GitHub stand-in's runs and merged with their build-pytorch pair; builds per changed variant are
+counted from each repository's runner log (``Builds of build-pytorch: …``, ``Builds of
+build-torchvision: …``), then the torchbot host's builds, then Slack messages per branch of each.
+
 Not part of the tests (needs the mirrors). Writes only in a temporary directory.
 """
 
@@ -127,13 +132,14 @@ def report(ctx, repos, gh_by_repo, before, slack, lines) -> None:
     from release.state import Publish, Release, open_state
 
     st = open_state(ctx.settings.state_db)
-    with st.session() as s:
-        published = collections.Counter(p.branch for p in s.query(Publish))
-        releases = {r.branch for r in s.query(Release)}
-    waiting = collections.Counter(b.branch for b, _ in held(ctx))
+    with st.session() as s:  # each repository's rows apart (None: build-pytorch's, the first)
+        published = collections.Counter((p.repo, p.branch) for p in s.query(Publish))
+        releases = {(r.repo, r.branch) for r in s.query(Release)}
+    waiting = collections.Counter((b.repo, b.branch) for b, _ in held(ctx))
     threads = [m["text"].splitlines()[0] for m in slack.messages(CHANNEL) if not m.get("thread_ts")]
     for name, origin, _clone in repos:
         gh = gh_by_repo[name]
+        recorded_as = None if name == repos[0][0] else f"{OWNER}/{name}"  # Build.repo, Publish.repo
         prs = {p["base"]["ref"]: p for p in gh.pulls.prs.values()}
         print(f"\n{name}")
         for branch in git(origin, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split():
@@ -151,13 +157,13 @@ def report(ctx, repos, gh_by_repo, before, slack, lines) -> None:
             moves = ", ".join(f"{a[:7]}" for a in old) + " -> " + ", ".join(f"{b[:7]}" for b in pins_pr)
             print(f"    PR #{pr['number']} {pr['head']['ref']} ({pr['state']}"
                   f"{', merged' if pr['merged_at'] else ''}): pins {moves}")
-            rows = [r for r in builds.status(ctx, branch) if r["commit"] == head] if name == repos[0][0] else []
+            rows = [r for r in builds.status(ctx, branch) if r["commit"] == head and r["repo"] == recorded_as]
             if rows:
                 states = collections.Counter(r["state"] for r in rows)
                 print(f"    GitHub build at {head[:12]} (the PR head): {len(rows)} variant(s), "
                       + ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
             else:
-                print(f"    GitHub build: none (builds run in {OWNER}/build-pytorch's workflow)")
+                print(f"    GitHub build: none at {head[:12]}")
             status = gh.statuses.of(head)
             if status:
                 print(f"    status torchbot/builds: {status[-1]['state']} \"{status[-1]['description']}\" "
@@ -165,9 +171,10 @@ def report(ctx, repos, gh_by_repo, before, slack, lines) -> None:
             if pr["merged_at"]:
                 print(f"    merged: {branch} is now {git(origin, 'rev-parse', branch).strip()[:12]} "
                       f"(pins {', '.join(p[:7] for p in new)})")
-            if name == repos[0][0] and (published[branch] or waiting[branch]):  # the state DB: build-pytorch
-                print(f"    published {published[branch]}, waiting for their branch {waiting[branch]}"
-                      + ("; announced" if branch in releases and any(branch in t for t in threads) else ""))
+            key = (recorded_as, branch)
+            if published[key] or waiting[key]:  # the state DB, this repository's rows
+                print(f"    published {published[key]}, waiting for their branch {waiting[key]}"
+                      + ("; announced" if key in releases and any(branch in t for t in threads) else ""))
 
 
 WEEKS = ("the channel head as set up", "nothing new", "a new commit", "back to week 1's head",
@@ -221,12 +228,13 @@ def weeks(ctx, nix, chain, slack, n: int) -> int:
 
 def slack_per_branch(ctx, slack) -> tuple[collections.Counter, collections.Counter]:
     """Messages torchbot posted in each branch's release thread (parent and replies) and the edits
-    of them, told apart by the release id in each message's metadata (the state DB's Release row)."""
+    of them, told apart by the release id in each message's metadata (the state DB's Release row);
+    build-torchvision's branches are named with their repository ("build-torchvision main")."""
     from release.publishing.announce import EVENT_TYPE
     from release.state import Release, open_state
 
     with open_state(ctx.settings.state_db).session() as s:
-        branch_of = {r.id: r.branch for r in s.query(Release)}
+        branch_of = {r.id: (r.repo.rsplit("/", 1)[-1] + " " if r.repo else "") + r.branch for r in s.query(Release)}
     posted, edits, where = collections.Counter(), collections.Counter(), {}
     for m in slack.messages(CHANNEL):
         meta = m.get("metadata") or {}
@@ -272,8 +280,9 @@ def run(tmp: Path, args) -> int:
         head, head_torch = nixpkgs(nix, [o for _, o, _ in repos], args.mirrors)
         shim_log, runners, shim_settings = shims(tmp)
         chain, gh_by_repo, upstream = [], {}, nix.api_url
+        logs = {name: tmp / f"runners-{name}.log" for name, _, _ in repos}  # what ran on each repository's runners
         for name, origin, _ in reversed(repos):
-            runners.append(Runners(origin, workflow(tmp, shim_settings), DEFAULT_RUNNERS, tmp / "runners", shim_log))
+            runners.append(Runners(origin, workflow(tmp, shim_settings), DEFAULT_RUNNERS, tmp / "runners", logs[name]))
             gh = FakeGitHub(repo=f"{OWNER}/{name}", upstream=upstream, git_dir=origin, fail=fail, runner=runners[-1])
             gh.__enter__()
             chain.append(gh)
@@ -315,15 +324,22 @@ def run(tmp: Path, args) -> int:
             dispatched = sum(len(g.dispatches) for g in chain)
             statuses = sum(len(g.statuses.posted) for g in chain)
             merges = sum(len(g.pulls.merges) for g in chain)
-            build_counts(read_log(shim_log), chain)
+            print()
+            for name, _, _ in repos:
+                build_counts(name, read_log(logs[name]), [gh_by_repo[name]])
+            host = read_log(shim_log)
+            print(f"On the torchbot host: {sum(e['action'] == 'build' for e in host)} builds, "
+                  f"{sum(e['action'] == 'publish' for e in host)} publishes, {len(host)} flox/nix commands")
             print(f"\nTotals: {sum(len(g.pulls.prs) for g in chain)} pull request(s), {dispatched} dispatch(es), "
                   f"{statuses} status(es) posted, {merges} merge(s), "
                   f"{len([m for m in slack.messages(CHANNEL) if not m.get('thread_ts')])} release thread(s).")
             posted, edits = slack_per_branch(ctx, slack)
-            if posted:
-                print(f"Slack messages per branch: {max(posted.values())} at most, "
-                      f"{sum(posted.values()) / len(posted):.1f} on average over {len(posted)} branch(es) "
-                      f"({sum(posted.values())} messages, {sum(edits.values())} edits in place)")
+            for name, _, _ in repos:  # build-torchvision's threads are its own
+                mine = {b: n for b, n in posted.items() if (name == repos[0][0]) != b.startswith(name + " ")}
+                if mine:
+                    print(f"Slack messages per branch of {name}: {max(mine.values())} at most, "
+                          f"{sum(mine.values()) / len(mine):.1f} on average over {len(mine)} branch(es) "
+                          f"({sum(mine.values())} messages, {sum(edits[b] for b in mine)} edits in place)")
         finally:
             for gh in chain:
                 gh.__exit__(None, None, None)
@@ -352,9 +368,10 @@ def workflow(tmp: Path, over: dict) -> str:
                                     **over))
 
 
-def build_counts(log: list[dict], chain) -> None:
-    """Builds per changed variant over the release (bump PR built at its head, merged, published),
-    from what the flox/nix shims logged on the runners and the torchbot host."""
+def build_counts(name: str, log: list[dict], chain) -> None:
+    """Builds per changed variant of repository ``name`` over the release (bump PR built at its
+    head, merged, published), from what the flox/nix shims logged on its runners (``chain``: its
+    GitHub stand-in)."""
     changed = {(body["inputs"]["branch"], e["package"])
                for gh in chain for _wf, body in gh.dispatches if body["inputs"].get("publish") != "true"
                for key in ("pytorch", "companions") for e in json.loads(body["inputs"].get(key) or "[]")}
@@ -367,7 +384,7 @@ def build_counts(log: list[dict], chain) -> None:
     arm_on_x86 = [e for e in log if e["action"] in ("build", "publish", "refused") and e["platform"] == "x86_64-linux"
                   and (e.get("target") or "").startswith("aarch64")]
     per = sum(built.values()) / len(changed) if changed else 0.0
-    print(f"\nBuilds: {sum(built.values())} for {len(changed)} changed variant(s) = {per:.2f} per variant "
+    print(f"Builds of {name}: {sum(built.values())} for {len(changed)} changed variant(s) = {per:.2f} per variant "
           f"(max {max(built.values(), default=0)}); on the torchbot host {sum(e['action'] == 'build' for e in host)} "
           f"builds, {len(host)} flox/nix commands; {published} published on runners, {substituted} outputs "
           f"substituted from the cache; by runner platform: "

@@ -44,3 +44,14 @@ class PrState(StrEnum):
     MERGED = "merged"
     CLOSED = "closed"  # closed without merging (``closed_by`` says who, when known)
     CONFLICT = "conflict"  # open, and GitHub cannot merge it
+
+
+class PairWait(StrEnum):
+    """Why a build-torchvision bump pull request is not merged though its builds passed: its
+    build-pytorch pair (the bump PR of the same branch to the same target pin) has not merged."""
+
+    NONE = ""
+    BUILDING = "pair-building"  # the pair is open and not all built yet (or not built at all)
+    FAILED = "pair-failed"  # a build of the pair failed at its head
+    CLOSED = "pair-closed"  # a person closed the pair without merging
+    NOT_MERGED = "pair-not-merged"  # the pair passed but is not merged (automerge off, refused, a conflict)

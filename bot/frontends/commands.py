@@ -237,13 +237,19 @@ def changes(ctx: Context, days: int = 7, now: datetime | None = None):
     published: dict[str, int] = {}
     with state_for(ctx).session() as s:
         for b in s.scalars(select(Build).where(Build.finished >= naive, Build.finished <= until)):
-            states = builds.setdefault(b.branch, {})
+            states = builds.setdefault(_branch_of(b), {})
             states[b.state] = states.get(b.state, 0) + 1
         for p in s.scalars(select(Publish).where(Publish.published >= naive, Publish.published <= until)):
-            published[p.branch] = published.get(p.branch, 0) + 1
+            published[_branch_of(p)] = published.get(_branch_of(p), 0) + 1
     model = dashboard(ctx, now=now).model
     return MessageResult(words(model, since, now, builds, published),
                          data={"since": since.isoformat(timespec="seconds"), "builds": builds, "published": published})
+
+
+def _branch_of(row) -> str:
+    """A build's or publish's branch as people name it: build-torchvision's ``main`` is
+    "build-torchvision main" (its row's ``repo``), build-pytorch's just ``main``."""
+    return f"{row.repo.rsplit('/', 1)[-1]} {row.branch}" if row.repo else row.branch
 
 
 def bump_pause(ctx: Context, args: list[str], by: str):

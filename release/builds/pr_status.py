@@ -8,9 +8,10 @@ build of each variant at that commit, across every run dispatched for it. It is 
 it changes, a ``pending`` one at most every :data:`MIN_SECONDS` per commit (a 237-variant
 build moves many times a minute), the final one (success or failure) always. Automerge merges
 only a ``bump/`` branch, only while its head is still the commit that was built (GitHub's
-``sha`` check), with the merge method ``merge``. A variant the changed-only rule finds unchanged
-since its success at an earlier head of the same PR (a rebase, a maintainer's comment-only
-commit) counts as built at the new head (``release.state.carried``), and the description says
+``sha`` check), with the merge method ``merge``; a build-torchvision bump PR only once its
+build-pytorch pair merged, and then in the same run (``release.builds.pairing``). A variant the
+changed-only rule finds unchanged since its success at an earlier head of the same PR (a rebase, a
+maintainer's comment-only commit) counts as built at the new head (``release.state.carried``), and the description says
 so ("131/131 built (131 unchanged since 1a2b3c4d5e6f)"); what merges is then published from the
 branch (``release.publishing``) without being built again.
 
@@ -84,25 +85,16 @@ def report_head(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = Non
     return _post(ctx, gh, {sha: (branch, ref, None, repo)})
 
 
-def _states(ctx, sha: str, branch: str) -> tuple[list[str], dict[str, str]]:
-    """The latest build state of each variant at ``sha``, with the variants carried there (counted
-    as succeeded), and the carried ones (package -> earlier head)."""
-    from release.state import Build, carried, state_for
+def _states(ctx, sha: str, branch: str, repo: str | None = None) -> tuple[list[str], dict[str, str]]:
+    from release.builds.pairing import states_at
 
-    st = state_for(ctx)
-    latest: dict[str, str] = {}
-    with st.session() as s:
-        for b in s.query(Build).filter(Build.commit == sha, Build.branch == branch,
-                                       Build.backend == "github").order_by(Build.id):
-            latest[b.package] = b.state
-    kept = {p: c for p, c in carried.at(st, branch, sha).items() if p not in latest}
-    return list(latest.values()) + ["succeeded"] * len(kept), kept
+    return states_at(ctx, sha, branch, repo)
 
 
 def _post(ctx, gh, heads: dict[str, tuple]) -> list[dict]:
     out = []
     for sha, (branch, ref, url, repo) in heads.items():
-        states, kept = _states(ctx, sha, branch)
+        states, kept = _states(ctx, sha, branch, repo)
         if not states:
             continue
         state, text = summary(states, kept)
@@ -135,6 +127,8 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = None)
         if pr is None or (pr.get("head") or {}).get("sha") != sha:
             log.info("automerge of %s: no open pull request with head %s", ref, sha[:12])
             return None
+        if repo is not None and _waits(ctx, path, branch, int(pr["number"])):
+            return None
         merged = gh.merge_pull(int(pr["number"]), sha)
     except ExternalError as err:
         log.warning("automerge of %s into %s: %s", ref, branch, err)
@@ -145,7 +139,31 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = None)
         return None
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
     _merged(ctx, path, branch, int(pr["number"]), sha, merged.get("sha"))
+    if repo is None:  # build-torchvision's PRs that waited for this one merge with it, in this run
+        _merge_waiting(ctx, branch, int(pr["number"]))
     return merged.get("sha")
+
+
+def _merge_waiting(ctx, branch: str, number: int) -> None:
+    from release.adapters.github import Actions
+    from release.builds.pairing import ready
+
+    for github, ref, sha in ready(ctx, branch, number):
+        gh = Actions(ctx.settings, repo=github)
+        try:
+            automerge(ctx, gh, branch, ref, sha, github)
+        finally:
+            gh.close()
+
+
+def _waits(ctx, path: str | None, branch: str, number: int) -> bool:
+    """A companion's bump PR waits for its build-pytorch pair (``release.builds.pairing``)."""
+    from release.builds.pairing import wait
+
+    why, pair = wait(ctx, path, branch, number)
+    if why:
+        log.info("automerge of #%s into %s: waits for build-pytorch's #%s (%s)", number, branch, pair, why)
+    return bool(why)
 
 
 def _path_of(ctx, repo: str | None) -> str | None:

@@ -256,7 +256,8 @@ def delivery_of(rows: list) -> dict | None:
     if r is None:
         return None
     return {"number": r.pr_number, "url": r.pr_url, "head": r.head_ref, "sha": r.head_sha,
-            "state": r.pr_state or "open", "closed_by": r.closed_by}
+            "state": r.pr_state or "open", "closed_by": r.closed_by,
+            "waits_for": getattr(r, "waits_for", None) or "", "pair_pr": getattr(r, "pair_pr", None)}
 
 
 def observe_pull(pr: dict, seen: dict | None, merged_into: bool) -> tuple[str, str | None, str | None]:
@@ -323,14 +324,15 @@ def open_bump_prs(pulls: list[dict]) -> dict[str, dict]:
 def build_facts(st, branches: set[str], commits: set[str]) -> tuple[dict, dict]:
     """((commit, package) -> the latest build of that package at that commit, as a dict; a
     variant carried to a bump PR's new head from its success at an earlier head counts as
-    succeeded there, ``release.state.carried``), ((branch, package) -> published pins)."""
+    succeeded there, ``release.state.carried``), ((repository, branch, package) -> published pins;
+    the repository as ``Publish.repo``: None for the first one, else its GitHub owner/name)."""
     from sqlalchemy import select
 
     from release.state import Build, Publish
     from release.state.carried import CarriedBuild
 
     latest: dict[tuple[str, str], dict] = {}
-    published: dict[tuple[str, str], set[str]] = {}
+    published: dict[tuple[str | None, str, str], set[str]] = {}
     with st.session() as s:
         q = select(Build.branch, Build.package, Build.state, Build.commit, Build.pin).order_by(Build.id)
         for branch, package, state, commit, pin in s.execute(q.where(Build.commit.in_(commits))):
@@ -341,20 +343,21 @@ def build_facts(st, branches: set[str], commits: set[str]) -> tuple[dict, dict]:
                                                        Build.state == "succeeded").order_by(Build.id.desc()))
                 latest[(c.commit, c.package)] = {"state": "succeeded", "branch": c.branch, "pin": pin,
                                                  "carried_from": c.from_commit}
-        for branch, package, pin in s.execute(select(Publish.branch, Publish.package, Publish.pin)
-                                              .where(Publish.branch.in_(branches))):
-            published.setdefault((branch, package), set()).add(pin or "")
+        for repo, branch, package, pin in s.execute(select(Publish.repo, Publish.branch, Publish.package, Publish.pin)
+                                                    .where(Publish.branch.in_(branches))):
+            published.setdefault((repo, branch, package), set()).add(pin or "")
     return latest, published
 
 
-def variant_facts(bm, branch: str, latest: dict, published: dict, also: str | None = None) -> list[dict]:
+def variant_facts(bm, branch: str, latest: dict, published: dict, also: str | None = None,
+                  repo: str | None = None) -> list[dict]:
     """Each variant of the branch: its build at the branch's tip (the commit it ran at), else at
     ``also`` (a merged pull request's head with the same recipes: what the branch now builds was
-    built there), and whether its pin is published."""
+    built there), and whether its pin is published in ``repo`` (None: the first repository)."""
     out = []
     for v in bm.variants:
         b = latest.get((bm.tip, v.package)) or (latest.get((also, v.package)) if also else None)
-        pins = published.get((branch, v.package)) or set()
+        pins = published.get((repo, branch, v.package)) or set()
         out.append({"package": v.package, "platform": v.platform, "gpu_arch": v.gpu_arch,
                     "build": b["state"] if b else None, "at_head": b is not None,
                     "published": (v.pin or "") in pins or bool(pins and v.pin in (None, "none"))})
@@ -374,12 +377,13 @@ def pr_builds(latest: dict, sha: str | None) -> dict[str, list[str]]:
     return out
 
 
-def publish_failures(st, branches: set[str]) -> dict[str, list[dict]]:
+def publish_failures(st, branches: set[str]) -> dict[tuple[str | None, str], list[dict]]:
+    """(repository as ``Publish.repo``, branch) -> its failed publishes."""
     from release.state.record import publish_failures as failures
 
-    out: dict[str, list[dict]] = {}
+    out: dict[tuple[str | None, str], list[dict]] = {}
     for f in failures(st, branches):
-        out.setdefault(f.branch, []).append({"package": f.package, "pin": f.pin, "message": f.message})
+        out.setdefault((f.repo, f.branch), []).append({"package": f.package, "pin": f.pin, "message": f.message})
     return out
 
 

@@ -191,6 +191,9 @@ def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> d
         for m in rs.models:
             readme = drifted["readme"].get(m.path, {})
             builds_here = first is None or collect._key(m.path) == first  # the GitHub workflow builds its PRs
+            # its rows' repository (Build.repo, Publish.repo): None for the first, else its GitHub name
+            recorded_as = None if builds_here or (names_of[m.path] or "").lower() == (s.github_repo or "").lower() \
+                else names_of[m.path]
             branches = []
             for name, bm in m.branches.items():
                 if is_bump_head(name):
@@ -209,8 +212,9 @@ def facts(ctx, repo=None, now: datetime | None = None, fetch: bool = False) -> d
                     "bumps": collect.bump_facts(recorded.get((collect._key(m.path), name), [])),
                     "pr": pr, "readme_drift": readme.get(name, []),
                     "pairs_with": cat.pairs_with if cat else None, "companion_drift": pairing.get(name, []),
-                    "variants": collect.variant_facts(bm, name, latest, published, _built_as(m.path, bm.tip, pr)),
-                    "publish_failures": failures.get(name, []),
+                    "variants": collect.variant_facts(bm, name, latest, published, _built_as(m.path, bm.tip, pr),
+                                                      recorded_as),
+                    "publish_failures": failures.get((recorded_as, name), []),
                     "decisions": decided.get((Path(m.path).name, name), []),
                     "jobs": [jobs[j] for j in touching if j in jobs],
                 })

@@ -27,9 +27,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from config.outcomes import BumpKind, PrState, ReasonKind
+from config.outcomes import BumpKind, PairWait, PrState, ReasonKind
 from config.policy import BUCKETS, bucket
-from release.dashboard.decisions import Decision
+from release.dashboard.decisions import PAIR_WORDS, Decision
 
 BUILD_STATES = BUCKETS
 BUMP_STATES = ("held", "pr-open", "bumped", "current", "skipped", "unknown")  # most urgent first
@@ -80,6 +80,8 @@ class PullRequest:
     closed_by: str | None = None
     failed_packages: list[str] = field(default_factory=list)  # failed at its head
     builds_here: bool = True  # the GitHub workflow builds this repository's pull requests
+    waits_for: str = ""  # PairWait: a build-torchvision PR held for its build-pytorch pair, and why
+    pair_pr: int | None = None  # that pair's number
 
     @property
     def open(self) -> bool:
@@ -92,6 +94,8 @@ class PullRequest:
             return "closed without merging" + (f" by {self.closed_by}" if self.closed_by else "")
         total = sum(self.builds.values())
         lead = "merge conflict; " if self.state == PrState.CONFLICT else ""
+        if self.waits_for:
+            lead += f"waits for build-pytorch's #{self.pair_pr} ({PAIR_WORDS.get(self.waits_for, self.waits_for)}); "
         if not total:
             return lead + ("no builds yet" if self.builds_here else "not built by the GitHub workflow")
         return lead + f"{self.builds.get('built', 0)}/{total} built, {self.builds.get('failed', 0)} failed"
@@ -388,6 +392,10 @@ def _needs(b: BranchView) -> list[Need]:
         out.append(Need(b.repository, b.name, "pr-stuck",
                         f"PR #{pr.number}: nothing builds this repository's pull requests, so automerge never "
                         "merges it; review and merge it by hand"))
+    if pr is not None and pr.open and pr.waits_for in (PairWait.FAILED, PairWait.CLOSED, PairWait.NOT_MERGED):
+        out.append(Need(b.repository, b.name, "pair-waits",
+                        f"PR #{pr.number} waits for build-pytorch's #{pr.pair_pr}, which "
+                        f"{PAIR_WORDS[PairWait(pr.waits_for)]}: it merges only with its pair"))
     if b.publish_failures:
         names = ", ".join(f["package"] for f in b.publish_failures[:3]) + (
             " …" if len(b.publish_failures) > 3 else "")
@@ -428,7 +436,8 @@ def _pull(pr: dict) -> PullRequest:
     failed = list(builds.get("failed") or []) if isinstance(builds.get("failed"), list) else []
     return PullRequest(pr.get("number"), pr.get("url"), pr.get("head"), counts, sha=pr.get("sha"),
                        state=pr.get("state") or PrState.OPEN, closed_by=pr.get("closed_by"), failed_packages=failed,
-                       builds_here=pr.get("builds_here", True))
+                       builds_here=pr.get("builds_here", True), waits_for=pr.get("waits_for") or "",
+                       pair_pr=pr.get("pair_pr"))
 
 
 def branch_view(repo: str, raw: dict, now: datetime) -> BranchView:

@@ -1,9 +1,10 @@
 """Release-thread announcements: the outbox flusher (adapter to Slack via slack_sdk).
 
 Outbox rows are written by ``release.publishing.publish`` in the same transaction as the publish
-record. ``flush(ctx)`` sends them as a thread a team reads: one thread per branch and release
-(pin); its parent says what was published, what is still building and what failed (named, with
-why), and is edited in place (``chat.update``) as the release goes on, finally to the summary.
+record. ``flush(ctx)`` sends them as a thread a team reads: one thread per repository, branch and
+release (pin), build-torchvision's parent saying whose it is ("Release main of build-torchvision");
+its parent says what was published, what is still building and what failed (named, with why), and
+is edited in place (``chat.update``) as the release goes on, finally to the summary.
 Published variants are grouped, one reply per accelerator (CUDA version, CPU, MPS) listing its
 packages by platform and one install line, edited in place as more of the group is published: a
 release is a parent plus a reply per group (a handful), never a message per variant.
@@ -45,6 +46,7 @@ from sqlalchemy import select
 
 from release.adapters.slack import Paced, make_client
 from release.state import Build, Outbox, Publish, Release, owner_id, state_for, utcnow
+from release.state.tables import same_repo
 
 log = logging.getLogger("torchbot.announce")
 TEMPLATES = Path(__file__).parents[1] / "templates" / "announce.toml"
@@ -73,6 +75,8 @@ def fields(release: Release, published: int, org: str, web: str) -> dict:
     info = json.loads(release.info or "{}")
     return {
         "branch": release.branch,
+        # build-torchvision's release has its own thread, whose parent says whose it is
+        "of": f" of {release.repo.rsplit('/', 1)[-1]}" if getattr(release, "repo", None) else "",
         "pytorch": info.get("pytorch") or "?",
         "cuda": ", ".join(info.get("cuda") or []) or "CPU only",
         "python": info.get("python") or "?",
@@ -230,9 +234,11 @@ def _progress(st, rel: Release) -> tuple[set[str], int, list[tuple[str, str, str
     pin = None if rel.pin == "unpinned" else rel.pin
     with st.session() as ses:
         published = set(ses.scalars(select(Publish.package).where(
-            Publish.branch == rel.branch, Publish.pin.is_(None) if pin is None else Publish.pin == pin)))
+            Publish.branch == rel.branch, same_repo(Publish.repo, rel.repo),
+            Publish.pin.is_(None) if pin is None else Publish.pin == pin)))
         builds = list(ses.scalars(select(Build).where(
-            Build.branch == rel.branch, Build.pin.is_(None) if pin is None else Build.pin == pin).order_by(Build.id)))
+            Build.branch == rel.branch, same_repo(Build.repo, rel.repo),
+            Build.pin.is_(None) if pin is None else Build.pin == pin).order_by(Build.id)))
     latest = {b.package: b for b in builds}
     building = sum(1 for p, b in latest.items() if p not in published and b.state in ("queued", "running"))
     problems = [(p, "failed" if b.state == "failed" else "held", b.message or b.state)

@@ -14,7 +14,7 @@ the workflow on their platform's runners, substituting the PR head's outputs fro
 cache (``release.publishing.on_github``).
 
 Once across processes: before its command runs, a variant is claimed in the state DB
-(``State.claim``, key ``publish:<branch>:<package>:<pin>``, held for the publish timeout plus a
+(``State.claim``, key ``publish:[<repository>:]<branch>:<package>:<pin>``, held for the publish timeout plus a
 minute); a variant another process is publishing is skipped (``state: skipped``), and one it
 published meanwhile is not run again. The claim is given up when the command ends.
 """
@@ -43,6 +43,7 @@ from release.builds.run import companion_github, format_command
 from release.context import repo_path
 from release.publishing import eligible
 from release.state import Build, Outbox, Publish, Release, owner_id, state_for
+from release.state.tables import same_repo
 
 log = logging.getLogger("torchbot.publish")
 
@@ -52,21 +53,37 @@ _TORCH = re.compile(r"pytorch-(\d+\.\d+(?:\.\d+)?)")
 
 
 def pending(ctx, branch: str | None = None, repo=None) -> list[Build]:
-    """The succeeded builds to publish now (``release.publishing.eligible``)."""
-    return _candidates(ctx, branch, repo)[0]
+    """The succeeded builds to publish now (``release.publishing.eligible``), of ``repo`` or of
+    every configured repository (``repositories``)."""
+    return [b for r in repositories(ctx, repo) for b in _candidates(ctx, branch, r)[0]]
 
 
 def held(ctx, branch: str | None = None, repo=None) -> list[tuple[Build, str]]:
-    """Succeeded, unpublished builds that may not be published yet, and why."""
-    return _candidates(ctx, branch, repo)[1]
+    """Succeeded, unpublished builds that may not be published yet, and why (as ``pending``)."""
+    return [h for r in repositories(ctx, repo) for h in _candidates(ctx, branch, r)[1]]
+
+
+def repositories(ctx, repo=None) -> list:
+    """What a publish covers: ``repo``, else every configured repository (TORCHBOT_REPO_PATH:
+    build-pytorch, then build-torchvision), else ``[None]`` (no repository: what the GitHub
+    workflow published is still recorded)."""
+    if repo:
+        return [repo]
+    return list(ctx.settings.repositories()) if ctx.settings.repo_path else [None]
+
+
+def published_keys(st) -> set[tuple]:
+    """(repository, package, branch, pin) of every publish record (``Build.repo``'s convention)."""
+    with st.session() as s:
+        return {(p.repo, p.package, p.branch, p.pin) for p in s.scalars(select(Publish))}
 
 
 def _candidates(ctx, branch: str | None, repo) -> tuple[list[Build], list[tuple[Build, str]], dict, set[int]]:
     st = state_for(ctx)
-    latest = [b for b in st.builds(branch) if b.state == "succeeded" and b.repo == _github_of(ctx, repo)]
-    with st.session() as s:
-        done = {(p.package, p.branch, p.pin) for p in s.scalars(select(Publish))}
-    todo = [b for b in latest if (b.package, b.branch, b.pin) not in done]
+    github = _github_of(ctx, repo)
+    latest = [b for b in st.builds(branch) if b.state == "succeeded" and b.repo == github]
+    done = published_keys(st)
+    todo = [b for b in latest if (b.repo, b.package, b.branch, b.pin) not in done]
     by_workflow = eligible.workflow_published(st, todo)
     heads: dict[str, eligible.BranchHead] = {}
     if todo and (repo or ctx.settings.repo_path):
@@ -144,13 +161,15 @@ def _run(command: str, cwd: Path | None, timeout: float) -> tuple[bool, str]:
 
 
 def _claim_key(b: Build) -> str:
-    return f"publish:{b.branch}:{b.package}:{b.pin or 'unpinned'}"
+    """``publish:[<repository>:]<branch>:<package>:<pin>``: a companion's repository (owner/name)
+    keeps its variant apart from build-pytorch's of the same branch and name."""
+    return f"publish:{b.repo + ':' if b.repo else ''}{b.branch}:{b.package}:{b.pin or 'unpinned'}"
 
 
 def _published(st, b: Build) -> bool:
     with st.session() as s:
         return s.scalar(select(Publish.id).where(
-            Publish.package == b.package, Publish.branch == b.branch,
+            Publish.package == b.package, Publish.branch == b.branch, same_repo(Publish.repo, b.repo),
             Publish.pin.is_(None) if b.pin is None else Publish.pin == b.pin)) is not None
 
 
@@ -184,13 +203,15 @@ def record_publish(ctx, build: Build, total_packages: list[str]) -> None:
 
 def _record(ctx, st, build: Build, pin: str, total_packages: list[str]) -> None:
     with st.session() as s:
-        s.add(Publish(package=build.package, branch=build.branch, pin=build.pin, build_id=build.id))
-        rel = s.scalar(select(Release).where(Release.branch == build.branch, Release.pin == pin))
+        s.add(Publish(package=build.package, branch=build.branch, pin=build.pin, build_id=build.id, repo=build.repo))
+        mine = same_repo(Release.repo, build.repo)  # build-torchvision's release has its own thread
+        rel = s.scalar(select(Release).where(Release.branch == build.branch, Release.pin == pin, mine))
         if rel is None:
             prev = s.scalar(
-                select(Release).where(Release.branch == build.branch, Release.pin != pin).order_by(Release.id.desc())
+                select(Release).where(Release.branch == build.branch, Release.pin != pin, mine)
+                .order_by(Release.id.desc())
             )
-            rel = Release(branch=build.branch, pin=pin, previous_pin=prev.pin if prev else None,
+            rel = Release(branch=build.branch, pin=pin, previous_pin=prev.pin if prev else None, repo=build.repo,
                           total=len(total_packages), channel=ctx.settings.announce_channel,
                           info=json.dumps(release_info(ctx, build.branch, total_packages)))
             s.add(rel)
@@ -200,7 +221,7 @@ def _record(ctx, st, build: Build, pin: str, total_packages: list[str]) -> None:
         s.flush()
         published = s.scalar(
             select(func.count()).select_from(Publish).where(
-                Publish.branch == build.branch,
+                Publish.branch == build.branch, same_repo(Publish.repo, build.repo),
                 Publish.pin.is_(None) if build.pin is None else Publish.pin == build.pin,
             )
         )
@@ -210,29 +231,39 @@ def _record(ctx, st, build: Build, pin: str, total_packages: list[str]) -> None:
 
 
 def publish_pending(ctx, branch: str | None = None, *, repo=None, progress: Progress | None = None) -> list[dict]:
-    """Publish what ``pending`` lists, from the branch's commit (its remote head); ``progress``
-    hears of each variant as it starts and ends."""
-    todo, _, heads, by_workflow = _candidates(ctx, branch, repo)
-    if not todo:
+    """Publish what ``pending`` lists (``repo``'s, else every configured repository's), from the
+    branch's commit (its remote head); ``progress`` hears of each variant as it starts and ends."""
+    each = []
+    for r in repositories(ctx, repo):
+        todo, _, heads, by_workflow = _candidates(ctx, branch, r)
+        if todo:
+            each.append((r, todo, heads, by_workflow))
+    if not each:
         return []
     require_real_org(ctx.settings.flox_org, "publishing (install commands and announcements name it)")
     progress = progress or Progress(verb="published")
+    results: list[dict] = []
+    who = f"{owner_id()}:{uuid.uuid4().hex[:8]}"  # this call (two in one process are two claimants)
+    progress.begin(sum(len(e[1]) for e in each))
+    for r, todo, heads, by_workflow in each:
+        _publish_repo(ctx, r, todo, heads, by_workflow, results, progress, who)
+    progress.end()
+    return results
+
+
+def _publish_repo(ctx, repo, todo: list[Build], heads: dict, by_workflow: set[int], results: list[dict],
+                  progress: Progress, who: str) -> None:
     path: Path | None = None
     if repo or ctx.settings.repo_path:
         path = repo_path(ctx, repo)
     elif any(b.id not in by_workflow for b in todo):
         raise UsageError("Publishing needs the repository: pass --repo PATH or set TORCHBOT_REPO_PATH.")
-    results: list[dict] = []
-    who = f"{owner_id()}:{uuid.uuid4().hex[:8]}"  # this call (two in one process are two claimants)
     by_commit: dict[str | None, list[Build]] = defaultdict(list)
     for b in todo:
         head = heads.get(b.branch)
         by_commit[head.commit if head else b.commit].append(b)
-    progress.begin(len(todo))
     for commit, group in by_commit.items():
         _publish_group(ctx, path, commit, group, by_workflow, results, progress, who)
-    progress.end()
-    return results
 
 
 def _keep_outcome(ctx, b: Build, commit: str | None, ok: bool, msg: str) -> None:
@@ -242,9 +273,9 @@ def _keep_outcome(ctx, b: Build, commit: str | None, ok: bool, msg: str) -> None
     st = state_for(ctx)
     try:
         if ok:
-            publish_succeeded(st, b.branch, b.package, b.pin)
+            publish_succeeded(st, b.branch, b.package, b.pin, b.repo)
         else:
-            publish_failed(st, b.branch, b.package, b.pin, commit or b.commit, msg or "")
+            publish_failed(st, b.branch, b.package, b.pin, commit or b.commit, msg or "", b.repo)
     except SQLAlchemyError as err:
         log.warning("publish of %s (%s) not kept in the release record: %s", b.package, b.branch, err)
 
@@ -253,7 +284,7 @@ def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build
                    results: list[dict], progress: Progress, who: str) -> None:
     """Publish the builds of one branch commit: record what the workflow published, claim and
     run the publish command for the rest in a worktree of ``commit``."""
-    branch_builds = [b.package for b in state_for(ctx).builds(group[0].branch)]
+    branch_builds = [b.package for b in state_for(ctx).builds(group[0].branch) if b.repo == group[0].repo]
     totals: dict[str | None, list[str]] = {}
     for b in group:
         if b.pin not in totals:
@@ -265,7 +296,7 @@ def _publish_group(ctx, path: Path | None, commit: str | None, group: list[Build
         state = "skipped" if ok is None else "published" if ok else "failed"
         if ok is not None:
             _keep_outcome(ctx, b, commit, ok, msg)
-        results.append({"package": b.package, "branch": b.branch, "pin": b.pin, "commit": commit,
+        results.append({"package": b.package, "branch": b.branch, "repo": b.repo, "pin": b.pin, "commit": commit,
                         "state": state, "message": msg or None})
         progress.finished(b.package, state, msg)
 

@@ -7,7 +7,9 @@ store) is ``release.schedule.jobs``.
   ``--changed-only`` build of each bump as it was delivered (``release.schedule.delivered``) with
   ``Settings.schedule_backend()``;
 - ``docs-check``: ``release docs --check``; drift goes to the announce channel;
-- ``poll-builds``, ``publish``, ``flush-announcements``, ``dashboard-issue``.
+- ``publish``: what every configured repository built and merged (build-pytorch's, then
+  build-torchvision's, ``release.publishing.publish.repositories``);
+- ``poll-builds``, ``flush-announcements``, ``dashboard-issue``.
 
 May import: everything in release/ (it drives the other concerns through their command layers).
 """
@@ -86,7 +88,7 @@ def _job_publish(ctx, _arg) -> str:
         return "skipped: no repository configured (TORCHBOT_REPO_PATH)"
     from release.publishing.publish import held, publish_pending
 
-    rows = publish_pending(ctx, None)
+    rows = publish_pending(ctx, None)  # every configured repository: build-torchvision's too
     ok = sum(r["state"] == "published" for r in rows)
     skipped = sum(r["state"] == "skipped" for r in rows)
     waiting = len(held(ctx, None))

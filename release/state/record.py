@@ -7,6 +7,8 @@ that knows and read by every view (the dashboard, its JSON, Slack, the GitHub is
   parsed back), and the delivery (how, the pull request's number, head branch and head sha);
 - whoever sees a pull request change (automerge, the dashboard's look at GitHub and the remote)
   sets its :class:`PrState` (open, merged, closed and by whom, conflict);
+- automerge holds a build-torchvision bump PR until its build-pytorch pair (same branch, same
+  target) merged, and says why in its row (:class:`PairWait`, ``pair_of`` finds the pair);
 - publishing records the publishes that failed (:class:`PublishFailure`), and clears them when
   the package publishes.
 
@@ -22,11 +24,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import DateTime, Integer, String, Text, UniqueConstraint, delete, select, update
+from sqlalchemy import DateTime, Index, Integer, String, Text, UniqueConstraint, delete, func, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
-from config.outcomes import BumpKind, PrState, ReasonKind
-from release.state.tables import Base, utcnow
+from config.outcomes import BumpKind, PairWait, PrState, ReasonKind
+from release.state.tables import Base, same_repo, utcnow
 
 
 class ReleaseRow(Base):
@@ -62,13 +64,17 @@ class ReleaseRow(Base):
     pr_state: Mapped[str] = mapped_column(String(20), default="")
     closed_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
     pr_seen: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    # a companion's (build-torchvision's) bump PR held back for its build-pytorch pair: why (PairWait)
+    # and the pair's number; None once merged or never held
+    waits_for: Mapped[str | None] = mapped_column(String(30), nullable=True)
+    pair_pr: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class PublishFailure(Base):
-    """A package of a branch at a pin whose publish failed, until it publishes."""
+    """A package of a branch at a pin whose publish failed, until it publishes; ``repo`` as
+    ``release.state.Publish.repo`` (None: the first repository)."""
 
     __tablename__ = "publish_failures"
-    __table_args__ = (UniqueConstraint("branch", "package", "pin", name="uq_publish_failure"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     branch: Mapped[str] = mapped_column(String(200), index=True)
@@ -77,6 +83,11 @@ class PublishFailure(Base):
     commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
     when: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    repo: Mapped[str | None] = mapped_column(String(200), nullable=True)
+
+
+Index("uq_publish_failure_repo", func.coalesce(PublishFailure.repo, ""), PublishFailure.branch,
+      PublishFailure.package, PublishFailure.pin, unique=True)
 
 
 def repo_key(path: str | Path) -> str:
@@ -109,7 +120,8 @@ class GroupOutcome:
     cuda: tuple[str, ...] = ()
 
 
-_CARRIED = ("delivery", "commit", "pr_number", "pr_url", "head_ref", "head_sha", "pr_state", "closed_by", "pr_seen")
+_CARRIED = ("delivery", "commit", "pr_number", "pr_url", "head_ref", "head_sha", "pr_state", "closed_by", "pr_seen",
+            "waits_for", "pair_pr")
 
 
 def write_bump(st, outcomes: Iterable[GroupOutcome], groups_only: bool = False, at: datetime | None = None) -> int:
@@ -172,23 +184,61 @@ def set_pr_state(st, repo: str | Path, branch: str, number: int, state: PrState,
                                            ReleaseRow.pr_number == number).values(**values))
 
 
-def publish_failed(st, branch: str, package: str, pin: str | None, commit: str | None, message: str) -> None:
+def pair_of(st, repo: str | Path, first: str | Path, branch: str, number: int) -> ReleaseRow | None:
+    """The build-pytorch bump PR that companion ``repo``'s bump PR ``number`` into ``branch`` pairs
+    with: the first repository's (``first``) row of the same branch whose target is the
+    companion's, delivered as a pull request. None when there is none (build-pytorch's branch did
+    not move to that pin by a pull request: nothing to wait for)."""
+    with st.session() as s:
+        mine = list(s.scalars(select(ReleaseRow).where(ReleaseRow.repo == repo_key(repo), ReleaseRow.branch == branch,
+                                                       ReleaseRow.pr_number == number)))
+        targets = {r.target for r in mine if r.target}
+        if not targets:
+            return None
+        return s.scalars(select(ReleaseRow).where(
+            ReleaseRow.repo == repo_key(first), ReleaseRow.branch == branch, ReleaseRow.target.in_(targets),
+            ReleaseRow.pr_number.is_not(None)).order_by(ReleaseRow.id.desc())).first()
+
+
+def set_pair_wait(st, repo: str | Path, branch: str, number: int, wait: PairWait, pair_pr: int | None) -> None:
+    """Why companion ``repo``'s bump PR ``number`` waits for its pair (``PairWait.NONE``: it does not)."""
+    with st.session() as s:
+        s.execute(update(ReleaseRow).where(ReleaseRow.repo == repo_key(repo), ReleaseRow.branch == branch,
+                                           ReleaseRow.pr_number == number)
+                  .values(waits_for=str(wait) or None, pair_pr=pair_pr if wait else None))
+
+
+def waiting_for(st, branch: str, pair_pr: int) -> list[ReleaseRow]:
+    """The companions' bump PRs into ``branch`` held back for build-pytorch's PR ``pair_pr``."""
+    with st.session() as s:
+        return list(s.scalars(select(ReleaseRow).where(ReleaseRow.branch == branch, ReleaseRow.pair_pr == pair_pr,
+                                                       ReleaseRow.waits_for.is_not(None))))
+
+
+def publish_failed(st, branch: str, package: str, pin: str | None, commit: str | None, message: str,
+                   repo: str | None = None) -> None:
     with st.session() as s:
         row = s.scalars(select(PublishFailure).where(PublishFailure.branch == branch, PublishFailure.package == package,
-                                                     PublishFailure.pin == (pin or ""))).first()
+                                                     PublishFailure.pin == (pin or ""),
+                                                     same_repo(PublishFailure.repo, repo))).first()
         if row is None:
-            s.add(PublishFailure(branch=branch, package=package, pin=pin or "", commit=commit, message=message))
+            s.add(PublishFailure(branch=branch, package=package, pin=pin or "", commit=commit, message=message,
+                                 repo=repo))
         else:
             row.commit, row.message, row.when = commit, message, utcnow()
 
 
-def publish_succeeded(st, branch: str, package: str, pin: str | None) -> None:
+def publish_succeeded(st, branch: str, package: str, pin: str | None, repo: str | None = None) -> None:
     with st.session() as s:
         s.execute(delete(PublishFailure).where(PublishFailure.branch == branch, PublishFailure.package == package,
-                                               PublishFailure.pin == (pin or "")))
+                                               PublishFailure.pin == (pin or ""), same_repo(PublishFailure.repo, repo)))
 
 
-def publish_failures(st, branches: Iterable[str]) -> list[PublishFailure]:
+def publish_failures(st, branches: Iterable[str], repo: str | bool | None = False) -> list[PublishFailure]:
+    """The failed publishes of ``branches`` (``repo``: only that repository's, None the first's;
+    False: every repository's)."""
     with st.session() as s:
-        return list(s.scalars(select(PublishFailure).where(PublishFailure.branch.in_(list(branches)))
-                              .order_by(PublishFailure.id)))
+        q = select(PublishFailure).where(PublishFailure.branch.in_(list(branches)))
+        if repo is not False:
+            q = q.where(same_repo(PublishFailure.repo, repo))
+        return list(s.scalars(q.order_by(PublishFailure.id)))

@@ -347,6 +347,9 @@ def _create_tables(engine: Engine) -> None:
             raise
         Base.metadata.create_all(engine)
     _add_missing_columns(engine)
+    from release.state.upgrade import rekey
+
+    rekey(engine, Base.metadata.tables)  # publishes, releases, failed publishes: per repository since
 
 
 def _add_missing_columns(engine: Engine) -> None:

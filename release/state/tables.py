@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, func
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 STATES = ("queued", "running", "succeeded", "failed", "interrupted")
@@ -158,8 +158,12 @@ class GithubRun(Base):
 
 
 class Publish(Base):
+    """A variant published to the catalog: one per (repository, package, branch, pin). ``repo``
+    as ``Build.repo``: a companion's GitHub repository (owner/name), None for the first
+    configured one (TORCHBOT_GITHUB_REPO's; every row written before repositories were
+    recorded), so build-torchvision's ``main`` and build-pytorch's are apart."""
+
     __tablename__ = "publishes"
-    __table_args__ = (UniqueConstraint("package", "branch", "pin", name="uq_publish"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     package: Mapped[str] = mapped_column(String(200))
@@ -167,13 +171,13 @@ class Publish(Base):
     pin: Mapped[str | None] = mapped_column(String(64), nullable=True)
     build_id: Mapped[int | None] = mapped_column(ForeignKey("builds.id"), nullable=True)
     published: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    repo: Mapped[str | None] = mapped_column(String(200), nullable=True)  # owner/name; None: the first repository
 
 
 class Release(Base):
-    """One Slack thread per (branch, pin)."""
+    """One Slack thread per (repository, branch, pin); ``repo`` as ``Publish.repo``."""
 
     __tablename__ = "releases"
-    __table_args__ = (UniqueConstraint("branch", "pin", name="uq_release"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     branch: Mapped[str] = mapped_column(String(200))
@@ -184,6 +188,20 @@ class Release(Base):
     thread_ts: Mapped[str | None] = mapped_column(String(64), nullable=True)
     info: Mapped[str] = mapped_column(Text, default="{}")  # JSON: pytorch, cuda, python
     created: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    repo: Mapped[str | None] = mapped_column(String(200), nullable=True)  # owner/name; None: the first repository
+
+
+# Unique per repository, None counting as one repository (SQL's NULLs are all distinct, so a plain
+# constraint over a nullable column would let the first repository's publish be recorded twice).
+# ``release.state.upgrade`` puts these in place of the older (package, branch, pin) / (branch, pin).
+Index("uq_publish_repo", func.coalesce(Publish.repo, ""), Publish.package, Publish.branch,
+      func.coalesce(Publish.pin, ""), unique=True)
+Index("uq_release_repo", func.coalesce(Release.repo, ""), Release.branch, Release.pin, unique=True)
+
+
+def same_repo(column, repo: str | None):
+    """The SQL condition that ``column`` (a ``repo`` column) names ``repo`` (None: the first repository)."""
+    return column.is_(None) if repo is None else column == repo
 
 
 class Outbox(Base):
@@ -223,7 +241,7 @@ class JobRun(Base):
 
 class Claim(Base):
     """Work that acts outside torchbot, taken by one process before it does it (a publish
-    command: ``publish:<branch>:<package>:<pin>``; the scheduler's leadership: ``leader:scheduler``).
+    command: ``publish:[<repo>:]<branch>:<package>:<pin>``; the scheduler's leadership: ``leader:scheduler``).
     A row counts until ``until``; its owner renews it (a lease) or deletes it when done; a row
     whose owner died is taken over at once when that owner was on this host
     (``release.state.liveness``), else once it expired."""

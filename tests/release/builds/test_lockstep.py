@@ -8,6 +8,7 @@ remote names its GitHub repository."""
 
 from __future__ import annotations
 
+import collections
 import subprocess
 from pathlib import Path
 
@@ -128,3 +129,187 @@ def test_a_companion_with_no_github_repository_is_one_line_and_nothing_is_dispat
         with pytest.raises(UsageError, match=r"^work has no GitHub repository") as err:
             builds.prepare(ctx, fx.BRANCH, repo=tv, backend="github")
         assert "\n" not in err.value.message and gh.dispatches == []
+
+
+# -- a whole release of both repositories: built at each bump PR's head, merged as a pair, published, announced --
+
+RELEASE = sorted([fx.OK[1], fx.COMPANION, fx.ARM])  # pytorch, torchvision (imports it), an aarch64 variant
+BUMP = f"bump/{fx.BRANCH}-0123456"
+TV = "acme/build-torchvision"
+
+
+class Release:
+    """Both repositories with their bare origins, each GitHub stand-in's jobs run by runners of their
+    platform with the flox/nix shims, each logging to its own file; the torchbot host's build and
+    publish commands are the shims too, logging to a third."""
+
+    def __init__(self, tmp: Path, slack_url: str, slack_token: str):
+        from release.builds.workflow import render_workflow
+        from tests.support.fake_runners import SHIMS, Runners
+
+        self.pt, self.pt_origin, self.tv, self.tv_origin = _repos(tmp)
+        for repo in (self.pt, self.tv):
+            fx.sh(repo, "git", "checkout", "--quiet", fx.BRANCH)
+            fx.write_recipes(repo, fx.PIN, "start", RELEASE)
+            fx.sh(repo, "git", "add", "-A")
+            fx.sh(repo, "git", "commit", "--quiet", "-m", "the release's variants")
+            fx.sh(repo, "git", "push", "--quiet", "origin", fx.BRANCH)
+            fx.sh(repo, "git", "checkout", "--quiet", "main")
+        self.logs = {"pt": tmp / "pt-runners.log", "tv": tmp / "tv-runners.log", "host": tmp / "host.log"}
+        host = (f"SHIM_LOG={self.logs['host']} SHIM_HOST=torchbot SHIM_PLATFORM=x86_64-linux "
+                f"SHIM_STORE={tmp / 'host-store'} {SHIMS}")
+        (tmp / "cache").mkdir()
+        self.settings = dict(build_command=f"{host}/flox build {{package}}", build_cache=f"file://{tmp / 'cache'}",
+                             publish_command=f"{host}/flox publish -o {{org}} {{package}}")
+        workflow = render_workflow(fx.settings(tmp, **self.settings))
+        runners = fx.settings(tmp).github_runners
+        (tmp / "pt-jobs").mkdir()
+        (tmp / "tv-jobs").mkdir()
+        self.runners = [Runners(self.pt_origin, workflow, runners, tmp / "pt-jobs", self.logs["pt"]),
+                        Runners(self.tv_origin, workflow, runners, tmp / "tv-jobs", self.logs["tv"])]
+        self.gh_tv = FakeGitHub(repo=TV, git_dir=self.tv_origin, runner=self.runners[1]).__enter__()
+        self.gh = FakeGitHub(repo="acme/build-pytorch", upstream=self.gh_tv.url, git_dir=self.pt_origin,
+                             runner=self.runners[0]).__enter__()
+        self.ctx = fx.context(tmp, repo_path=f"{self.pt},{self.tv}", github_api_url=self.gh.url,
+                              github_token=self.gh.token, github_repo=self.gh.repo, github_poll_seconds=0.01,
+                              bump_automerge=True, slack_bot_token=slack_token, slack_api_url=slack_url,
+                              **self.settings)
+
+    def close(self) -> None:
+        self.gh.__exit__(None, None, None)
+        self.gh_tv.__exit__(None, None, None)
+        for r in self.runners:
+            r.close()
+
+    def bump(self) -> dict[str, int]:
+        """Both bump pull requests to NEW_PIN, opened, and written to the release record as the
+        bump stage writes them; their numbers."""
+        from config.outcomes import BumpKind
+        from release.state.record import GroupOutcome, write_bump
+
+        numbers, outcomes = {}, []
+        for key, repo, gh in (("pt", self.pt, self.gh), ("tv", self.tv, self.gh_tv)):
+            fx.sh(repo, "git", "checkout", "--quiet", "-B", BUMP, fx.BRANCH)
+            fx.write_recipes(repo, fx.NEW_PIN, f"bumped {key}", RELEASE)  # each repository's own derivations
+            fx.sh(repo, "git", "commit", "--quiet", "-am", "bump")
+            fx.sh(repo, "git", "push", "--quiet", "origin", BUMP)
+            fx.sh(repo, "git", "checkout", "--quiet", "main")
+            numbers[key] = gh.add_pull(BUMP, fx.BRANCH)["number"]
+            outcomes.append(GroupOutcome(repo=str(repo), repo_name=key, branch=fx.BRANCH, group="",
+                                         kind=BumpKind.BUMPED, old_pin=fx.PIN, target=fx.NEW_PIN, delivery="pr",
+                                         pr_number=numbers[key], head_ref=BUMP,
+                                         head_sha=fx.sh(repo, "git", "rev-parse", BUMP).strip()))
+        write_bump(state_for(self.ctx), outcomes)
+        return numbers
+
+    def build(self, repo: Path) -> list[str]:
+        return build_after_bump(self.ctx, [{"branch": fx.BRANCH, "head": BUMP, "repo": str(repo)}], "github")
+
+    def row(self, repo: Path):
+        from release.state.record import rows
+
+        (row,) = rows(state_for(self.ctx), repo)
+        return row
+
+
+@pytest.fixture
+def release(tmp_path: Path):
+    from tests.support.fakes_slack import FakeSlack
+
+    with FakeSlack() as slack:
+        r = Release(tmp_path, slack.url, slack.token)
+        r.slack = slack
+        yield r
+        r.close()
+
+
+def _per_variant(log: Path, action: str = "build") -> collections.Counter:
+    from tests.support.fake_runners import read_log
+
+    return collections.Counter(e["package"] for e in read_log(log) if e["action"] == action)
+
+
+def test_a_whole_release_of_both_repositories_builds_each_changed_variant_once_and_merges_them_as_a_pair(
+        release) -> None:
+    from config.outcomes import PairWait, PrState
+    from release.publishing import announce
+    from release.publishing.publish import publish_pending
+    from release.state import Publish
+    from release.state import Release as ReleaseThread
+    from tests.support.fake_runners import read_log
+
+    numbers = release.bump()
+    # build-torchvision's PR is built first and passes: it waits for its build-pytorch pair, and says why
+    assert release.build(release.tv) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
+    assert release.gh_tv.pulls.merges == [] and release.gh.pulls.merges == []
+    tv_row = release.row(release.tv)
+    assert (tv_row.waits_for, tv_row.pair_pr) == (PairWait.BUILDING, numbers["pt"])
+    # build-pytorch's passes: it merges, and build-torchvision's with it, in the same run
+    assert release.build(release.pt) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
+    assert [m["number"] for m in release.gh.pulls.merges] == [numbers["pt"]]
+    assert [m["number"] for m in release.gh_tv.pulls.merges] == [numbers["tv"]]
+    assert release.row(release.pt).pr_state == PrState.MERGED
+    tv_row = release.row(release.tv)
+    assert (tv_row.pr_state, tv_row.waits_for) == (PrState.MERGED, None)
+
+    # the publish job covers both repositories: each from its merged branch, on its own runners
+    published = publish_pending(release.ctx, None)
+    assert sorted((r["repo"] or "", r["package"]) for r in published if r["state"] == "published") == sorted(
+        [("", p) for p in RELEASE] + [(TV, p) for p in RELEASE])
+    assert all("substituted from the cache" in r["message"] for r in published)
+    assert publish_pending(release.ctx, None) == []  # once
+    with state_for(release.ctx).session() as s:
+        assert sorted((p.repo or "", p.package) for p in s.query(Publish)) == sorted(
+            [("", p) for p in RELEASE] + [(TV, p) for p in RELEASE])
+        assert sorted((r.repo or "", r.branch, r.pin, r.total) for r in s.query(ReleaseThread)) == [
+            ("", fx.BRANCH, fx.NEW_PIN, 3), (TV, fx.BRANCH, fx.NEW_PIN, 3)]
+    # announced: a thread each, build-torchvision's parent saying whose it is
+    assert announce.flush(release.ctx)["error"] is None
+    parents = [m["text"] for m in release.slack.messages("C0ANNOUNCE") if not m.get("thread_ts")]
+    assert len(parents) == 2
+    assert sorted("of build-torchvision" in p for p in parents) == [False, True]
+    assert all("all 3 variant(s) published" in p for p in parents)
+
+    # builds per variant over the whole release: 1.0 per changed variant in each repository, 0 on the host
+    pt_merge = fx.sh(release.pt_origin, "git", "rev-parse", fx.BRANCH).strip()
+    tv_merge = fx.sh(release.tv_origin, "git", "rev-parse", fx.BRANCH).strip()
+    for key, origin, merge in (("pt", release.pt_origin, pt_merge), ("tv", release.tv_origin, tv_merge)):
+        counts = _per_variant(release.logs[key])
+        assert counts == dict.fromkeys(RELEASE, 1), (key, counts)
+        assert sum(counts.values()) / len(RELEASE) == 1.0
+        head = fx.sh(origin, "git", "rev-parse", BUMP).strip()
+        log = read_log(release.logs[key])
+        assert {e["commit"] for e in log if e["action"] == "build"} == {head}  # built at the PR's head
+        pubs = [e for e in log if e["action"] == "publish"]
+        assert sorted(e["package"] for e in pubs) == RELEASE and {e["commit"] for e in pubs} == {merge}
+        for e in log:  # on a runner of its platform: no aarch64 variant built or published on x86_64
+            if e["action"] in ("build", "publish", "refused"):
+                assert e["action"] != "refused" and e["host"] == "runner", e
+                assert e["platform"] == fx.platforms_of(e["package"])[0] == e["target"], e
+    assert read_log(release.logs["host"]) == []  # the torchbot host builds and publishes nothing
+    assert any(e["platform"] == "aarch64-linux" and e["package"] == fx.ARM
+               for e in read_log(release.logs["tv"]) if e["action"] == "build")
+
+
+def test_a_torchvision_pr_whose_pytorch_pair_was_closed_waits_and_the_dashboard_says_why(release) -> None:
+    from config.outcomes import PairWait, PrState
+    from release.dashboard.commands import dashboard
+    from release.state.record import set_pr_state
+
+    numbers = release.bump()
+    release.gh.pulls.close(numbers["pt"], by="maintainer")  # a person closed build-pytorch's PR
+    set_pr_state(state_for(release.ctx), release.pt, fx.BRANCH, numbers["pt"], PrState.CLOSED, "maintainer")
+    assert release.build(release.tv) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
+    assert release.gh_tv.pulls.merges == []  # every build passed, and it still waits
+    row = release.row(release.tv)
+    assert (row.pr_state, row.waits_for, row.pair_pr) == (PrState.OPEN, PairWait.CLOSED, numbers["pt"])
+    from release.context import Context
+
+    model = dashboard(Context(release.ctx.settings)).model  # as it reads the repositories
+    (need,) = [n for n in model.needs if n.kind == "pair-waits"]
+    assert need.text == (f"PR #{numbers['tv']} waits for build-pytorch's #{numbers['pt']}, which was closed "
+                         "without merging: it merges only with its pair")
+    from release.publishing.publish import held, publish_pending
+
+    assert publish_pending(release.ctx, None) == []  # nothing of it merged, nothing published
+    assert held(release.ctx, None) != []

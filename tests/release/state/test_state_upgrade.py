@@ -85,3 +85,69 @@ def test_rows_written_before_repositories_were_recorded_stay_build_pytorchs(tmp_
                     backend="github", repo="acme/build-torchvision"))
     assert sorted((b.repo or "", b.state) for b in st.builds("main")) == [
         ("", "succeeded"), ("acme/build-torchvision", "failed")]  # the same branch and name, two rows
+
+
+PKG = "torchvision-python313-cuda12_8-sm61-avx"
+KEYED = {"publishes": ("package", "branch", "pin"), "releases": ("branch", "pin"),
+         "publish_failures": ("branch", "package", "pin")}  # the unique keys before repositories
+
+
+def _before_repositories(url: str) -> None:
+    """The publishes, releases and failed publishes of a torchbot that kept them without a
+    repository: no ``repo`` column, unique per (package, branch, pin) and (branch, pin), with a
+    release, its publish and its announcement in them."""
+    from sqlalchemy import UniqueConstraint
+
+    engine = create_engine(url)
+    Base.metadata.create_all(engine)
+    with engine.begin() as conn:
+        for name in ("outbox", *KEYED):
+            conn.execute(text(f"DROP TABLE {name}"))
+    older = MetaData()
+    for name in ("builds", *KEYED):
+        Table(name, older, *(c._copy() for c in Base.metadata.tables[name].columns if c.name != "repo"
+                             or name == "builds"),
+              *([UniqueConstraint(*KEYED[name], name=f"uq_{name}_old")] if name in KEYED else []))
+    older.create_all(engine, tables=[older.tables[n] for n in KEYED])
+    Base.metadata.tables["outbox"].create(engine)
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO releases (branch, pin, total, info, created) "
+                          "VALUES ('main', 'abc', 1, '{}', '2026-01-01 00:00:00')"))
+        conn.execute(text(f"INSERT INTO publishes (package, branch, pin, published) "
+                          f"VALUES ('{PKG}', 'main', 'abc', '2026-01-01 00:00:00')"))
+        conn.execute(text("INSERT INTO outbox (release_id, kind, client_msg_id, created) "
+                          "SELECT id, 'parent', 'm1', '2026-01-01 00:00:00' FROM releases"))
+    engine.dispose()
+
+
+def _keyed_by_repository(url: str) -> None:
+    from sqlalchemy.exc import IntegrityError
+
+    from release.state import Outbox, Publish, Release
+
+    _before_repositories(url)
+    st = open_state(url)
+    with st.session() as s:  # kept, as the first repository's
+        assert [(p.package, p.repo) for p in s.query(Publish)] == [(PKG, None)]
+        (rel,) = s.query(Release)
+        assert (rel.branch, rel.repo) == ("main", None)
+        assert [o.release_id for o in s.query(Outbox)] == [rel.id]
+    with st.session() as s:  # build-torchvision's main at the same pin: its own publish and release
+        s.add(Publish(package=PKG, branch="main", pin="abc", repo="acme/build-torchvision"))
+        s.add(Release(branch="main", pin="abc", repo="acme/build-torchvision"))
+    for row in (Publish(package=PKG, branch="main", pin="abc"), Release(branch="main", pin="abc"),
+                Publish(package=PKG, branch="main", pin="abc", repo="acme/build-torchvision")):
+        with pytest.raises(IntegrityError), st.session() as s:  # still once per repository
+            s.add(row)
+    open_state.__globals__["_STATES"].pop(url, None)
+    again = open_state(url)  # a second start finds nothing left to do
+    with again.session() as s:
+        assert s.query(Publish).count() == 2 and s.query(Release).count() == 2
+
+
+def test_an_older_sqlite_state_dbs_publishes_and_releases_are_kept_per_repository(tmp_path):
+    _keyed_by_repository(f"sqlite:///{tmp_path / 'before-repos.sqlite'}")
+
+
+def test_an_older_postgres_state_dbs_publishes_and_releases_are_kept_per_repository(postgres):  # noqa: F811
+    _keyed_by_repository(postgres.new_database())

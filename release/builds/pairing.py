@@ -1,0 +1,114 @@
+"""build-torchvision's bump pull requests merge with their build-pytorch pair (issue 33 point 4).
+
+A companion repository's (build-torchvision's) bump PR into a branch is automerged only once its
+pair merged: build-pytorch's bump PR of the same branch to the same target pin, found in the
+release record (``release.state.record.pair_of``: the rows the bump stage wrote, never GitHub's
+text). Until then it waits, and its record row says why (``config.outcomes.PairWait``: the pair is
+still building, failed, was closed by a person, or passed and is not merged), which the
+dashboard shows. A companion PR whose pair the record does not know (build-pytorch's branch was
+not moved by a pull request) merges as build-pytorch's do.
+
+When build-pytorch's PR merges, the companion PRs waiting for it whose builds all passed at their
+head (``ready``) are merged in the same run by ``release.builds.pr_status``, each in its own GitHub
+repository. ``states_at``: the build states at a PR's head that both read.
+
+May import: config, release.state, release.adapters, release.builds.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from config.errors import TorchbotError
+from config.outcomes import PairWait, PrState
+
+log = logging.getLogger("torchbot.builds.pairing")
+
+
+def first_repository(ctx) -> Path | None:
+    repos = ctx.settings.repositories()
+    return Path(repos[0]) if repos else None
+
+
+def wait(ctx, path: str | None, branch: str, number: int) -> tuple[PairWait, int | None]:
+    """Why companion bump PR ``number`` (of the clone ``path``) into ``branch`` may not merge yet,
+    and its pair's number (``PairWait.NONE``: it may); kept in its record row."""
+    from release.state import state_for
+    from release.state.record import pair_of, set_pair_wait
+
+    first = first_repository(ctx)
+    if path is None or first is None:
+        return PairWait.NONE, None
+    st = state_for(ctx)
+    pair = pair_of(st, path, first, branch, number)
+    why = PairWait.NONE if pair is None else _why(ctx, pair, branch)
+    try:
+        set_pair_wait(st, path, branch, number, why, pair.pr_number if pair is not None else None)
+    except SQLAlchemyError as err:
+        log.warning("the wait of #%s for its pair not kept: %s", number, err)
+    return why, pair.pr_number if pair is not None else None
+
+
+def _why(ctx, pair, branch: str) -> PairWait:
+    if pair.pr_state == PrState.MERGED:
+        return PairWait.NONE
+    if pair.pr_state == PrState.CLOSED:
+        return PairWait.CLOSED
+    states = states_at(ctx, pair.head_sha, branch, None)[0] if pair.head_sha else []
+    if any(s in ("failed", "interrupted") for s in states):
+        return PairWait.FAILED
+    if not states or any(s != "succeeded" for s in states):
+        return PairWait.BUILDING
+    return PairWait.NOT_MERGED
+
+
+def ready(ctx, branch: str, pair_pr: int) -> list[tuple[str | None, str, str]]:
+    """The companion PRs into ``branch`` that waited for build-pytorch's PR ``pair_pr`` (now
+    merged) and whose builds all passed at their head: (GitHub repository, head branch, head sha)
+    each, for ``release.builds.pr_status`` to merge in this run."""
+    from config.policy import github_name
+    from release.adapters.remote import remote_url
+    from release.state import state_for
+    from release.state.record import waiting_for
+
+    out, seen = [], set()
+    for row in waiting_for(state_for(ctx), branch, pair_pr):
+        if (row.repo, row.pr_number) in seen:  # one row per pin group, one pull request
+            continue
+        seen.add((row.repo, row.pr_number))
+        if not (row.head_sha and row.head_ref and row.pr_state in (PrState.OPEN, PrState.CONFLICT, "")):
+            continue
+        try:  # its GitHub repository, as its builds were recorded (release.builds.run.companion_github)
+            github = github_name(ctx.settings, first=False,
+                                 remote_url=remote_url(Path(row.repo), ctx.settings.repo_remote))
+        except TorchbotError as err:
+            log.warning("the companion PR #%s of %s: %s", row.pr_number, branch, err.message)
+            continue
+        if github is None:
+            continue
+        states = states_at(ctx, row.head_sha, branch, github)[0]
+        if states and all(s == "succeeded" for s in states):  # else its own builds merge it when they pass
+            out.append((github, row.head_ref, row.head_sha))
+    return out
+
+
+def states_at(ctx, sha: str, branch: str, repo: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The latest build state of each variant of ``repo`` (None: the first repository) at ``sha``,
+    with the variants carried there (counted as succeeded), and the carried ones (package ->
+    earlier head)."""
+    from release.state import Build, carried, state_for
+    from release.state.tables import same_repo
+
+    st = state_for(ctx)
+    latest: dict[str, str] = {}
+    with st.session() as s:
+        for b in s.query(Build).filter(Build.commit == sha, Build.branch == branch, same_repo(Build.repo, repo),
+                                       Build.backend == "github").order_by(Build.id):
+            latest[b.package] = b.state
+    kept = {p: c for p, c in carried.at(st, branch, sha).items() if p not in latest}
+    return list(latest.values()) + ["succeeded"] * len(kept), kept
+
+
