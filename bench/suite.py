@@ -6,7 +6,10 @@ suite in one process, ``auto`` one worker per core) and prints its wall time, py
 depends on what else the machine runs. Not a test: a figure for README's table and
 docs/figures.md.
 
-    .venv/bin/python bench/suite.py [--workers auto|N]
+    .venv/bin/python bench/suite.py [--workers auto|N] [--files N]
+
+``--files N`` also prints the N test files that took longest (their tests' seconds added up,
+from pytest's JUnit XML report), the list tests/slow_files.txt keeps for the suite's order.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,11 +31,16 @@ ROOT = Path(__file__).resolve().parents[1]
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", default="auto", help="pytest-xdist workers (WORKERS= of make test)")
+    ap.add_argument("--files", type=int, default=0, metavar="N", help="print the N longest test files")
     args = ap.parse_args(argv)
+    report = Path(tempfile.mkdtemp(prefix="torchbot-suite-")) / "junit.xml"
+    env = dict(os.environ)
+    if args.files:
+        env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={report}".strip()
     load_before = os.getloadavg()
     start = time.monotonic()
     done = subprocess.run(["make", "test", f"WORKERS={args.workers}"], cwd=ROOT, capture_output=True, text=True,
-                          check=False)
+                          check=False, env=env)
     took = time.monotonic() - start
     load_after = os.getloadavg()
     tail = [line for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
@@ -38,9 +49,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pytest: {tail[-1].strip('= ') if tail else '(no summary line)'}")
     print(f"load average before {load_before[0]:.1f} / {load_before[1]:.1f} (1 / 5 min), "
           f"after {load_after[0]:.1f} / {load_after[1]:.1f}")
+    if args.files and report.is_file():
+        for name, seconds in longest_files(report, args.files):
+            print(f"{seconds:7.1f} s  {name}")
     if done.returncode != 0:
         sys.stdout.write(done.stdout[-3000:] + done.stderr[-2000:])
     return done.returncode
+
+
+def longest_files(report: Path, n: int) -> list[tuple[str, float]]:
+    """The ``n`` test files whose tests took longest in a JUnit XML report, with their seconds."""
+    by_file: Counter[str] = Counter()
+    for case in ET.parse(report).iter("testcase"):
+        by_file[case.get("classname", "").replace(".", "/") + ".py"] += float(case.get("time") or 0)
+    return by_file.most_common(n)
 
 
 if __name__ == "__main__":

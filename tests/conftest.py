@@ -14,11 +14,15 @@
   summary says how many exchanges were checked.
 - Slack conformance: the same for every exchange with the Slack stand-in, against Slack's
   documented methods (tests/support/slack_conformance.py, registered as a plugin below).
+- Order: the files tests/slow_files.txt lists are collected first, longest first, so that in a
+  parallel run (``--dist loadfile`` hands files out in collection order) no long file starts
+  last while the other workers are idle.
 """
 
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -46,6 +50,25 @@ def pytest_configure(config):
     for var in XDG:
         _saved[var] = os.environ.get(var)
         os.environ[var] = os.path.join(home, var.split("_")[1].lower())
+
+
+def slow_files() -> list[str]:
+    """tests/slow_files.txt's paths (relative to the checkout), longest first."""
+    text = (Path(__file__).parent / "slow_files.txt").read_text()
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(slow_files())}
+    root = Path(str(config.rootpath))
+
+    def key(item) -> int:
+        try:
+            return rank.get(Path(str(item.path)).relative_to(root).as_posix(), len(rank))
+        except ValueError:
+            return len(rank)
+
+    items.sort(key=key)  # stable: each file's tests, and the other files, keep their order
 
 
 def pytest_unconfigure(config):
