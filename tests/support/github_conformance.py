@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
@@ -39,6 +38,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from tests.support import github_spec as gs
+from tests.support.conformance_tally import Tally
 
 ANY_OPERATION = {401, 403, 404, 429, 500, 502, 503, 504}  # GitHub may answer these to any request
 ANY_WRITE = {400, 409, 422}  # and these to any request with a body (bad JSON, a conflict, validation)
@@ -49,10 +49,11 @@ JSON_MEDIA = ("application/vnd.github+json", "application/json", "application/vn
 DOCUMENTED_MEDIA = {"/repos/{owner}/{repo}/contents/{path}": {"application/vnd.github.raw+json",
                                                               "application/vnd.github.raw"}}
 
-PROBLEMS: list[str] = []
-SEEN: Counter = Counter()  # operationId -> exchanges checked this session
-_lock = threading.Lock()
-_OUTPUT = "github_conformance"  # the key of a pytest-xdist worker's counts in its workeroutput
+TALLY = Tally("github_conformance",
+              "GitHub exchanges off GitHub's OpenAPI description (tests/support/github_conformance.py)")
+PROBLEMS: list[str] = TALLY.problems
+SEEN: Counter = TALLY.seen  # operationId -> exchanges checked this session
+_lock = TALLY.lock
 
 
 @dataclass
@@ -242,38 +243,20 @@ def summary() -> str:
 # -- the pytest plugin ------------------------------------------------------------------------
 
 def pytest_sessionfinish(session, exitstatus):
-    workeroutput = getattr(session.config, "workeroutput", None)
-    if workeroutput is not None:  # a pytest-xdist worker: its counts go to the controller
-        with _lock:
-            workeroutput[_OUTPUT] = {"seen": dict(SEEN), "problems": list(PROBLEMS)}
-    if PROBLEMS and session.exitstatus == 0:
-        session.exitstatus = 1
+    TALLY.session_finished(session)
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: only called when it runs the tests
 def pytest_testnodedown(node, error):
-    """The controller of a parallel run adds up each worker's exchanges and problems, so its
-    summary (and its exit status) are those of the whole suite."""
-    counts = getattr(node, "workeroutput", {}).get(_OUTPUT)
-    if counts:
-        with _lock:
-            SEEN.update(counts["seen"])
-            PROBLEMS.extend(counts["problems"])
+    """The controller of a parallel run adds up each worker's exchanges and problems."""
+    TALLY.worker_down(node)
 
 
 def pytest_terminal_summary(terminalreporter):
-    if SEEN or PROBLEMS:
-        terminalreporter.write_line(summary())
-        for problem in PROBLEMS[:20]:
-            terminalreporter.write_line("  " + problem)
+    TALLY.write_summary(terminalreporter, summary)
 
 
 @pytest.fixture(autouse=True)
 def github_conformance_check():
     """Fail the test during which a GitHub stand-in saw or gave an exchange off GitHub's spec."""
-    start = len(PROBLEMS)
-    yield
-    found = PROBLEMS[start:]
-    if found:
-        pytest.fail("GitHub exchanges off GitHub's OpenAPI description (tests/support/github_conformance.py):\n"
-                    + "\n".join(found[:10]), pytrace=False)
+    yield from TALLY.check_test()

@@ -27,11 +27,12 @@ A test that breaks the rules on purpose wraps it in :func:`expect_problems`.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections import Counter
 from typing import Any
 
 import pytest
+
+from tests.support.conformance_tally import Tally
 
 # method -> (required arguments, optional arguments); ``token`` is accepted everywhere, and ``team_id``
 # (slack_sdk's WebClient adds it when it knows the workspace; Slack documents it for org-wide apps)
@@ -63,9 +64,11 @@ RESPONSE_URL_FIELDS = {"text", "blocks", "attachments", "response_type", "replac
 MESSAGE_BLOCKS, VIEW_BLOCKS = 50, 100
 TEXT_LIMITS = {"section": 3000, "header": 150, "context": 2000}
 
-PROBLEMS: list[str] = []
-SEEN: Counter = Counter()
-_lock = threading.Lock()
+TALLY = Tally("slack_conformance",
+              "Slack exchanges off Slack's documented methods (tests/support/slack_conformance.py)")
+PROBLEMS: list[str] = TALLY.problems
+SEEN: Counter = TALLY.seen
+_lock = TALLY.lock
 
 
 def blocks_problem(blocks: Any, max_blocks: int = MESSAGE_BLOCKS) -> str | None:
@@ -218,42 +221,23 @@ def summary() -> str:
 
 # -- the pytest plugin ------------------------------------------------------------------------
 
-_OUTPUT = "slack_conformance"  # the key of a pytest-xdist worker's counts in its workeroutput
 
 
 def pytest_sessionfinish(session, exitstatus):
-    workeroutput = getattr(session.config, "workeroutput", None)
-    if workeroutput is not None:  # a pytest-xdist worker: its counts go to the controller
-        with _lock:
-            workeroutput[_OUTPUT] = {"seen": dict(SEEN), "problems": list(PROBLEMS)}
-    if PROBLEMS and session.exitstatus == 0:
-        session.exitstatus = 1
+    TALLY.session_finished(session)
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: only called when it runs the tests
 def pytest_testnodedown(node, error):
-    """The controller of a parallel run adds up each worker's exchanges and problems, so its
-    summary (and its exit status) are those of the whole suite."""
-    counts = getattr(node, "workeroutput", {}).get(_OUTPUT)
-    if counts:
-        with _lock:
-            SEEN.update(counts["seen"])
-            PROBLEMS.extend(counts["problems"])
+    """The controller of a parallel run adds up each worker's exchanges and problems."""
+    TALLY.worker_down(node)
 
 
 def pytest_terminal_summary(terminalreporter):
-    if SEEN or PROBLEMS:
-        terminalreporter.write_line(summary())
-        for problem in PROBLEMS[:20]:
-            terminalreporter.write_line("  " + problem)
+    TALLY.write_summary(terminalreporter, summary)
 
 
 @pytest.fixture(autouse=True)
 def slack_conformance_check():
     """Fail the test during which the Slack stand-in saw an exchange off Slack's documented methods."""
-    start = len(PROBLEMS)
-    yield
-    found = PROBLEMS[start:]
-    if found:
-        pytest.fail("Slack exchanges off Slack's documented methods (tests/support/slack_conformance.py):\n"
-                    + "\n".join(found[:10]), pytrace=False)
+    yield from TALLY.check_test()
