@@ -4,7 +4,8 @@ would build rather than by their bytes.
 Two rules, the first that can decide:
 
 1. **Derivation paths.** Each recipe's ``drvPath`` at the plan's commit and at the commit of its
-   last success (``release.adapters.nixeval``: ``nix-instantiate``, read-only). Equal paths:
+   last success (``release.adapters.nixeval``: ``nix-instantiate``, read-only, for the platform
+   each recipe builds on, ``systems``). Equal paths:
    nothing to build (a comment, re-indenting, a rename of a local binding that Nix folds away);
    different: build. Like nix-fast-build's ``--skip-cached`` and Flox's check-build, the question
    is what Nix would build, not how the file reads.
@@ -83,7 +84,7 @@ def decide(now: Mapping[str, str | None], before: Mapping[str, str | None]) -> t
 
 
 def compare(repo: Path, commit: str, last: Mapping[str, Last], *, evaluate: bool = True,
-            cache: str | None = None) -> Changes:
+            cache: str | None = None, systems: Mapping[str, str | None] | None = None) -> Changes:
     """Which of ``last``'s packages changed between their last success and ``commit``; with a
     ``cache`` (TORCHBOT_BUILD_CACHE), an unchanged one whose output the cache lacks counts as
     changed (asked only where evaluation gave the output paths)."""
@@ -91,7 +92,7 @@ def compare(repo: Path, commit: str, last: Mapping[str, Last], *, evaluate: bool
         return Changes(rule="nothing built before")
     why = "evaluation off"
     if evaluate:
-        drvs, why, outs = _by_drv(repo, commit, last)
+        drvs, why, outs = _by_drv(repo, commit, last, systems)
         if drvs is not None:
             changed, same = decide(*drvs)
             found = Changes(changed, same, f"derivation paths ({nixeval.TOOL}): {len(changed)} changed, "
@@ -117,8 +118,8 @@ def _by_commit(last: Mapping[str, Last]) -> dict[str | None, list[str]]:
     return groups
 
 
-def _by_drv(repo: Path, commit: str, last: Mapping[str, Last]):
-    found, why = nixeval.evaluate(repo, commit, sorted(last))
+def _by_drv(repo: Path, commit: str, last: Mapping[str, Last], systems: Mapping[str, str | None] | None = None):
+    found, why = nixeval.evaluate(repo, commit, sorted(last), systems=systems)
     if found is None:
         return None, f"evaluation impossible: {why}", {}
     now = {p: v.drv for p, v in found.items()}
@@ -129,7 +130,7 @@ def _by_drv(repo: Path, commit: str, last: Mapping[str, Last]):
             before.update(dict.fromkeys(pkgs))
             continue
         try:
-            then, why = nixeval.drv_paths(repo, old, pkgs)
+            then, why = nixeval.drv_paths(repo, old, pkgs, systems=systems)
         except Exception:  # noqa: BLE001  the old commit is gone from this clone: those variants build
             then = None
         if then is None:

@@ -112,7 +112,7 @@ def prepare(
     if changed_only:
         successes = st.last_success(branch, github)
         last, rule = changed_since_success(path, commit, recipes, successes, selected,
-                                           cache=ctx.settings.build_cache)
+                                           cache=ctx.settings.build_cache, texts=texts)
     items, unchanged = plan_items(recipes, texts, selected, last_success_blobs=last)
     carried = _carried(st, branch, head, commit, unchanged, successes, github) if backend == "github" else {}
     fallback_pin = _catalog_pin(ctx, branch)
@@ -198,13 +198,18 @@ def build_seconds(st, packages: list[str]) -> dict[str, float]:
 
 
 def changed_since_success(path: Path, commit: str, recipes: dict[str, str], last: dict, selected: list[str],
-                          cache: str | None = None) -> tuple[dict[str, str], str]:
+                          cache: str | None = None, texts: dict[str, str] | None = None) -> tuple[dict[str, str], str]:
     """What ``plan_items`` compares (package -> the blob it counts as last built: the current one
-    when the variant did not change, by ``release.builds.changes``), and the rule that decided."""
+    when the variant did not change, by ``release.builds.changes``), and the rule that decided.
+    Each recipe is evaluated for the platform it builds on (``texts``: the recipes' text, which
+    the reader reads it from)."""
     from release.builds.changes import Last, compare
+    from release.recipes.platforms import recipe_catalog, recipe_target
 
     prior = {p: Last(b.commit, b.recipe_blob) for p, b in last.items() if p in selected and p in recipes}
-    found = compare(path, commit, prior, cache=cache)
+    catalog = recipe_catalog() if texts else None
+    systems = {p: recipe_target(p, texts.get(p, ""), catalog).platform for p in prior} if texts else None
+    found = compare(path, commit, prior, cache=cache, systems=systems)
     return {p: recipes[p] if p in found.same else "" for p in prior}, found.rule
 
 

@@ -133,7 +133,8 @@ def flox(args: list[str]) -> int:
 
 def _out_path(name: str) -> str | None:
     """The real output path of recipe ``name`` at ``SHIM_SHA`` (``nix-instantiate``, read-only),
-    when Nix is installed: the store path a real cache would hold after ``nix copy``."""
+    when Nix is installed, evaluated as Nix on this runner's platform (``SHIM_PLATFORM``) does:
+    the store path a real cache would hold after ``nix copy``."""
     import shutil
     import tempfile
 
@@ -145,7 +146,8 @@ def _out_path(name: str) -> str | None:
         subprocess.run(["tar", "-x", "-C", d], input=tar.stdout, capture_output=True, check=False)
         recipe = f"{d}/.flox/pkgs/{name}.nix"
         expr = f"let r = import {recipe}; in (if builtins.isFunction r then r {{ }} else r).outPath"
-        proc = subprocess.run([tool, "--readonly-mode", "--eval", "--json", "-E", expr], capture_output=True,
+        system = ["--option", "system", os.environ["SHIM_PLATFORM"]] if os.environ.get("SHIM_PLATFORM") else []
+        proc = subprocess.run([tool, "--readonly-mode", "--eval", "--json", *system, "-E", expr], capture_output=True,
                               text=True, check=False, stdin=subprocess.DEVNULL)
     return json.loads(proc.stdout) if proc.returncode == 0 else None
 

@@ -186,3 +186,41 @@ def test_under_the_syntax_rule_the_cache_is_not_asked_and_the_plan_says_so(tmp_p
     ctx = fx.context(tmp_path, build_cache=f"file://{tmp_path / 'cache'}")
     plan = builds.prepare(ctx, fx.BRANCH, repo=repo, changed_only=True)
     assert plan.items == [] and "the cache was not asked (without evaluation there are no output paths)" in plan.rule
+
+
+def test_each_variant_is_evaluated_for_its_own_platform_and_found_in_the_cache_its_runner_filled(
+        tmp_path: Path, monkeypatch) -> None:
+    """An aarch64-linux or aarch64-darwin variant's output path is the one Nix on its runner
+    evaluates (``import <nixpkgs> {}`` follows the evaluating system), not this x86_64 host's: so
+    an unchanged one whose runner pushed its output to the cache is not built again."""
+    if shutil.which("nix-instantiate") is None:
+        ci.skip("nix-instantiate is not installed")
+    from release.adapters import nixeval
+    from release.state import Build, state_for
+
+    pkgs = [fx.ARM, fx.DARWIN, fx.OK[0]]
+    repo = fx.make_repo(tmp_path, packages=pkgs)
+    commit = fx.sh(repo, "git", "rev-parse", fx.BRANCH).strip()
+    systems = {p: fx.platforms_of(p)[0] for p in pkgs}
+    assert set(systems.values()) == {"aarch64-linux", "aarch64-darwin", "x86_64-linux"}
+    own, why = nixeval.evaluate(repo, commit, pkgs, systems=systems)
+    host, _ = nixeval.evaluate(repo, commit, pkgs)
+    assert own is not None and host is not None, why
+    assert own[fx.OK[0]] == host[fx.OK[0]]
+    assert own[fx.ARM].out != host[fx.ARM].out and own[fx.DARWIN].out != host[fx.DARWIN].out
+
+    recipes = builds.list_recipes(repo, commit)
+    ctx = fx.context(tmp_path)
+    with state_for(ctx).session() as s:
+        s.add_all(Build(package=p, branch=fx.BRANCH, state="succeeded", backend="github", recipe_blob=recipes[p],
+                        commit=commit, pin=fx.PIN) for p in pkgs)
+    cache = tmp_path / "cache"
+    for p in pkgs:  # each pushed by the runner of its platform
+        monkeypatch.setenv("SHIM_PLATFORM", systems[p])
+        _seed_cache(cache, repo, [p], monkeypatch)
+    monkeypatch.delenv("SHIM_PLATFORM")
+    _edit(repo, {_recipe(p): _comments_and_layout for p in pkgs})  # same derivations
+    plan = builds.prepare(fx.context(tmp_path, build_cache=f"file://{cache}"), fx.BRANCH, repo=repo,
+                          changed_only=True)
+    assert plan.items == [] and sorted(plan.unchanged) == sorted(pkgs), plan.rule
+    assert "0 unchanged but missing" in plan.rule
