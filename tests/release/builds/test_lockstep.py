@@ -313,3 +313,50 @@ def test_a_torchvision_pr_whose_pytorch_pair_was_closed_waits_and_the_dashboard_
 
     assert publish_pending(release.ctx, None) == []  # nothing of it merged, nothing published
     assert held(release.ctx, None) != []
+
+
+def test_local_builds_of_the_same_branch_and_variant_in_both_repositories_run_at_once(tmp_path: Path) -> None:
+    """A variant lock is its repository's: build-torchvision's ``main`` building a variant named as
+    one of build-pytorch's ``main`` neither waits for it nor is skipped, and each repository's
+    lock still keeps a second build of its own variant from starting."""
+    import threading
+
+    from release.state import BuildLock
+
+    pt, _pt_origin, tv, _tv_origin = _repos(tmp_path)
+    gate = tmp_path / "gate"
+    ctx = fx.context(tmp_path, repo_path=f"{pt},{tv}", github_repo="acme/build-pytorch", build_jobs=1,
+                     build_command=f"while [ ! -e {gate} ]; do sleep 0.02; done; touch result-{{package}}")
+    st = state_for(ctx)
+    results: dict[str, list[dict]] = {}
+
+    def start(repo: Path, name: str) -> threading.Thread:
+        plan = builds.prepare(ctx, fx.BRANCH, [fx.COMPANION], repo=repo)
+        assert [i.package for i in plan.items] == [fx.COMPANION], plan.text()
+        thread = threading.Thread(target=lambda: results.__setitem__(name, builds.run_local(ctx, plan)))
+        thread.start()
+        return thread
+
+    def locked(repo: str | None):
+        with st.session() as s:
+            return s.query(BuildLock).filter(BuildLock.repo.is_(None) if repo is None else BuildLock.repo == repo,
+                                             BuildLock.pgid.is_not(None)).all()
+
+    threads = []
+    try:
+        threads.append(start(pt, "pt"))
+        wait_for(lambda: locked(None), "build-pytorch's build to run")
+        threads.append(start(tv, "tv"))  # planned while build-pytorch's holds the same branch and name
+        wait_for(lambda: locked("acme/build-torchvision"), "build-torchvision's build to run too")
+        for repo in (pt, tv):  # each repository's own lock still holds
+            again = builds.prepare(ctx, fx.BRANCH, [fx.COMPANION], repo=repo)
+            assert again.items == [] and again.skipped[0].reason.startswith("already building since")
+    finally:
+        gate.touch()
+        for thread in threads:
+            thread.join(60)
+    assert {n: [(r["package"], r["state"], r.get("repo")) for r in rows] for n, rows in results.items()} == {
+        "pt": [(fx.COMPANION, "succeeded", None)],
+        "tv": [(fx.COMPANION, "succeeded", "acme/build-torchvision")]}
+    with st.session() as s:
+        assert s.query(BuildLock).count() == 0
