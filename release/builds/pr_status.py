@@ -140,15 +140,15 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = None)
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
     _merged(ctx, path, branch, int(pr["number"]), sha, merged.get("sha"))
     if repo is None:  # build-torchvision's PRs that waited for this one merge with it, in this run
-        _merge_waiting(ctx, branch, int(pr["number"]))
+        _merge_waiting(ctx, int(pr["number"]))
     return merged.get("sha")
 
 
-def _merge_waiting(ctx, branch: str, number: int) -> None:
+def _merge_waiting(ctx, number: int) -> None:
     from release.adapters.github import Actions
     from release.builds.pairing import ready
 
-    for github, ref, sha in ready(ctx, branch, number):
+    for github, branch, ref, sha in ready(ctx, number):  # each into its own branch
         gh = Actions(ctx.settings, repo=github)
         try:
             automerge(ctx, gh, branch, ref, sha, github)

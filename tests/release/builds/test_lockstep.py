@@ -143,18 +143,25 @@ class Release:
     platform with the flox/nix shims, each logging to its own file; the torchbot host's build and
     publish commands are the shims too, logging to a third."""
 
-    def __init__(self, tmp: Path, slack_url: str, slack_token: str):
+    def __init__(self, tmp: Path, slack_url: str, slack_token: str, tv_branch: str = fx.BRANCH,
+                 tv_variants: list[str] = RELEASE):
         from release.builds.workflow import render_workflow
         from tests.support.fake_runners import SHIMS, Runners
 
         self.pt, self.pt_origin, self.tv, self.tv_origin = _repos(tmp)
-        for repo in (self.pt, self.tv):
-            fx.sh(repo, "git", "checkout", "--quiet", fx.BRANCH)
-            fx.write_recipes(repo, fx.PIN, "start", RELEASE)
+        self.tv_branch, self.variants = tv_branch, {"pt": RELEASE, "tv": tv_variants}
+        for key, repo, branch in (("pt", self.pt, fx.BRANCH), ("tv", self.tv, tv_branch)):
+            fx.sh(repo, "git", "checkout", "--quiet", "-B", branch, f"origin/{fx.BRANCH}")
+            for old in (repo / ".flox" / "pkgs").glob("*.nix"):
+                old.unlink()
+            fx.write_recipes(repo, fx.PIN, "start", self.variants[key], alone=TORCH not in self.variants[key])
             fx.sh(repo, "git", "add", "-A")
             fx.sh(repo, "git", "commit", "--quiet", "-m", "the release's variants")
-            fx.sh(repo, "git", "push", "--quiet", "origin", fx.BRANCH)
+            fx.sh(repo, "git", "push", "--quiet", "origin", branch)
             fx.sh(repo, "git", "checkout", "--quiet", "main")
+        if tv_branch != fx.BRANCH:  # build-torchvision has no branch of build-pytorch's name
+            fx.sh(self.tv, "git", "push", "--quiet", "origin", "--delete", fx.BRANCH)
+            fx.sh(self.tv, "git", "branch", "--quiet", "-D", fx.BRANCH)
         self.logs = {"pt": tmp / "pt-runners.log", "tv": tmp / "tv-runners.log", "host": tmp / "host.log"}
         host = (f"SHIM_LOG={self.logs['host']} SHIM_HOST=torchbot SHIM_PLATFORM=x86_64-linux "
                 f"SHIM_STORE={tmp / 'host-store'} {SHIMS}")
@@ -188,14 +195,15 @@ class Release:
         from release.state.record import GroupOutcome, write_bump
 
         numbers, outcomes = {}, []
-        for key, repo, gh in (("pt", self.pt, self.gh), ("tv", self.tv, self.gh_tv)):
-            fx.sh(repo, "git", "checkout", "--quiet", "-B", BUMP, fx.BRANCH)
-            fx.write_recipes(repo, fx.NEW_PIN, f"bumped {key}", RELEASE)  # each repository's own derivations
+        for key, repo, gh, branch in (("pt", self.pt, self.gh, fx.BRANCH), ("tv", self.tv, self.gh_tv, self.tv_branch)):
+            fx.sh(repo, "git", "checkout", "--quiet", "-B", BUMP, branch)
+            fx.write_recipes(repo, fx.NEW_PIN, f"bumped {key}", self.variants[key],  # each repository's own
+                             alone=TORCH not in self.variants[key])
             fx.sh(repo, "git", "commit", "--quiet", "-am", "bump")
             fx.sh(repo, "git", "push", "--quiet", "origin", BUMP)
             fx.sh(repo, "git", "checkout", "--quiet", "main")
-            numbers[key] = gh.add_pull(BUMP, fx.BRANCH)["number"]
-            outcomes.append(GroupOutcome(repo=str(repo), repo_name=key, branch=fx.BRANCH, group="",
+            numbers[key] = gh.add_pull(BUMP, branch)["number"]
+            outcomes.append(GroupOutcome(repo=str(repo), repo_name=key, branch=branch, group="",
                                          kind=BumpKind.BUMPED, old_pin=fx.PIN, target=fx.NEW_PIN, delivery="pr",
                                          pr_number=numbers[key], head_ref=BUMP,
                                          head_sha=fx.sh(repo, "git", "rev-parse", BUMP).strip()))
@@ -203,7 +211,8 @@ class Release:
         return numbers
 
     def build(self, repo: Path) -> list[str]:
-        return build_after_bump(self.ctx, [{"branch": fx.BRANCH, "head": BUMP, "repo": str(repo)}], "github")
+        branch = self.tv_branch if repo == self.tv else fx.BRANCH
+        return build_after_bump(self.ctx, [{"branch": branch, "head": BUMP, "repo": str(repo)}], "github")
 
     def row(self, repo: Path):
         from release.state.record import rows
@@ -360,3 +369,35 @@ def test_local_builds_of_the_same_branch_and_variant_in_both_repositories_run_at
         "tv": [(fx.COMPANION, "succeeded", "acme/build-torchvision")]}
     with st.session() as s:
         assert s.query(BuildLock).count() == 0
+
+
+TV_BRANCH = "torchvision-0.23-python313"  # a build-torchvision branch not named as its build-pytorch pair
+
+
+def test_a_torchvision_branch_named_apart_from_its_pytorch_pair_is_paired_by_versions(tmp_path: Path) -> None:
+    """The reader pairs build-torchvision's ``torchvision-0.23-python313`` (torchvision recipes
+    only) with build-pytorch's ``pytorch-2.8-python313`` by versions, as ``bump-pins
+    --with-companions`` bumps them: its bump PR waits for that branch's PR and merges with it,
+    into its own branch."""
+    from config.outcomes import PairWait, PrState
+    from release.builds.pairing import pytorch_branches
+    from tests.support.fakes_slack import FakeSlack
+
+    with FakeSlack() as slack:
+        r = Release(tmp_path, slack.url, slack.token, tv_branch=TV_BRANCH, tv_variants=[fx.COMPANION])
+        try:
+            assert pytorch_branches(r.ctx, r.tv, TV_BRANCH) == [fx.BRANCH, TV_BRANCH]
+            numbers = r.bump()
+            assert r.build(r.tv) == [f"{TV_BRANCH} at {BUMP}: 1 variant(s), 1 succeeded"]
+            assert r.gh_tv.pulls.merges == []  # its builds passed; its pair has not
+            row = r.row(r.tv)
+            assert (row.branch, row.waits_for, row.pair_pr) == (TV_BRANCH, PairWait.BUILDING, numbers["pt"])
+            assert r.build(r.pt) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
+            assert [m["number"] for m in r.gh.pulls.merges] == [numbers["pt"]]
+            assert [m["number"] for m in r.gh_tv.pulls.merges] == [numbers["tv"]]  # in the same run
+            row = r.row(r.tv)
+            assert (row.pr_state, row.waits_for) == (PrState.MERGED, None)
+            head = fx.sh(r.tv_origin, "git", "rev-parse", BUMP).strip()
+            fx.sh(r.tv_origin, "git", "merge-base", "--is-ancestor", head, TV_BRANCH)  # into its own branch
+        finally:
+            r.close()
