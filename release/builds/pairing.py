@@ -6,8 +6,9 @@ pair merged: build-pytorch's bump PR to the same target pin of the branch it pai
 bumps them by, else the branch of the same name), found in the release record
 (``release.state.record.pair_of``: the rows the bump stage wrote, never GitHub's text). Until
 then it waits, and its record row says why (``config.outcomes.PairWait``: the pair is still
-building, failed, was closed by a person, or passed and is not merged), which the dashboard shows. A companion PR whose pair the record does not know (build-pytorch's branch was
-not moved by a pull request) merges as build-pytorch's do.
+building, failed, was closed by a person, or passed and is not merged), which the dashboard shows.
+A companion PR whose pair the record does not know (build-pytorch's branch was not moved by a pull
+request) merges as build-pytorch's do.
 
 When build-pytorch's PR merges, the companion PRs waiting for it whose builds all passed at their
 head (``ready``) are merged in the same run by ``release.builds.pr_status``, each in its own GitHub
