@@ -10,9 +10,11 @@ building, failed, was closed by a person, or passed and is not merged), which th
 A companion PR whose pair the record does not know (build-pytorch's branch was not moved by a pull
 request) merges as build-pytorch's do.
 
-When build-pytorch's PR merges, the companion PRs waiting for it whose builds all passed at their
-head (``ready``) are merged in the same run by ``release.builds.pr_status``, each in its own GitHub
-repository. ``states_at``: the build states at a PR's head that both read.
+When build-pytorch's PR merges, the companion PRs waiting for it (``waiting``) whose builds all
+passed at their head (``ready``) are merged in the same run by ``release.builds.pr_status``, each
+in its own GitHub repository; that module also says the wait on each companion PR's head (its
+``torchbot/pair`` commit status, worded from the PairWait). ``states_at``: the build states at a
+PR's head that both read; ``pair_at``: the first repository's PR the record has at a head.
 
 May import: config, release.state, release.adapters, release.recipes, release.builds.
 """
@@ -92,10 +94,9 @@ def _why(ctx, pair) -> PairWait:
     return PairWait.NOT_MERGED
 
 
-def ready(ctx, pair_pr: int) -> list[tuple[str | None, str, str, str]]:
-    """The companion PRs that waited for build-pytorch's PR ``pair_pr`` (now merged) and whose
-    builds all passed at their head: (GitHub repository, branch, head branch, head sha) each, for
-    ``release.builds.pr_status`` to merge in this run."""
+def waiting(ctx, pair_pr: int) -> list[tuple[str, object]]:
+    """The companion PRs held back for build-pytorch's PR ``pair_pr``, open: (GitHub repository,
+    record row) each, one per pull request."""
     from config.policy import github_name
     from release.adapters.remote import remote_url
     from release.state import state_for
@@ -114,12 +115,37 @@ def ready(ctx, pair_pr: int) -> list[tuple[str | None, str, str, str]]:
         except TorchbotError as err:
             log.warning("the companion PR #%s of %s: %s", row.pr_number, row.branch, err.message)
             continue
-        if github is None:
-            continue
+        if github is not None:
+            out.append((github, row))
+    return out
+
+
+def ready(ctx, pair_pr: int) -> list[tuple[str | None, str, str, str]]:
+    """The companion PRs that waited for build-pytorch's PR ``pair_pr`` (now merged) and whose
+    builds all passed at their head: (GitHub repository, branch, head branch, head sha) each, for
+    ``release.builds.pr_status`` to merge in this run."""
+    out = []
+    for github, row in waiting(ctx, pair_pr):
         states = states_at(ctx, row.head_sha, row.branch, github)[0]
         if states and all(s == "succeeded" for s in states):  # else its own builds merge it when they pass
             out.append((github, row.branch, row.head_ref, row.head_sha))
     return out
+
+
+def pair_at(ctx, sha: str) -> int | None:
+    """The number of the first repository's bump PR whose head the record has at ``sha``."""
+    from sqlalchemy import select
+
+    from release.state import state_for
+    from release.state.record import ReleaseRow, repo_key
+
+    first = first_repository(ctx)
+    if first is None:
+        return None
+    with state_for(ctx).session() as s:
+        return s.scalars(select(ReleaseRow.pr_number).where(
+            ReleaseRow.repo == repo_key(first), ReleaseRow.head_sha == sha, ReleaseRow.pr_number.is_not(None))
+            .order_by(ReleaseRow.id.desc())).first()
 
 
 def states_at(ctx, sha: str, branch: str, repo: str | None = None) -> tuple[list[str], dict[str, str]]:

@@ -232,6 +232,26 @@ def release(tmp_path: Path):
         r.close()
 
 
+def _pair_statuses(gh: FakeGitHub, sha: str) -> list[tuple[str, str]]:
+    """The ``torchbot/pair`` statuses posted on ``sha``, oldest first: (state, description)."""
+    return [(st["state"], st["description"]) for st in gh.statuses.of(sha, "torchbot/pair")]
+
+
+def test_a_torchvision_pr_waiting_for_a_pair_whose_builds_then_fail_is_told_so_on_github(release) -> None:
+    from config.outcomes import PairWait
+
+    numbers = release.bump()
+    assert release.build(release.tv) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
+    head = release.row(release.tv).head_sha
+    assert [s for s, _ in _pair_statuses(release.gh_tv, head)] == ["pending"]
+    release.gh.fail.add(fx.ARM)  # build-pytorch's aarch64 variant fails at its PR's head
+    assert release.build(release.pt) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 2 succeeded, 1 failed"]
+    assert release.gh.pulls.merges == [] and release.gh_tv.pulls.merges == []
+    assert _pair_statuses(release.gh_tv, head)[1:] == [
+        ("failure", f"build-pytorch's #{numbers['pt']} failed to build: this merges only with its pair")]
+    assert release.row(release.tv).waits_for == PairWait.FAILED
+
+
 def _per_variant(log: Path, action: str = "build") -> collections.Counter:
     from tests.support.fake_runners import read_log
 
@@ -253,10 +273,15 @@ def test_a_whole_release_of_both_repositories_builds_each_changed_variant_once_a
     assert release.gh_tv.pulls.merges == [] and release.gh.pulls.merges == []
     tv_row = release.row(release.tv)
     assert (tv_row.waits_for, tv_row.pair_pr) == (PairWait.BUILDING, numbers["pt"])
+    assert _pair_statuses(release.gh_tv, tv_row.head_sha) == [  # and GitHub shows it on its head
+        ("pending", f"waits for build-pytorch's #{numbers['pt']}, which is not built yet: it merges only with its pair")]
     # build-pytorch's passes: it merges, and build-torchvision's with it, in the same run
     assert release.build(release.pt) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
     assert [m["number"] for m in release.gh.pulls.merges] == [numbers["pt"]]
     assert [m["number"] for m in release.gh_tv.pulls.merges] == [numbers["tv"]]
+    assert _pair_statuses(release.gh_tv, tv_row.head_sha)[1:] == [
+        ("success", f"build-pytorch's #{numbers['pt']} merged: this merges with it")]
+    assert _pair_statuses(release.gh, release.row(release.pt).head_sha) == []  # build-pytorch's waits for none
     assert release.row(release.pt).pr_state == PrState.MERGED
     tv_row = release.row(release.tv)
     assert (tv_row.pr_state, tv_row.waits_for) == (PrState.MERGED, None)
@@ -312,6 +337,8 @@ def test_a_torchvision_pr_whose_pytorch_pair_was_closed_waits_and_the_dashboard_
     assert release.gh_tv.pulls.merges == []  # every build passed, and it still waits
     row = release.row(release.tv)
     assert (row.pr_state, row.waits_for, row.pair_pr) == (PrState.OPEN, PairWait.CLOSED, numbers["pt"])
+    assert _pair_statuses(release.gh_tv, row.head_sha) == [
+        ("failure", f"build-pytorch's #{numbers['pt']} was closed without merging: this merges only with its pair")]
     from release.context import Context
 
     model = dashboard(Context(release.ctx.settings)).model  # as it reads the repositories
