@@ -273,8 +273,8 @@ def test_a_whole_release_of_both_repositories_builds_each_changed_variant_once_a
     assert release.gh_tv.pulls.merges == [] and release.gh.pulls.merges == []
     tv_row = release.row(release.tv)
     assert (tv_row.waits_for, tv_row.pair_pr) == (PairWait.BUILDING, numbers["pt"])
-    assert _pair_statuses(release.gh_tv, tv_row.head_sha) == [  # and GitHub shows it on its head
-        ("pending", f"waits for build-pytorch's #{numbers['pt']}, which is not built yet: it merges only with its pair")]
+    assert _pair_statuses(release.gh_tv, tv_row.head_sha) == [(  # and GitHub shows it on its head
+        "pending", f"waits for build-pytorch's #{numbers['pt']}, which is not built yet: it merges only with its pair")]
     # build-pytorch's passes: it merges, and build-torchvision's with it, in the same run
     assert release.build(release.pt) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
     assert [m["number"] for m in release.gh.pulls.merges] == [numbers["pt"]]
