@@ -335,8 +335,10 @@ def run(tmp: Path, args) -> int:
                   f"{statuses} status(es) posted, {merges} merge(s), "
                   f"{len([m for m in slack.messages(CHANNEL) if not m.get('thread_ts')])} release thread(s).")
             posted, edits = slack_per_branch(ctx, slack)
-            for name, _, _ in repos:  # build-torchvision's threads are its own
-                mine = {b: n for b, n in posted.items() if (name == repos[0][0]) != b.startswith(name + " ")}
+            others = tuple(f"{n} " for n, _, _ in repos[1:])  # build-torchvision's threads are its own
+            for name, _, _ in repos:
+                mine = {b: n for b, n in posted.items()
+                        if (b.startswith(f"{name} ") if name != repos[0][0] else not b.startswith(others))}
                 if mine:
                     print(f"Slack messages per branch of {name}: {max(mine.values())} at most, "
                           f"{sum(mine.values()) / len(mine):.1f} on average over {len(mine)} branch(es) "
