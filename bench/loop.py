@@ -189,6 +189,7 @@ def weeks(ctx, nix, chain, slack, n: int) -> int:
     from release.pins.commands import plan_bump
     from release.schedule import jobs as schedule
     from release.state import Publish, open_state
+    from release.state.record import rows  # one row per repository x branch x pin group: its last bump's outcome
 
     st = open_state(ctx.settings.state_db)
     first = nix.channels["nixos-unstable"]
@@ -208,7 +209,7 @@ def weeks(ctx, nix, chain, slack, n: int) -> int:
             schedule.run_now(ctx, job)
         took = time.perf_counter() - t0
         check = plan_bump(ctx, "all", None, dry_run=True).apply()  # the exit status a run now would give
-        counts = collections.Counter(r.kind for r in st.bump_outcomes())  # the week's own outcomes, as delivered
+        counts = collections.Counter(r.bump_kind for r in rows(st))  # the week's own outcomes, as delivered
         with st.session() as s:
             published = s.query(Publish).count()
         now = {"prs": sum(len(g.pulls.prs) for g in chain), "edits": sum(len(g.pulls.edits) for g in chain),
@@ -334,8 +335,10 @@ def run(tmp: Path, args) -> int:
                   f"{statuses} status(es) posted, {merges} merge(s), "
                   f"{len([m for m in slack.messages(CHANNEL) if not m.get('thread_ts')])} release thread(s).")
             posted, edits = slack_per_branch(ctx, slack)
-            for name, _, _ in repos:  # build-torchvision's threads are its own
-                mine = {b: n for b, n in posted.items() if (name == repos[0][0]) != b.startswith(name + " ")}
+            others = tuple(f"{n} " for n, _, _ in repos[1:])  # build-torchvision's threads are its own
+            for name, _, _ in repos:
+                mine = {b: n for b, n in posted.items()
+                        if (b.startswith(f"{name} ") if name != repos[0][0] else not b.startswith(others))}
                 if mine:
                     print(f"Slack messages per branch of {name}: {max(mine.values())} at most, "
                           f"{sum(mine.values()) / len(mine):.1f} on average over {len(mine)} branch(es) "

@@ -1,7 +1,8 @@
 """The kinds a release record's rows hold, as enums (pure; imports nothing of torchbot): what a
 bump did with a pin group (:class:`BumpKind`), why (:class:`ReasonKind`), and where its pull
-request stands (:class:`PrState`). Stages set them; views word them; nothing reads them back
-out of a sentence."""
+request stands (:class:`PrState`), why a build-torchvision PR waits for its pair (:class:`PairWait`,
+worded by ``PAIR_WORDS`` for every view and the PR's ``torchbot/pair`` status). Stages set them;
+views word them; nothing reads them back out of a sentence."""
 
 from __future__ import annotations
 
@@ -55,3 +56,11 @@ class PairWait(StrEnum):
     FAILED = "pair-failed"  # a build of the pair failed at its head
     CLOSED = "pair-closed"  # a person closed the pair without merging
     NOT_MERGED = "pair-not-merged"  # the pair passed but is not merged (automerge off, refused, a conflict)
+
+
+PAIR_WORDS = {  # PairWait, as a build-torchvision PR's line and its torchbot/pair status say it
+    PairWait.BUILDING: "is not built yet",
+    PairWait.FAILED: "failed to build",
+    PairWait.CLOSED: "was closed without merging",
+    PairWait.NOT_MERGED: "passed and is not merged",
+}

@@ -44,6 +44,7 @@ from release.builds.failures import SAME_FETCH, explain, failed_fetch, log_tail
 from release.builds.journal import UNAVAILABLE, Journal
 from release.builds.plan import BuildItem, BuildPlan, hold_back
 from release.state import RUNNING, Build, BuildLock, BuildRun, owner_id, process_start, state_for, utcnow
+from release.state.tables import same_repo
 
 ACTIVE_RUNS: set[str] = set()  # run keys this process is running now (a restart check leaves them alone)
 
@@ -134,7 +135,8 @@ class LocalRun:
         plan, owner = self.plan, owner_id()
         spool = self.log_dir / f"spool-{self.run_key}.jsonl"
         with self.st.session() as ses:
-            locks = {lk.package: lk for lk in ses.scalars(select(BuildLock).where(BuildLock.branch == plan.branch))}
+            locks = {lk.package: lk for lk in ses.scalars(select(BuildLock).where(
+                BuildLock.branch == plan.branch, same_repo(BuildLock.repo, plan.github)))}
             items, held = hold_back(plan.items, {p: busy_reason(lk) for p, lk in locks.items()})
             ses.add(BuildRun(run_key=self.run_key, branch=plan.branch, owner=owner, owner_start=process_start(),
                              repo=str(plan.repo), worktree=str(home), spool=str(spool),
@@ -148,7 +150,7 @@ class LocalRun:
                 self.ids[r.package] = r.id
                 r.log = str(self.log_path(r.package))
             ses.add_all([BuildLock(branch=plan.branch, package=r.package, build_id=r.id, run_key=self.run_key,
-                                   owner=owner) for r in rows])
+                                   owner=owner, repo=plan.github) for r in rows])
         self.journal = Journal(self.st, self.run_key, spool, {r.id: r.to_dict() for r in rows})
         self.busy = [{"package": s.package, "branch": plan.branch, "backend": "local", "state": "skipped",
                       "platform": s.platform, "message": s.reason} for s in held]

@@ -9,13 +9,15 @@ it changes, a ``pending`` one at most every :data:`MIN_SECONDS` per commit (a 23
 build moves many times a minute), the final one (success or failure) always. Automerge merges
 only a ``bump/`` branch, only while its head is still the commit that was built (GitHub's
 ``sha`` check), with the merge method ``merge``; a build-torchvision bump PR only once its
-build-pytorch pair merged, and then in the same run (``release.builds.pairing``). A variant the
-changed-only rule finds unchanged since its success at an earlier head of the same PR (a rebase, a
+build-pytorch pair merged, and then in the same run (``release.builds.pairing``); while it waits
+its head has a ``torchbot/pair`` status naming the pair and why, worded from the typed
+``PairWait`` (pending; failure once the pair failed or was closed; success once it merged). A
+variant the changed-only rule finds unchanged since its success at an earlier head of the same PR (a rebase, a
 maintainer's comment-only commit) counts as built at the new head (``release.state.carried``), and the description says
 so ("131/131 built (131 unchanged since 1a2b3c4d5e6f)"); what merges is then published from the
 branch (``release.publishing``) without being built again.
 
-May import: config, release.state, release.adapters.
+May import: config, release.state, release.adapters, release.builds.pairing.
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ import time
 from collections import Counter
 
 from config.errors import ExternalError
+from config.outcomes import PAIR_WORDS, PairWait
 from config.policy import FAILED, bucket, is_bump_head
 
 log = logging.getLogger("torchbot.builds.github")
 CONTEXT = "torchbot/builds"
+PAIR_CONTEXT = "torchbot/pair"  # a build-torchvision PR's wait for its build-pytorch pair
 MIN_SECONDS = 60.0
 _posted: dict[str, tuple[str, float]] = {}  # commit -> (state and description posted, when)
+_pair_posted: dict[str, str] = {}  # commit -> the torchbot/pair state and description posted
 _lock = threading.Lock()
 
 
@@ -109,6 +114,8 @@ def _post(ctx, gh, heads: dict[str, tuple]) -> list[dict]:
         with _lock:
             _posted[sha] = (f"{state} {text}", now)
         merged = automerge(ctx, gh, branch, ref, sha, repo) if state == "success" else None
+        if state == "failure" and repo is None:  # build-torchvision's PRs waiting for this one: it failed
+            _pair_failed(ctx, sha)
         out.append({"sha": sha, "ref": ref, "state": state, "description": text, "merged": merged})
     return out
 
@@ -127,7 +134,7 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = None)
         if pr is None or (pr.get("head") or {}).get("sha") != sha:
             log.info("automerge of %s: no open pull request with head %s", ref, sha[:12])
             return None
-        if repo is not None and _waits(ctx, path, branch, int(pr["number"])):
+        if repo is not None and _waits(ctx, gh, path, branch, int(pr["number"]), sha):
             return None
         merged = gh.merge_pull(int(pr["number"]), sha)
     except ExternalError as err:
@@ -140,15 +147,24 @@ def automerge(ctx, gh, branch: str, ref: str, sha: str, repo: str | None = None)
     log.info("automerge: merged %s into %s (%s)", ref, branch, merged.get("sha"))
     _merged(ctx, path, branch, int(pr["number"]), sha, merged.get("sha"))
     if repo is None:  # build-torchvision's PRs that waited for this one merge with it, in this run
-        _merge_waiting(ctx, branch, int(pr["number"]))
+        _merge_waiting(ctx, int(pr["number"]))
+        tell_waiting(ctx, int(pr["number"]))  # those whose builds have not all passed: their pair merged
     return merged.get("sha")
 
 
-def _merge_waiting(ctx, branch: str, number: int) -> None:
+def _pair_failed(ctx, sha: str) -> None:
+    from release.builds.pairing import pair_at
+
+    number = pair_at(ctx, sha)
+    if number is not None:
+        tell_waiting(ctx, number)
+
+
+def _merge_waiting(ctx, number: int) -> None:
     from release.adapters.github import Actions
     from release.builds.pairing import ready
 
-    for github, ref, sha in ready(ctx, branch, number):
+    for github, branch, ref, sha in ready(ctx, number):  # each into its own branch
         gh = Actions(ctx.settings, repo=github)
         try:
             automerge(ctx, gh, branch, ref, sha, github)
@@ -156,14 +172,66 @@ def _merge_waiting(ctx, branch: str, number: int) -> None:
             gh.close()
 
 
-def _waits(ctx, path: str | None, branch: str, number: int) -> bool:
-    """A companion's bump PR waits for its build-pytorch pair (``release.builds.pairing``)."""
+def _waits(ctx, gh, path: str | None, branch: str, number: int, sha: str) -> bool:
+    """A companion's bump PR waits for its build-pytorch pair (``release.builds.pairing``); its
+    ``torchbot/pair`` status says so."""
     from release.builds.pairing import wait
 
     why, pair = wait(ctx, path, branch, number)
     if why:
         log.info("automerge of #%s into %s: waits for build-pytorch's #%s (%s)", number, branch, pair, why)
+    post_pair(gh, sha, why, pair)
     return bool(why)
+
+
+def pair_status(why: PairWait, pair: int) -> tuple[str, str]:
+    """(GitHub status state, description) of a build-torchvision PR whose build-pytorch pair is
+    PR ``pair`` and which waits for it ``why`` (pure; words from ``PAIR_WORDS``): pending while
+    the pair may still merge, failure once it cannot (failed, closed), success once it merged."""
+    if not why:
+        return "success", f"build-pytorch's #{pair} merged: this merges with it"
+    if why in (PairWait.FAILED, PairWait.CLOSED):
+        return "failure", f"build-pytorch's #{pair} {PAIR_WORDS[why]}: this merges only with its pair"
+    return "pending", f"waits for build-pytorch's #{pair}, which {PAIR_WORDS[why]}: it merges only with its pair"
+
+
+def post_pair(gh, sha: str, why: PairWait, pair: int | None) -> None:
+    """Post the ``torchbot/pair`` status of a companion PR's head ``sha`` when it changed (none
+    when the PR has no pair); a GitHub error is logged."""
+    if pair is None:
+        return
+    state, text = pair_status(why, pair)
+    with _lock:
+        if _pair_posted.get(sha) == f"{state} {text}":
+            return
+    try:
+        gh.post_status(sha, state, text, context=PAIR_CONTEXT)
+    except ExternalError as err:
+        log.warning("telling %s of its pair #%s: %s", sha[:12], pair, err)
+        return
+    with _lock:
+        _pair_posted[sha] = f"{state} {text}"
+
+
+def tell_waiting(ctx, pair_pr: int) -> None:
+    """The companion PRs still held for build-pytorch's PR ``pair_pr``: their wait looked at again
+    and said on their heads (``torchbot/pair``), after the pair merged or its builds failed."""
+    from release.adapters.github import Actions
+    from release.builds.pairing import waiting
+
+    for github, row in waiting(ctx, pair_pr):
+        why, pair = _wait(ctx, row)
+        gh = Actions(ctx.settings, repo=github)
+        try:
+            post_pair(gh, row.head_sha, why, pair)
+        finally:
+            gh.close()
+
+
+def _wait(ctx, row) -> tuple[PairWait, int | None]:
+    from release.builds.pairing import wait
+
+    return wait(ctx, row.repo, row.branch, row.pr_number)
 
 
 def _path_of(ctx, repo: str | None) -> str | None:

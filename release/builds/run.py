@@ -128,7 +128,7 @@ def prepare(
         skipped += adopted
     else:
         items, skipped = place_local(items, build_platforms(ctx.settings))
-        items, held = hold_back(items, _held(st, branch))
+        items, held = hold_back(items, _held(st, branch, github))
         skipped += held
     plan = BuildPlan(path, branch, commit, items, unchanged, backend, skipped, tool, rule=rule, order=order,
                      head=head if head and head != branch else None, github=github,
@@ -263,12 +263,15 @@ def _running(st, branch: str, commit: str, items) -> dict[str, tuple[str, str]]:
             for pkg, blob, key, url in rows if pkg in blobs and blob == blobs[pkg]}
 
 
-def _held(st, branch: str) -> dict[str, str]:
-    """package -> why it cannot be built now: the variant locks of the branch."""
+def _held(st, branch: str, github: str | None = None) -> dict[str, str]:
+    """package -> why it cannot be built now: the variant locks of the branch in its repository
+    (``github``: None for the first; a companion's ``main`` shares names with the first's)."""
     from release.state import BuildLock
+    from release.state.tables import same_repo
 
     with st.session() as ses:
-        return {lk.package: busy_reason(lk) for lk in ses.scalars(select(BuildLock).where(BuildLock.branch == branch))}
+        return {lk.package: busy_reason(lk) for lk in ses.scalars(
+            select(BuildLock).where(BuildLock.branch == branch, same_repo(BuildLock.repo, github)))}
 
 
 def _catalog_pin(ctx, branch: str) -> str | None:

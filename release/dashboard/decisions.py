@@ -1,12 +1,11 @@
 """A person's decision about a branch's bump pull requests, as the dashboard shows it (pure;
-imports config's enums only): what ``release.state.decisions`` keeps, worded for its views; and
-the words of a build-torchvision PR waiting for its build-pytorch pair (``PAIR_WORDS``)."""
+imports nothing of torchbot): what ``release.state.decisions`` keeps, worded for its views. The
+words of a build-torchvision PR waiting for its build-pytorch pair are ``config.outcomes.PAIR_WORDS``
+(the PR's commit status says them too)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from config.outcomes import PairWait
 
 
 @dataclass
@@ -36,9 +35,3 @@ class Decision:
         return f"bumps paused{who}{when}" + (f" ({self.note})" if self.note else "") + "; no new PR until resumed"
 
 
-PAIR_WORDS = {  # config.outcomes.PairWait, as a build-torchvision PR's line says it
-    PairWait.BUILDING: "is not built yet",
-    PairWait.FAILED: "failed to build",
-    PairWait.CLOSED: "was closed without merging",
-    PairWait.NOT_MERGED: "passed and is not merged",
-}

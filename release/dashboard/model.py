@@ -27,9 +27,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from config.outcomes import BumpKind, PairWait, PrState, ReasonKind
+from config.outcomes import PAIR_WORDS, BumpKind, PairWait, PrState, ReasonKind
 from config.policy import BUCKETS, bucket
-from release.dashboard.decisions import PAIR_WORDS, Decision
+from release.dashboard.decisions import Decision
 
 BUILD_STATES = BUCKETS
 BUMP_STATES = ("held", "pr-open", "bumped", "current", "skipped", "unknown")  # most urgent first

@@ -7,8 +7,9 @@ that knows and read by every view (the dashboard, its JSON, Slack, the GitHub is
   parsed back), and the delivery (how, the pull request's number, head branch and head sha);
 - whoever sees a pull request change (automerge, the dashboard's look at GitHub and the remote)
   sets its :class:`PrState` (open, merged, closed and by whom, conflict);
-- automerge holds a build-torchvision bump PR until its build-pytorch pair (same branch, same
-  target) merged, and says why in its row (:class:`PairWait`, ``pair_of`` finds the pair);
+- automerge holds a build-torchvision bump PR until its build-pytorch pair (the branch it pairs
+  with, by versions or else by name; the same target) merged, and says why in its row
+  (:class:`PairWait`, ``pair_of`` finds the pair);
 - publishing records the publishes that failed (:class:`PublishFailure`), and clears them when
   the package publishes.
 
@@ -184,20 +185,26 @@ def set_pr_state(st, repo: str | Path, branch: str, number: int, state: PrState,
                                            ReleaseRow.pr_number == number).values(**values))
 
 
-def pair_of(st, repo: str | Path, first: str | Path, branch: str, number: int) -> ReleaseRow | None:
+def pair_of(st, repo: str | Path, first: str | Path, branch: str, number: int,
+            pair_branches: Iterable[str] | None = None) -> ReleaseRow | None:
     """The build-pytorch bump PR that companion ``repo``'s bump PR ``number`` into ``branch`` pairs
-    with: the first repository's (``first``) row of the same branch whose target is the
-    companion's, delivered as a pull request. None when there is none (build-pytorch's branch did
-    not move to that pin by a pull request: nothing to wait for)."""
+    with: the first repository's (``first``) row of a branch of ``pair_branches`` (the first of
+    them that has one; None: ``branch``) whose target is the companion's, delivered as a pull
+    request. None when there is none (build-pytorch's branch did not move to that pin by a pull
+    request: nothing to wait for)."""
     with st.session() as s:
         mine = list(s.scalars(select(ReleaseRow).where(ReleaseRow.repo == repo_key(repo), ReleaseRow.branch == branch,
                                                        ReleaseRow.pr_number == number)))
         targets = {r.target for r in mine if r.target}
         if not targets:
             return None
-        return s.scalars(select(ReleaseRow).where(
-            ReleaseRow.repo == repo_key(first), ReleaseRow.branch == branch, ReleaseRow.target.in_(targets),
-            ReleaseRow.pr_number.is_not(None)).order_by(ReleaseRow.id.desc())).first()
+        for name in dict.fromkeys(pair_branches or [branch]):
+            found = s.scalars(select(ReleaseRow).where(
+                ReleaseRow.repo == repo_key(first), ReleaseRow.branch == name, ReleaseRow.target.in_(targets),
+                ReleaseRow.pr_number.is_not(None)).order_by(ReleaseRow.id.desc())).first()
+            if found is not None:
+                return found
+        return None
 
 
 def set_pair_wait(st, repo: str | Path, branch: str, number: int, wait: PairWait, pair_pr: int | None) -> None:
@@ -208,10 +215,11 @@ def set_pair_wait(st, repo: str | Path, branch: str, number: int, wait: PairWait
                   .values(waits_for=str(wait) or None, pair_pr=pair_pr if wait else None))
 
 
-def waiting_for(st, branch: str, pair_pr: int) -> list[ReleaseRow]:
-    """The companions' bump PRs into ``branch`` held back for build-pytorch's PR ``pair_pr``."""
+def waiting_for(st, pair_pr: int) -> list[ReleaseRow]:
+    """The companions' bump PRs held back for build-pytorch's PR ``pair_pr`` (into their own
+    branches, whose names may differ from build-pytorch's)."""
     with st.session() as s:
-        return list(s.scalars(select(ReleaseRow).where(ReleaseRow.branch == branch, ReleaseRow.pair_pr == pair_pr,
+        return list(s.scalars(select(ReleaseRow).where(ReleaseRow.pair_pr == pair_pr,
                                                        ReleaseRow.waits_for.is_not(None))))
 
 

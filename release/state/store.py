@@ -349,7 +349,7 @@ def _create_tables(engine: Engine) -> None:
     _add_missing_columns(engine)
     from release.state.upgrade import rekey
 
-    rekey(engine, Base.metadata.tables)  # publishes, releases, failed publishes: per repository since
+    rekey(engine, Base.metadata.tables)  # publishes, releases, failed publishes, build locks: per repository since
 
 
 def _add_missing_columns(engine: Engine) -> None:

@@ -92,11 +92,12 @@ class BuildRun(Base):
 
 class BuildLock(Base):
     """The lock that keeps two builds of one variant from running at once: one row per
-    (branch, package) while a build of it is queued or running, with the process group of the
-    build once it started."""
+    (repository, branch, package) while a build of it is queued or running, with the process
+    group of the build once it started. ``repo`` as ``Build.repo`` (None: the first repository):
+    build-torchvision's ``main`` shares branch and package names with build-pytorch's, and a
+    build of one never waits for the other's."""
 
     __tablename__ = "build_locks"
-    __table_args__ = (UniqueConstraint("branch", "package", name="uq_build_lock"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     branch: Mapped[str] = mapped_column(String(200))
@@ -106,6 +107,7 @@ class BuildLock(Base):
     owner: Mapped[str] = mapped_column(String(200))
     since: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     pgid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    repo: Mapped[str | None] = mapped_column(String(200), nullable=True)  # owner/name; None: the first repository
 
 
 class GithubRun(Base):
@@ -193,10 +195,12 @@ class Release(Base):
 
 # Unique per repository, None counting as one repository (SQL's NULLs are all distinct, so a plain
 # constraint over a nullable column would let the first repository's publish be recorded twice).
-# ``release.state.upgrade`` puts these in place of the older (package, branch, pin) / (branch, pin).
+# ``release.state.upgrade`` puts these in place of the older (package, branch, pin) / (branch, pin)
+# / (branch, package) of the build locks.
 Index("uq_publish_repo", func.coalesce(Publish.repo, ""), Publish.package, Publish.branch,
       func.coalesce(Publish.pin, ""), unique=True)
 Index("uq_release_repo", func.coalesce(Release.repo, ""), Release.branch, Release.pin, unique=True)
+Index("uq_build_lock_repo", func.coalesce(BuildLock.repo, ""), BuildLock.branch, BuildLock.package, unique=True)
 
 
 def same_repo(column, repo: str | None):

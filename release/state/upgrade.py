@@ -1,8 +1,8 @@
-"""Unique keys that changed since an older torchbot made the state DB: publishes, releases and
-failed publishes were unique per (package, branch, pin) / (branch, pin) / (branch, package, pin)
-before they were kept per repository (build-torchvision's ``main`` shares branch and package
-names with build-pytorch's). ``rekey`` drops the older constraint and creates the newer unique
-indexes (``tables``, ``record``), keeping every row:
+"""Unique keys that changed since an older torchbot made the state DB: publishes, releases,
+failed publishes and local build locks were unique per (package, branch, pin) / (branch, pin) /
+(branch, package, pin) / (branch, package) before they were kept per repository
+(build-torchvision's ``main`` shares branch and package names with build-pytorch's). ``rekey``
+drops the older constraint and creates the newer unique indexes (``tables``, ``record``), keeping every row:
 
 - PostgreSQL: ``ALTER TABLE … DROP CONSTRAINT``, then ``CREATE UNIQUE INDEX``;
 - SQLite, which cannot drop a table's constraint: the table is made again, in one transaction
@@ -27,6 +27,7 @@ OLD_KEYS = {  # table -> the columns of its older unique constraint
     "publishes": {"package", "branch", "pin"},
     "releases": {"branch", "pin"},
     "publish_failures": {"branch", "package", "pin"},
+    "build_locks": {"branch", "package"},
 }
 
 

@@ -83,11 +83,13 @@ def sh(cwd: Path, *args: str) -> str:
     return subprocess.run(args, cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
-def write_recipes(work: Path, pin: str, nonce: str, packages: list[str] | None = None) -> None:
+def write_recipes(work: Path, pin: str, nonce: str, packages: list[str] | None = None, *, alone: bool = False) -> None:
+    """The recipes of ``packages`` (default ALL); COMPANION imports its pytorch recipe, unless
+    ``alone`` (a build-torchvision branch of torchvision recipes only)."""
     pkgs = work / ".flox" / "pkgs"
     pkgs.mkdir(parents=True, exist_ok=True)
     for name in packages or ALL:
-        if name == COMPANION:
+        if name == COMPANION and not alone:
             text = _recipe(name, nonce, pin, imports="pytorch-python313-cuda12_8-sm90-avx512")
         else:
             text = _recipe(name, nonce, pin, fail=(name == FAILING))

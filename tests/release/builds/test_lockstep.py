@@ -143,18 +143,25 @@ class Release:
     platform with the flox/nix shims, each logging to its own file; the torchbot host's build and
     publish commands are the shims too, logging to a third."""
 
-    def __init__(self, tmp: Path, slack_url: str, slack_token: str):
+    def __init__(self, tmp: Path, slack_url: str, slack_token: str, tv_branch: str = fx.BRANCH,
+                 tv_variants: list[str] = RELEASE):
         from release.builds.workflow import render_workflow
         from tests.support.fake_runners import SHIMS, Runners
 
         self.pt, self.pt_origin, self.tv, self.tv_origin = _repos(tmp)
-        for repo in (self.pt, self.tv):
-            fx.sh(repo, "git", "checkout", "--quiet", fx.BRANCH)
-            fx.write_recipes(repo, fx.PIN, "start", RELEASE)
+        self.tv_branch, self.variants = tv_branch, {"pt": RELEASE, "tv": tv_variants}
+        for key, repo, branch in (("pt", self.pt, fx.BRANCH), ("tv", self.tv, tv_branch)):
+            fx.sh(repo, "git", "checkout", "--quiet", "-B", branch, f"origin/{fx.BRANCH}")
+            for old in (repo / ".flox" / "pkgs").glob("*.nix"):
+                old.unlink()
+            fx.write_recipes(repo, fx.PIN, "start", self.variants[key], alone=TORCH not in self.variants[key])
             fx.sh(repo, "git", "add", "-A")
             fx.sh(repo, "git", "commit", "--quiet", "-m", "the release's variants")
-            fx.sh(repo, "git", "push", "--quiet", "origin", fx.BRANCH)
+            fx.sh(repo, "git", "push", "--quiet", "origin", branch)
             fx.sh(repo, "git", "checkout", "--quiet", "main")
+        if tv_branch != fx.BRANCH:  # build-torchvision has no branch of build-pytorch's name
+            fx.sh(self.tv, "git", "push", "--quiet", "origin", "--delete", fx.BRANCH)
+            fx.sh(self.tv, "git", "branch", "--quiet", "-D", fx.BRANCH)
         self.logs = {"pt": tmp / "pt-runners.log", "tv": tmp / "tv-runners.log", "host": tmp / "host.log"}
         host = (f"SHIM_LOG={self.logs['host']} SHIM_HOST=torchbot SHIM_PLATFORM=x86_64-linux "
                 f"SHIM_STORE={tmp / 'host-store'} {SHIMS}")
@@ -188,14 +195,15 @@ class Release:
         from release.state.record import GroupOutcome, write_bump
 
         numbers, outcomes = {}, []
-        for key, repo, gh in (("pt", self.pt, self.gh), ("tv", self.tv, self.gh_tv)):
-            fx.sh(repo, "git", "checkout", "--quiet", "-B", BUMP, fx.BRANCH)
-            fx.write_recipes(repo, fx.NEW_PIN, f"bumped {key}", RELEASE)  # each repository's own derivations
+        for key, repo, gh, branch in (("pt", self.pt, self.gh, fx.BRANCH), ("tv", self.tv, self.gh_tv, self.tv_branch)):
+            fx.sh(repo, "git", "checkout", "--quiet", "-B", BUMP, branch)
+            fx.write_recipes(repo, fx.NEW_PIN, f"bumped {key}", self.variants[key],  # each repository's own
+                             alone=TORCH not in self.variants[key])
             fx.sh(repo, "git", "commit", "--quiet", "-am", "bump")
             fx.sh(repo, "git", "push", "--quiet", "origin", BUMP)
             fx.sh(repo, "git", "checkout", "--quiet", "main")
-            numbers[key] = gh.add_pull(BUMP, fx.BRANCH)["number"]
-            outcomes.append(GroupOutcome(repo=str(repo), repo_name=key, branch=fx.BRANCH, group="",
+            numbers[key] = gh.add_pull(BUMP, branch)["number"]
+            outcomes.append(GroupOutcome(repo=str(repo), repo_name=key, branch=branch, group="",
                                          kind=BumpKind.BUMPED, old_pin=fx.PIN, target=fx.NEW_PIN, delivery="pr",
                                          pr_number=numbers[key], head_ref=BUMP,
                                          head_sha=fx.sh(repo, "git", "rev-parse", BUMP).strip()))
@@ -203,7 +211,8 @@ class Release:
         return numbers
 
     def build(self, repo: Path) -> list[str]:
-        return build_after_bump(self.ctx, [{"branch": fx.BRANCH, "head": BUMP, "repo": str(repo)}], "github")
+        branch = self.tv_branch if repo == self.tv else fx.BRANCH
+        return build_after_bump(self.ctx, [{"branch": branch, "head": BUMP, "repo": str(repo)}], "github")
 
     def row(self, repo: Path):
         from release.state.record import rows
@@ -221,6 +230,26 @@ def release(tmp_path: Path):
         r.slack = slack
         yield r
         r.close()
+
+
+def _pair_statuses(gh: FakeGitHub, sha: str) -> list[tuple[str, str]]:
+    """The ``torchbot/pair`` statuses posted on ``sha``, oldest first: (state, description)."""
+    return [(st["state"], st["description"]) for st in gh.statuses.of(sha, "torchbot/pair")]
+
+
+def test_a_torchvision_pr_waiting_for_a_pair_whose_builds_then_fail_is_told_so_on_github(release) -> None:
+    from config.outcomes import PairWait
+
+    numbers = release.bump()
+    assert release.build(release.tv) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
+    head = release.row(release.tv).head_sha
+    assert [s for s, _ in _pair_statuses(release.gh_tv, head)] == ["pending"]
+    release.gh.fail.add(fx.ARM)  # build-pytorch's aarch64 variant fails at its PR's head
+    assert release.build(release.pt) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 2 succeeded, 1 failed"]
+    assert release.gh.pulls.merges == [] and release.gh_tv.pulls.merges == []
+    assert _pair_statuses(release.gh_tv, head)[1:] == [
+        ("failure", f"build-pytorch's #{numbers['pt']} failed to build: this merges only with its pair")]
+    assert release.row(release.tv).waits_for == PairWait.FAILED
 
 
 def _per_variant(log: Path, action: str = "build") -> collections.Counter:
@@ -244,10 +273,15 @@ def test_a_whole_release_of_both_repositories_builds_each_changed_variant_once_a
     assert release.gh_tv.pulls.merges == [] and release.gh.pulls.merges == []
     tv_row = release.row(release.tv)
     assert (tv_row.waits_for, tv_row.pair_pr) == (PairWait.BUILDING, numbers["pt"])
+    assert _pair_statuses(release.gh_tv, tv_row.head_sha) == [(  # and GitHub shows it on its head
+        "pending", f"waits for build-pytorch's #{numbers['pt']}, which is not built yet: it merges only with its pair")]
     # build-pytorch's passes: it merges, and build-torchvision's with it, in the same run
     assert release.build(release.pt) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
     assert [m["number"] for m in release.gh.pulls.merges] == [numbers["pt"]]
     assert [m["number"] for m in release.gh_tv.pulls.merges] == [numbers["tv"]]
+    assert _pair_statuses(release.gh_tv, tv_row.head_sha)[1:] == [
+        ("success", f"build-pytorch's #{numbers['pt']} merged: this merges with it")]
+    assert _pair_statuses(release.gh, release.row(release.pt).head_sha) == []  # build-pytorch's waits for none
     assert release.row(release.pt).pr_state == PrState.MERGED
     tv_row = release.row(release.tv)
     assert (tv_row.pr_state, tv_row.waits_for) == (PrState.MERGED, None)
@@ -303,6 +337,8 @@ def test_a_torchvision_pr_whose_pytorch_pair_was_closed_waits_and_the_dashboard_
     assert release.gh_tv.pulls.merges == []  # every build passed, and it still waits
     row = release.row(release.tv)
     assert (row.pr_state, row.waits_for, row.pair_pr) == (PrState.OPEN, PairWait.CLOSED, numbers["pt"])
+    assert _pair_statuses(release.gh_tv, row.head_sha) == [
+        ("failure", f"build-pytorch's #{numbers['pt']} was closed without merging: this merges only with its pair")]
     from release.context import Context
 
     model = dashboard(Context(release.ctx.settings)).model  # as it reads the repositories
@@ -313,3 +349,82 @@ def test_a_torchvision_pr_whose_pytorch_pair_was_closed_waits_and_the_dashboard_
 
     assert publish_pending(release.ctx, None) == []  # nothing of it merged, nothing published
     assert held(release.ctx, None) != []
+
+
+def test_local_builds_of_the_same_branch_and_variant_in_both_repositories_run_at_once(tmp_path: Path) -> None:
+    """A variant lock is its repository's: build-torchvision's ``main`` building a variant named as
+    one of build-pytorch's ``main`` neither waits for it nor is skipped, and each repository's
+    lock still keeps a second build of its own variant from starting."""
+    import threading
+
+    from release.state import BuildLock
+
+    pt, _pt_origin, tv, _tv_origin = _repos(tmp_path)
+    gate = tmp_path / "gate"
+    ctx = fx.context(tmp_path, repo_path=f"{pt},{tv}", github_repo="acme/build-pytorch", build_jobs=1,
+                     build_command=f"while [ ! -e {gate} ]; do sleep 0.02; done; touch result-{{package}}")
+    st = state_for(ctx)
+    results: dict[str, list[dict]] = {}
+
+    def start(repo: Path, name: str) -> threading.Thread:
+        plan = builds.prepare(ctx, fx.BRANCH, [fx.COMPANION], repo=repo)
+        assert [i.package for i in plan.items] == [fx.COMPANION], plan.text()
+        thread = threading.Thread(target=lambda: results.__setitem__(name, builds.run_local(ctx, plan)))
+        thread.start()
+        return thread
+
+    def locked(repo: str | None):
+        with st.session() as s:
+            return s.query(BuildLock).filter(BuildLock.repo.is_(None) if repo is None else BuildLock.repo == repo,
+                                             BuildLock.pgid.is_not(None)).all()
+
+    threads = []
+    try:
+        threads.append(start(pt, "pt"))
+        wait_for(lambda: locked(None), "build-pytorch's build to run")
+        threads.append(start(tv, "tv"))  # planned while build-pytorch's holds the same branch and name
+        wait_for(lambda: locked("acme/build-torchvision"), "build-torchvision's build to run too")
+        for repo in (pt, tv):  # each repository's own lock still holds
+            again = builds.prepare(ctx, fx.BRANCH, [fx.COMPANION], repo=repo)
+            assert again.items == [] and again.skipped[0].reason.startswith("already building since")
+    finally:
+        gate.touch()
+        for thread in threads:
+            thread.join(60)
+    assert {n: [(r["package"], r["state"], r.get("repo")) for r in rows] for n, rows in results.items()} == {
+        "pt": [(fx.COMPANION, "succeeded", None)],
+        "tv": [(fx.COMPANION, "succeeded", "acme/build-torchvision")]}
+    with st.session() as s:
+        assert s.query(BuildLock).count() == 0
+
+
+TV_BRANCH = "torchvision-0.23-python313"  # a build-torchvision branch not named as its build-pytorch pair
+
+
+def test_a_torchvision_branch_named_apart_from_its_pytorch_pair_is_paired_by_versions(tmp_path: Path) -> None:
+    """The reader pairs build-torchvision's ``torchvision-0.23-python313`` (torchvision recipes
+    only) with build-pytorch's ``pytorch-2.8-python313`` by versions, as ``bump-pins
+    --with-companions`` bumps them: its bump PR waits for that branch's PR and merges with it,
+    into its own branch."""
+    from config.outcomes import PairWait, PrState
+    from release.builds.pairing import pytorch_branches
+    from tests.support.fakes_slack import FakeSlack
+
+    with FakeSlack() as slack:
+        r = Release(tmp_path, slack.url, slack.token, tv_branch=TV_BRANCH, tv_variants=[fx.COMPANION])
+        try:
+            assert pytorch_branches(r.ctx, r.tv, TV_BRANCH) == [fx.BRANCH, TV_BRANCH]
+            numbers = r.bump()
+            assert r.build(r.tv) == [f"{TV_BRANCH} at {BUMP}: 1 variant(s), 1 succeeded"]
+            assert r.gh_tv.pulls.merges == []  # its builds passed; its pair has not
+            row = r.row(r.tv)
+            assert (row.branch, row.waits_for, row.pair_pr) == (TV_BRANCH, PairWait.BUILDING, numbers["pt"])
+            assert r.build(r.pt) == [f"{fx.BRANCH} at {BUMP}: 3 variant(s), 3 succeeded"]
+            assert [m["number"] for m in r.gh.pulls.merges] == [numbers["pt"]]
+            assert [m["number"] for m in r.gh_tv.pulls.merges] == [numbers["tv"]]  # in the same run
+            row = r.row(r.tv)
+            assert (row.pr_state, row.waits_for) == (PrState.MERGED, None)
+            head = fx.sh(r.tv_origin, "git", "rev-parse", BUMP).strip()
+            fx.sh(r.tv_origin, "git", "merge-base", "--is-ancestor", head, TV_BRANCH)  # into its own branch
+        finally:
+            r.close()

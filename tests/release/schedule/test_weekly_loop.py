@@ -5,8 +5,9 @@ and Slack stand-ins on 127.0.0.1:
 
 schedule's weekly ``bump`` -> one outcome per branch and pin group -> one pull request per
 bumped branch (a second run updates it) -> a GitHub build at each PR's head -> the PR's
-``torchbot/builds`` status -> automerge of what passed -> ``publish`` from the branch, without
-building again -> the release announcement in Slack.
+``torchbot/builds`` status -> automerge of what passed (a build-torchvision PR with its build-pytorch
+pair) -> ``publish`` from the branch, both repositories', without building again -> the release
+announcement in Slack.
 
 Real git repositories with bare origins (the build-torchvision origin under a
 ``github.com/acme/build-torchvision.git`` path, so its pull requests go to that repository's
@@ -24,7 +25,7 @@ from release.builds import run as builds
 from release.builds.commands import plan_build
 from release.publishing import publish
 from release.schedule import jobs as schedule
-from release.state import Outbox, Release, open_state
+from release.state import Outbox, Publish, Release, open_state
 from tests.support import fixtures_builds as fx
 from tests.support import fixtures_weekly as W
 from tests.support.fakes_github import FakeGitHub
@@ -36,6 +37,7 @@ from tests.support.fixtures_realshapes import PIN_12_X, PIN_13_0, PIN_13_1
 CHANNEL = "C0ANNOUNCE"
 THREE_PINS = "pytorch-2.10-python313"
 FAILS = "pytorch-2.9-python311"  # one of its variants fails on GitHub in the second week
+TV = "acme/build-torchvision"
 
 
 def _pins(origin: Path, ref: str) -> set[str]:
@@ -146,12 +148,24 @@ def test_the_weekly_loop_runs_through(world) -> None:
     again = plan_build(ctx, THREE_PINS, None, backend="github", changed_only=True).to_dict()
     assert again["build"] == [] and again["commit"] == merged[THREE_PINS]
     n = len(builds.status(ctx, THREE_PINS))
-    held = {b.branch for b, _ in publish.held(ctx)}
-    assert held == {"main", "main-staging", FAILS}  # open pull requests: not on their branch
+    held = {(b.repo, b.branch) for b, _ in publish.held(ctx)}
+    assert {br for r, br in held if r is None} == {"main", "main-staging", FAILS}  # open PRs: not on their branch
+    # build-torchvision's PRs merge only with their build-pytorch pair (paired by versions: pytorch-2.10
+    # with THREE_PINS, pytorch-2.9 with FAILS, main with main): the one whose pair merged did, in the same run
+    tv_merged = {gh_tv.pulls.prs[m["number"]]["base"]["ref"]: m["sha"] for m in gh_tv.pulls.merges}
+    assert set(tv_merged) == {"pytorch-2.10"} and _rev(tv_origin, "pytorch-2.10") == tv_merged["pytorch-2.10"]
+    assert {br for r, br in held if r == TV} == {"main", "pytorch-2.9"}
+    tv_prs = {p["base"]["ref"]: p for p in gh_tv.pulls.prs.values()}
+    assert gh_tv.statuses.of(tv_prs["pytorch-2.10"]["head"]["sha"], "torchbot/pair")[-1]["state"] == "success"
+    waits = gh_tv.statuses.of(tv_prs["pytorch-2.9"]["head"]["sha"], "torchbot/pair")[-1]
+    assert (waits["state"], waits["description"]) == (
+        "failure", f"build-pytorch's #{prs[FAILS]['number']} failed to build: this merges only with its pair")
     todo = publish.pending(ctx)
     assert {b.branch for b in todo if b.repo is None} - {b.branch for b in unchanged} == {THREE_PINS}
-    # build-torchvision's bumps merged with their pairs: published too, by the same job, as its own rows
-    assert {b.repo for b in todo} - {None} <= {"acme/build-torchvision"}
+    # build-torchvision's merged bump is published too, by the same job, as its own rows
+    tv_built = {r["package"] for r in builds.status(ctx, "pytorch-2.10") if r["repo"] == TV}
+    assert tv_built and {(b.branch, b.package) for b in todo if b.repo == TV} == {
+        ("pytorch-2.10", p) for p in tv_built}
     assert len([b for b in todo if b.branch == THREE_PINS]) == n
     result = schedule.run_now(ctx, "publish")["result"]
     assert result.startswith(f"{len(todo)} published, 0 failed, "), result
@@ -159,6 +173,9 @@ def test_the_weekly_loop_runs_through(world) -> None:
     with open_state(ctx.settings.state_db).session() as s:
         rows = list(s.scalars(select(Outbox).order_by(Outbox.id)))
         releases = {r.id: r.branch for r in s.scalars(select(Release))}
+        tv_published = {(p.branch, p.package) for p in s.scalars(select(Publish).where(Publish.repo == TV))}
+        assert [r.branch for r in s.scalars(select(Release).where(Release.repo == TV))] == ["pytorch-2.10"]
+    assert tv_published == {("pytorch-2.10", p) for p in tv_built}  # at its merged branch's pin, once
     kinds = {branch: [o.kind for o in rows if releases[o.release_id] == branch] for branch in releases.values()}
     assert kinds[THREE_PINS] == ["parent"] + ["variant"] * n + ["summary"]  # one release, every variant, once
     # --- and the announcement: a release thread for the branch whose bump merged ------------------

@@ -11,8 +11,9 @@ week's outcomes and exit status say what happened:
   rewritten (and says so, once), the conflicting one (torchbot's own commit) is rebased onto its
   moved base, built and merged. Exit 0.
 - week 3: the channel moves on: the closed branch gets a new PR for the new target (built,
-  merged), the edited one is still left alone, build-torchvision's open PRs are updated (not
-  duplicated);
+  merged), the edited one is still left alone, build-torchvision's open PRs (each waiting for its
+  build-pytorch pair) are updated (not duplicated), and the one paired with the closed branch
+  merges with its new PR;
 - week 4: the channel goes back to the older head: nothing is downgraded; current, exit 0;
 - week 5: nothing new: the same (current, exit 0, no new PR, build or comment); only
   ``--allow-older REASON`` would move a pin back.
@@ -220,15 +221,17 @@ def test_five_weeks_with_people_and_faults(world) -> None:
     assert [p["base"]["ref"] for p in new] == [CLOSED], line  # a newer target: a new PR, built and merged
     assert new[0]["merged_at"] and _pins(origin, CLOSED) == {NEW}
     assert "Alice's notes" in git(origin, "show", f"{prs[EDITED]['head']['ref']}:NOTES.md")  # still left alone
-    # build-torchvision's PRs are built in its own repository and merged in week 1: at most one new PR per
-    # branch for the newer target, never two open at once
+    # build-torchvision's PRs are built in its own repository and merge only with their build-pytorch pair
+    # (paired by versions), none of which merged in week 1: updated for the newer target (or the
+    # promise's), never duplicated; pytorch-2.10's merges with the closed branch's new PR
     tv_new = [p["base"]["ref"] for n, p in gh_tv.pulls.prs.items() if n not in tv_numbers]
-    assert tv_new and set(tv_new) <= set(tv_prs) and len(tv_new) == len(set(tv_new)), tv_new
+    assert tv_new == [], tv_new
     for base in tv_prs:
         assert sum(p["state"] == "open" and p["base"]["ref"] == base for p in gh_tv.pulls.prs.values()) <= 1, base
-    for n, p in gh_tv.pulls.prs.items():
-        if n not in tv_numbers:  # week 3's: the newer target (or the promise's)
-            assert _pins(tv_origin, p["head"]["ref"]) <= {NEW, W.K28}, p["base"]["ref"]
+    for p in gh_tv.pulls.prs.values():
+        assert _pins(tv_origin, p["head"]["ref"]) <= {NEW, W.K28}, p["base"]["ref"]
+    assert [m["number"] for m in gh_tv.pulls.merges] == [tv_prs["pytorch-2.10"]["number"]]
+    assert _pins(tv_origin, "pytorch-2.10") == {NEW}
     assert len(gh.comments) == comments  # nothing said again
     numbers = sorted(gh.pulls.prs)
 

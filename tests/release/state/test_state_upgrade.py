@@ -151,3 +151,44 @@ def test_an_older_sqlite_state_dbs_publishes_and_releases_are_kept_per_repositor
 
 def test_an_older_postgres_state_dbs_publishes_and_releases_are_kept_per_repository(postgres):  # noqa: F811
     _keyed_by_repository(postgres.new_database())
+
+
+def _locks_keyed_by_repository(url: str) -> None:
+    """An older DB's build locks (unique per (branch, package), no ``repo`` column) keep their rows,
+    as the first repository's, and are unique per repository after: build-torchvision's lock of
+    the same branch and variant is its own."""
+    from sqlalchemy import UniqueConstraint
+    from sqlalchemy.exc import IntegrityError
+
+    from release.state import BuildLock
+
+    engine = create_engine(url)
+    Base.metadata.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE build_locks"))
+    locks = Base.metadata.tables["build_locks"]
+    Table(locks.name, MetaData(), *(c._copy() for c in locks.columns if c.name != "repo"),
+          UniqueConstraint("branch", "package", name="uq_build_lock")).create(engine)
+    with engine.begin() as conn:
+        conn.execute(text(f"INSERT INTO build_locks (branch, package, build_id, run_key, owner, since) "
+                          f"VALUES ('main', '{PKG}', 7, 'k1', 'host:1', '2026-01-01 00:00:00')"))
+    engine.dispose()
+    st = open_state(url)
+    with st.session() as s:
+        assert [(lk.package, lk.build_id, lk.repo) for lk in s.query(BuildLock)] == [(PKG, 7, None)]
+        s.add(BuildLock(branch="main", package=PKG, build_id=8, run_key="k2", owner="host:1",
+                        repo="acme/build-torchvision"))
+    for repo in (None, "acme/build-torchvision"):
+        with pytest.raises(IntegrityError), st.session() as s:  # still one build of a variant per repository
+            s.add(BuildLock(branch="main", package=PKG, build_id=9, run_key="k3", owner="host:1", repo=repo))
+    open_state.__globals__["_STATES"].pop(url, None)
+    with open_state(url).session() as s:  # a second start finds nothing left to do
+        assert s.query(BuildLock).count() == 2
+
+
+def test_an_older_sqlite_state_dbs_build_locks_are_kept_per_repository(tmp_path):
+    _locks_keyed_by_repository(f"sqlite:///{tmp_path / 'locks.sqlite'}")
+
+
+def test_an_older_postgres_state_dbs_build_locks_are_kept_per_repository(postgres):  # noqa: F811
+    _locks_keyed_by_repository(postgres.new_database())
