@@ -1,7 +1,8 @@
 """Benchmark: how long `make test` takes (ruff, the prerequisites check, then the whole suite).
 
 Runs ``make test`` in this checkout (``--workers N`` is passed as ``WORKERS=N``: ``1`` runs the
-suite in one process, ``auto`` one worker per core) and prints its wall time, pytest's own line
+suite in one process, ``auto`` one worker per core; without it, the Makefile's default: one worker
+more than the cores) and prints its wall time, pytest's own line
 (tests passed, pytest's seconds) and the load average before and after, since the figure
 depends on what else the machine runs. Not a test: a figure for README's table and
 docs/figures.md.
@@ -30,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", default="auto", help="pytest-xdist workers (WORKERS= of make test)")
+    ap.add_argument("--workers", default=None, help="pytest-xdist workers (WORKERS= of make test; "
+                    "default: the Makefile's, cores + 1)")
     ap.add_argument("--files", type=int, default=0, metavar="N", help="print the N longest test files")
     args = ap.parse_args(argv)
     report = Path(tempfile.mkdtemp(prefix="torchbot-suite-")) / "junit.xml"
@@ -39,13 +41,14 @@ def main(argv: list[str] | None = None) -> int:
         env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={report}".strip()
     load_before = os.getloadavg()
     start = time.monotonic()
-    done = subprocess.run(["make", "test", f"WORKERS={args.workers}"], cwd=ROOT, capture_output=True, text=True,
+    workers = [f"WORKERS={args.workers}"] if args.workers else []
+    done = subprocess.run(["make", "test", *workers], cwd=ROOT, capture_output=True, text=True,
                           check=False, env=env)
     took = time.monotonic() - start
     load_after = os.getloadavg()
     tail = [line for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
-    print(f"make test WORKERS={args.workers}: {took:.0f} s wall ({took / 60:.1f} min), exit {done.returncode}, "
-          f"{os.cpu_count()} cores")
+    print(f"make test WORKERS={args.workers or '(cores + 1)'}: {took:.0f} s wall ({took / 60:.1f} min), "
+          f"exit {done.returncode}, {os.cpu_count()} cores")
     print(f"pytest: {tail[-1].strip('= ') if tail else '(no summary line)'}")
     print(f"load average before {load_before[0]:.1f} / {load_before[1]:.1f} (1 / 5 min), "
           f"after {load_after[0]:.1f} / {load_after[1]:.1f}")
