@@ -76,7 +76,7 @@ def fields(release: Release, published: int, org: str, web: str) -> dict:
     return {
         "branch": release.branch,
         # build-torchvision's release has its own thread, whose parent says whose it is
-        "of": f" of {release.repo.rsplit('/', 1)[-1]}" if getattr(release, "repo", None) else "",
+        "of": f" of {_esc(release.repo.rsplit('/', 1)[-1])}" if getattr(release, "repo", None) else "",
         "pytorch": info.get("pytorch") or "?",
         "cuda": ", ".join(info.get("cuda") or []) or "CPU only",
         "python": info.get("python") or "?",
