@@ -329,10 +329,22 @@ def test_the_counts_and_problems_of_parallel_workers_are_added_up(tmp_path) -> N
     (tmp_path / "test_inner_good_a.py").write_text(INNER_GOOD)
     (tmp_path / "test_inner_good_b.py").write_text(INNER_GOOD)
     env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
-                           "tests.support.github_conformance", "-n", "2", "--dist", "loadfile",
-                           "--rootdir", str(tmp_path), "."],
-                          check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.support.github_conformance",
+           "-n", "2", "--dist", "loadfile", "--rootdir", str(tmp_path), "."]
+    # A pytest-xdist run now and then never returns after its last test has reported: its
+    # controller waits on an execnet worker that does not come down (pytest-xdist #60; here
+    # about 1 run in 650 alone, more often under the whole suite's load, both times after every
+    # test had reported). That hang is execnet's, not the plugin's: one more run is allowed.
+    for attempt in (1, 2):
+        try:
+            done = subprocess.run(cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True,
+                                  timeout=90)
+            break
+        except subprocess.TimeoutExpired as hung:
+            seen = hung.stdout or b""
+            seen = seen.decode(errors="replace") if isinstance(seen, bytes) else seen
+            if attempt == 2 or "[100%]" not in seen:  # a test that hangs is not execnet's
+                raise
     out = done.stdout
     assert done.returncode == 1, out
     assert "4 passed, 1 error" in out, out
