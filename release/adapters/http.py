@@ -36,7 +36,9 @@ May import: config.
 
 from __future__ import annotations
 
+import functools
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,6 +58,15 @@ SECONDARY_WAIT = 60.0  # seconds: GitHub's "wait at least one minute" for a seco
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)  # the request never left
 GITHUB_API_VERSION = "2022-11-28"  # the REST API version every GitHub request names
 GITHUB_JSON = "application/vnd.github+json"
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """The one verifying TLS context of every httpx client in the process (httpx's own, with
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured as httpx does). Building one reads the whole CA
+    bundle, about 20 ms of CPU: a client made per request, as each adapter call and each
+    torchbot process makes, would pay it every time."""
+    return httpx.create_ssl_context()
 
 
 def github_headers(settings, accept: str = GITHUB_JSON) -> dict[str, str]:
@@ -224,7 +235,8 @@ class HttpClient:
                  sleep: Callable[[float], None] = time.sleep):
         self.policy = policy or RetryPolicy.from_settings(settings)
         self.sleep = sleep  # how it waits between attempts (tenacity's ``sleep``; a test records the waits)
-        self.client = client or httpx.Client(timeout=settings.http_timeout, follow_redirects=follow_redirects)
+        self.client = client or httpx.Client(timeout=settings.http_timeout, follow_redirects=follow_redirects,
+                                              verify=tls())
         self.client.headers.update(headers or {})  # a given client (a test's, with event hooks) sends them too
         self.requests = 0
         self.rate: RateLimit | None = None

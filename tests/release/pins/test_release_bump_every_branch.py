@@ -154,18 +154,18 @@ def test_pull_request_delivery_one_per_branch_and_a_second_run_updates_it(world,
 def test_the_stand_in_refuses_a_second_pull_request_for_one_head_and_pages(world):
     import httpx
 
-    with FakeGitHub() as gh:
+    with FakeGitHub() as gh, httpx.Client() as http:
         api = f"{gh.url}repos/{gh.repo}/pulls"
         auth = {"Authorization": f"Bearer {gh.token}", "Accept": "application/vnd.github+json",
                 "X-GitHub-Api-Version": "2022-11-28"}
         body = {"title": "t", "head": "acme:bump/main-1", "base": "main"}
-        assert httpx.post(api, json=body, headers=auth).status_code == 201
-        dup = httpx.post(api, json=body, headers=auth)
+        assert http.post(api, json=body, headers=auth).status_code == 201
+        dup = http.post(api, json=body, headers=auth)
         assert dup.status_code == 422 and "already exists" in dup.json()["errors"][0]["message"]
-        assert httpx.post(api, json={"head": "x", "base": "main"}, headers=auth).status_code == 422
+        assert http.post(api, json={"head": "x", "base": "main"}, headers=auth).status_code == 422
         for i in range(2, 103):
-            httpx.post(api, json={**body, "head": f"bump/main-{i}"}, headers=auth)
-        page = httpx.get(api, params={"per_page": 500, "base": "main"}, headers=auth)
+            http.post(api, json={**body, "head": f"bump/main-{i}"}, headers=auth)
+        page = http.get(api, params={"per_page": 500, "base": "main"}, headers=auth)
         assert len(page.json()) == 100 and 'rel="next"' in page.headers["Link"]  # per_page capped at 100
         required = {"url", "id", "node_id", "html_url", "number", "state", "locked", "title", "user", "body",
                     "labels", "head", "base", "created_at", "updated_at", "draft", "author_association"}
