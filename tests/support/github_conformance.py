@@ -30,6 +30,7 @@ exchange with ``off_spec`` set: its request is still checked, its answer is not.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -227,7 +228,15 @@ def _response_problems(op: gs.Operation, ex: Exchange) -> list[str]:
         return [*out, "answer: the body is not JSON"]
     if response is None and not (isinstance(body, dict) and isinstance(body.get("message"), str)):
         out.append("answer: an error without a message")
-    return out + [f"answer: {e}" for e in _errors(schema_ptr, body)]
+    return out + [f"answer: {e}" for e in _body_errors(schema_ptr, ex.response_body)]
+
+
+@functools.lru_cache(maxsize=512)
+def _body_errors(schema_ptr: str, raw: bytes) -> tuple[str, ...]:
+    """An answer's body checked against its schema, remembered: the stand-ins give the same
+    body many times (a page of jobs polled until it changes, a file read by each process), and
+    the same bytes against the same schema have the same problems."""
+    return tuple(_errors(schema_ptr, json.loads(raw)))
 
 
 def summary() -> str:
