@@ -37,6 +37,12 @@ from tests.support.github_conformance import (  # noqa: F401  (the GitHub confor
 )
 
 XDG = ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+# Git's housekeeping, off for the throwaway repositories of the tests: after each commit, fetch
+# or push git starts `git maintenance run --auto` and `git gc --auto` (about 3,100 processes a
+# run of the suite, the pushed-to side's included) that only matter to repositories that live for months.
+NO_HOUSEKEEPING = {"GIT_CONFIG_COUNT": "3", "GIT_CONFIG_KEY_0": "maintenance.auto", "GIT_CONFIG_VALUE_0": "false",
+                   "GIT_CONFIG_KEY_1": "gc.auto", "GIT_CONFIG_VALUE_1": "0",
+                   "GIT_CONFIG_KEY_2": "receive.autogc", "GIT_CONFIG_VALUE_2": "false"}
 _saved: dict[str, str | None] = {}
 
 
@@ -50,6 +56,9 @@ def pytest_configure(config):
     for var in XDG:
         _saved[var] = os.environ.get(var)
         os.environ[var] = os.path.join(home, var.split("_")[1].lower())
+    for var, value in NO_HOUSEKEEPING.items():
+        _saved[var] = os.environ.get(var)
+        os.environ[var] = value
 
 
 def slow_files() -> list[str]:
@@ -72,7 +81,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_unconfigure(config):
-    for var in XDG:
+    for var in (*XDG, *NO_HOUSEKEEPING):
         if _saved.get(var) is None:
             os.environ.pop(var, None)
         else:
