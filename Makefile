@@ -58,9 +58,16 @@ WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 # The tests start hundreds of torchbot processes, each importing the project: its bytecode is
 # compiled once here and kept (an environment with PYTHONDONTWRITEBYTECODE set would make every
 # one of them compile it again, about 0.15 s of CPU each).
+# The tests' temporary directories (about 600 MB a run): the last run's stay to look at; the
+# next run moves them aside and deletes them in the background at low priority. Left to pytest,
+# each run would delete an earlier run's at its end, one process on the clock.
+TEST_TMP ?= $(or $(TMPDIR),/tmp)/torchbot-tests-$(shell id -u)-$(shell echo '$(CURDIR)' | cksum | cut -d' ' -f1)
+
 test: lint nix postgres chromium
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q -j 0 bot release config tests bench >/dev/null
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
+	mkdir -p $(TEST_TMP) && if [ -d $(TEST_TMP)/last ]; then mv $(TEST_TMP)/last $(TEST_TMP)/old.$$$$; fi
+	(nice -n 19 rm -rf $(TEST_TMP)/old.* >/dev/null 2>&1 &)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --basetemp $(TEST_TMP)/last
 
 bench: $(STAMP)
 	$(BIN)/python bench/ask.py
