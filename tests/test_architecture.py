@@ -9,6 +9,7 @@ hide cycles: there is none (``dynamic_imports``).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -97,7 +98,12 @@ def module_name(path: Path) -> str:
 
 def imports_of(path: Path) -> list[tuple[int, str]]:
     """(line, imported torchbot module) for every import in the file."""
-    tree = ast.parse(path.read_text(), str(path))
+    return list(_imports(path, path.read_text(), ROOT))
+
+
+@functools.cache  # each check walks every file: one parse per file's text (and tree) serves them all
+def _imports(path: Path, text: str, root: Path) -> tuple[tuple[int, str], ...]:
+    tree = ast.parse(text, str(path))
     me = module_name(path)
     out = []
     for node in ast.walk(tree):
@@ -112,7 +118,7 @@ def imports_of(path: Path) -> list[tuple[int, str]]:
             out.append((node.lineno, mod))
             # `from release.builds import run` imports the module release.builds.run
             out += [(node.lineno, f"{mod}.{a.name}") for a in node.names if is_module(f"{mod}.{a.name}")]
-    return [(line, m) for line, m in out if m.split(".")[0] in PACKAGES]
+    return tuple((line, m) for line, m in out if m.split(".")[0] in PACKAGES)
 
 
 def is_module(name: str) -> bool:
