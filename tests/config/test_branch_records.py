@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import forked_cli
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 from tests.support.fixtures_pins import NEW, build_repo, small_catalog_branches
 
@@ -41,8 +42,7 @@ def world(tmp_path):
 
         def torchbot(*args: str, repo: Path | None = None) -> subprocess.CompletedProcess:
             e = dict(env, **({"TORCHBOT_REPO_PATH": str(repo)} if repo else {}))
-            return subprocess.run([sys.executable, "-m", "bot", *args], check=False, cwd=cwd, env=e,
-                                  capture_output=True, text=True, timeout=120)
+            return forked_cli.run(list(args), env=e, cwd=cwd)
 
         yield torchbot, work, other, cwd, home / "data" / "torchbot" / "branches.toml"
 

@@ -18,7 +18,7 @@ from config.catalog import DATA_DIR, Catalog
 from config.catalog_cache import cached, files_key
 from config.catalog_data import load_catalog
 from release.recipes import repos
-from tests.support import ci
+from tests.support import ci, forked_cli
 from tests.support.fixtures_realshapes import RECIPES, git, make_repos
 
 QUESTIONS = ["which variant for an H100 with Graviton3", "RTX 4090 with a Ryzen 9 7950X, python 3.12",
@@ -32,8 +32,11 @@ def run_ask(cache: Path, *question: str, repo_path: str | None = None, pythonpat
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     if repo_path:
         env["TORCHBOT_REPO_PATH"] = repo_path
-    r = subprocess.run([sys.executable, "-m", "bot", "ask", "--json", *question], capture_output=True, text=True,
-                       env=env, cwd=cache.parent, timeout=120, check=False)
+    if pythonpath:  # Python's start-up reads PYTHONPATH: a process started from scratch
+        r = subprocess.run([sys.executable, "-m", "bot", "ask", "--json", *question], capture_output=True, text=True,
+                           env=env, cwd=cache.parent, timeout=120, check=False)
+    else:
+        r = forked_cli.run(["ask", "--json", *question], env=env, cwd=cache.parent)
     assert r.returncode == 0, r.stderr
     return r.stdout
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from config.progress import Progress, duration
 from tests.release.pins.test_release_bump import env, fake, repo  # noqa: F401  (fixtures: a bump repository, fake nixpkgs)
 from tests.support import fixtures_builds as fx
+from tests.support import forked_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,8 +83,7 @@ def _environment(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def _torchbot(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot", *args], cwd=tmp_path, env=_environment(tmp_path, **extra),
-                          capture_output=True, text=True, timeout=300, check=False)
+    return forked_cli.run(list(args), env=_environment(tmp_path, **extra), cwd=tmp_path, timeout=300)
 
 
 def test_build_and_publish_print_one_line_per_finished_variant_when_not_on_a_terminal(tmp_path: Path) -> None:

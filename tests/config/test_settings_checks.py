@@ -1,6 +1,7 @@
 """Every setting is checked when torchbot starts (issue 18 item 4): each mistake below, given to
-the real CLI in a subprocess through the environment, exits 2 with one line on stderr naming its
-TORCHBOT_ variable and what is wrong, no traceback, no secret, and nothing written where it runs.
+the real CLI in a process of its own through the environment (tests/support/forked_cli.py),
+exits 2 with one line on stderr naming its TORCHBOT_ variable and what is wrong, no traceback,
+no secret, and nothing written where it runs.
 ``ask``'s answer group (no pydantic) gives the same verdict as the full settings where both apply.
 """
 
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import forked_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,8 +25,7 @@ def torchbot(cwd: Path, args: list[str], **env: str) -> subprocess.CompletedProc
     base.update(PYTHONPATH=str(ROOT), XDG_DATA_HOME=str(home / "data"), XDG_STATE_HOME=str(home / "state"),
                 XDG_CACHE_HOME=str(home / "cache"))
     base.update(env)
-    return subprocess.run([sys.executable, "-m", "bot", *args], check=False, cwd=cwd, env=base, capture_output=True,
-                          text=True, timeout=120)
+    return forked_cli.run(args, env=base, cwd=cwd)
 
 
 def one_line(r: subprocess.CompletedProcess, *needles: str) -> str:

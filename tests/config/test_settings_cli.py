@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from config.settings import Settings
+from tests.support import forked_cli
 from tests.support.fakes_slack import FakeSlack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,8 +22,7 @@ def torchbot(tmp: Path, args: list[str], **env: str) -> subprocess.CompletedProc
     base.update(PYTHONPATH=str(ROOT), TORCHBOT_STATE_DB=str(tmp / "state" / "s.db"),
                 TORCHBOT_AUDIT_LOG=str(tmp / "audit.log"))
     base.update(env)
-    return subprocess.run([sys.executable, "-m", "bot", *args], check=False, cwd=tmp, env=base, capture_output=True,
-                          text=True, timeout=60)
+    return forked_cli.run(args, env=base, cwd=tmp, timeout=60)
 
 
 def one_line(r: subprocess.CompletedProcess, *needles: str) -> str:

@@ -12,11 +12,11 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support import forked_cli
 from tests.support.fakes_nixpkgs import FakeNixpkgs
 from tests.support.fixtures_realshapes import make_repos
 from tests.support.fixtures_weekly import nixpkgs_history
@@ -40,8 +40,7 @@ def world(tmp_path_factory):
 
 
 def torchbot(world, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot", *args], cwd=world["tmp"], env=world["env"],
-                          capture_output=True, text=True, timeout=300, check=False)
+    return forked_cli.run(list(args), env=world["env"], cwd=world["tmp"], timeout=300)
 
 
 def jobs(world) -> list[str]:
