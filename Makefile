@@ -51,7 +51,7 @@ lint: $(STAMP)
 # The suite runs in parallel (pytest-xdist), one file per worker at a time (`--dist loadfile`: a
 # file's module fixtures are built once), one worker more than the machine has cores: many tests
 # wait on the processes and servers they start, and the extra worker fills those waits (on the
-# 2-core machine: 349 s with 3 workers, 413 s with 2, 379 s with 4). `make test WORKERS=1` runs it
+# 2-core machine, measured on 2026-12-01: 349 s with 3 workers, 413 s with 2, 379 s with 4). `make test WORKERS=1` runs it
 # in one process.
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 
