@@ -11,9 +11,16 @@ STAMP := $(VENV)/.installed
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
+# check-jsonschema (the workflow test's schema check) lives in a venv of its own: in the project's
+# it brings click, and httpx then imports its command-line tool (click, rich, pygments) with
+# every `import httpx`, ~60 ms in each of the suite's torchbot processes, as it never does in
+# the image.
+TOOLS := .venv-tools
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	$(PY) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q 'check-jsonschema>=0.29'
 	touch $(STAMP)
 
 # nix-instantiate / nix-build check and build recipes in the tests.
@@ -73,4 +80,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/ask.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) $(TOOLS) *.egg-info .pytest_cache

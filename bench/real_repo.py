@@ -34,6 +34,7 @@ NEW_28 = "2828abcd2828abcd2828abcd2828abcd2828abcd"  # main promises PyTorch 2.8
 CUDA_SETS = {"cudaPackages_12_6", "cudaPackages_12_8", "cudaPackages_12_9", "cudaPackages_13", "cudaPackages_13_0",
              "cudaPackages_13_1"}
 BIN = Path(sys.executable).parent
+TOOLS = Path(__file__).resolve().parents[1] / ".venv-tools" / "bin"  # check-jsonschema's own venv (Makefile)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -76,7 +77,7 @@ def main() -> int:
     # 2. the workflow: GitHub's schema and zizmor
     wf = tmp / "torchbot-build.yml"
     wf.write_text(render_workflow(Settings(**base)))
-    schema = subprocess.run([str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(wf)],
+    schema = subprocess.run([str(TOOLS / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(wf)],
                             check=False, capture_output=True, text=True)
     lint = subprocess.run(
         [str(BIN / "zizmor"), "--offline", "--no-progress", str(wf)], check=False, capture_output=True, text=True

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML  # with check-jsonschema, a test dependency
+from ruamel.yaml import YAML  # a test dependency
 
 from bot.frontends.chat import USAGE
 from bot.frontends.pending import bump_options, replay_args

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML  # check-jsonschema's YAML reader (a test dependency)
+from ruamel.yaml import YAML  # a test dependency
 
 from bot.frontends.cli.main import main as cli
 from config.errors import RefusedError, UsageError
