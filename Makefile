@@ -11,17 +11,19 @@ STAMP := $(VENV)/.installed
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
-# check-jsonschema (the workflow test's schema check) lives in a venv of its own: in the project's
-# it brings click, and httpx then imports its command-line tool (click, rich, pygments) with
-# every `import httpx`, ~60 ms in each of the suite's torchbot processes, as it never does in
-# the image.
-TOOLS := .venv-tools
+# check-jsonschema (the workflow test's schema check) lives in a venv of its own, inside .venv:
+# in the project's it brings click, and httpx then imports its command-line tool (click, rich,
+# pygments) with every `import httpx`, ~60 ms in each of the suite's torchbot processes, as it
+# never does in the image.
+TOOLS := $(VENV)/tools
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
-	$(PY) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q 'check-jsonschema>=0.29'
 	touch $(STAMP)
+
+$(TOOLS)/bin/check-jsonschema: | $(BIN)/python
+	$(PY) -m venv $(TOOLS) && $(TOOLS)/bin/pip install -q 'check-jsonschema>=0.29'
 
 # nix-instantiate / nix-build check and build recipes in the tests.
 nix:
@@ -58,8 +60,8 @@ lint: $(STAMP)
 # The suite runs in parallel (pytest-xdist), one file per worker at a time (`--dist loadfile`: a
 # file's module fixtures are built once), one worker more than the machine has cores: many tests
 # wait on the processes and servers they start, and the extra worker fills those waits (on the
-# 2-core machine, measured on 2026-12-01: 349 s with 3 workers, 413 s with 2, 379 s with 4). `make test WORKERS=1` runs it
-# in one process.
+# 2-core machine, measured on 2026-12-01: 349 s with 3 workers, 413 s with 2, 379 s with 4).
+# `make test WORKERS=1` runs it in one process.
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 
 # The tests start hundreds of torchbot processes, each importing the project: its bytecode is
@@ -70,7 +72,7 @@ WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 # each run would delete an earlier run's at its end, one process on the clock.
 TEST_TMP ?= $(or $(TMPDIR),/tmp)/torchbot-tests-$(shell id -u)-$(shell echo '$(CURDIR)' | cksum | cut -d' ' -f1)
 
-test: lint nix postgres chromium
+test: lint nix postgres chromium $(TOOLS)/bin/check-jsonschema
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q -j 0 bot release config tests bench >/dev/null
 	mkdir -p $(TEST_TMP) && if [ -d $(TEST_TMP)/last ]; then mv $(TEST_TMP)/last $(TEST_TMP)/old.$$$$; fi
 	(nice -n 19 rm -rf $(TEST_TMP)/old.* >/dev/null 2>&1 &)
@@ -80,4 +82,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/ask.py
 
 clean:
-	rm -rf $(VENV) $(TOOLS) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -34,7 +34,7 @@ NEW_28 = "2828abcd2828abcd2828abcd2828abcd2828abcd"  # main promises PyTorch 2.8
 CUDA_SETS = {"cudaPackages_12_6", "cudaPackages_12_8", "cudaPackages_12_9", "cudaPackages_13", "cudaPackages_13_0",
              "cudaPackages_13_1"}
 BIN = Path(sys.executable).parent
-TOOLS = Path(__file__).resolve().parents[1] / ".venv-tools" / "bin"  # check-jsonschema's own venv (Makefile)
+TOOLS = BIN.parent / "tools" / "bin"  # check-jsonschema's own venv, inside the project's (Makefile)
 
 
 def git(repo: Path, *args: str) -> str:

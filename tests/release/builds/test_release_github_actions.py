@@ -152,7 +152,7 @@ def test_batches_are_dispatched_at_the_branch_and_followed(tmp_path: Path) -> No
 def _workflow_checks(path: Path) -> None:
     """GitHub's workflow schema (check-jsonschema, offline) and zizmor (offline): no finding."""
     bindir = Path(sys.executable).parent
-    tools = Path(__file__).resolve().parents[3] / ".venv-tools" / "bin"  # check-jsonschema's own venv (Makefile)
+    tools = bindir.parent / "tools" / "bin"  # check-jsonschema's own venv, inside the project's (Makefile)
     schema = subprocess.run([str(tools / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
                              str(path)], check=False, capture_output=True, text=True)
     assert schema.returncode == 0, schema.stdout + schema.stderr
